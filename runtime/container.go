@@ -1,0 +1,772 @@
+package runtime
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// generateContainerConfig maps one container of a pod to the runtime's
+// container configuration. Failures are the user's to fix (a missing
+// volume, an unsupported env source, a root image under runAsNonRoot) and
+// become CreateContainerConfigError.
+func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Container, plan ContainerToStart, imageRef string, env *PodEnv) (*runtimeapi.ContainerConfig, error) {
+	if env == nil {
+		env = &PodEnv{}
+	}
+	envs, err := containerEnv(pod, container)
+	if err != nil {
+		return nil, err
+	}
+	values := envMap(envs)
+
+	sc := effectiveSecurityContext(pod, container)
+	if err := verifyRunAsNonRoot(pod, container, sc, m.imageUser(imageRef)); err != nil {
+		return nil, err
+	}
+
+	mounts, err := m.makeMounts(container, plan.RestartCount, values, env)
+	if err != nil {
+		return nil, err
+	}
+	security, err := containerSecurityContext(pod, container, sc)
+	if err != nil {
+		return nil, err
+	}
+
+	config := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{
+			Name:    container.Name,
+			Attempt: uint32(plan.RestartCount),
+		},
+		Image: &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: container.Image},
+		// Left empty, the image's entrypoint and cmd apply in the runtime.
+		Command:     expandAll(container.Command, values),
+		Args:        expandAll(container.Args, values),
+		WorkingDir:  container.WorkingDir,
+		Mounts:      mounts,
+		LogPath:     containerLogPath(container.Name, plan.RestartCount),
+		Stdin:       container.Stdin,
+		StdinOnce:   container.StdinOnce,
+		Tty:         container.TTY,
+		Labels:      newContainerLabels(pod, container),
+		Annotations: newContainerAnnotations(pod, container, plan.RestartCount, plan.Backoff),
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       containerResources(pod, container, machineMemoryCapacity()),
+			SecurityContext: security,
+		},
+	}
+	for _, e := range envs {
+		config.Envs = append(config.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	return config, nil
+}
+
+// containerLogPath is a container instance's log file, relative to the
+// sandbox's log folder: <container>/<restartCount>.log.
+func containerLogPath(containerName string, restartCount int) string {
+	return filepath.Join(containerName, strconv.Itoa(restartCount)+".log")
+}
+
+// ---- Environment ----
+
+// envVar is one resolved environment variable.
+type envVar struct {
+	Name  string
+	Value string
+}
+
+// containerEnv resolves a container's env in the order it is declared. A
+// value may refer to variables declared before it as $(NAME). A name given
+// twice keeps its first place and takes its last value.
+func containerEnv(pod *corev1.Pod, container *corev1.Container) ([]envVar, error) {
+	if len(container.EnvFrom) > 0 {
+		return nil, fmt.Errorf("envFrom of container %q is not supported yet", container.Name)
+	}
+	var envs []envVar
+	index := map[string]int{}
+	values := map[string]string{}
+	for _, e := range container.Env {
+		value := e.Value
+		switch {
+		case value != "":
+			value = expandVars(value, values)
+		case e.ValueFrom != nil:
+			var err error
+			if value, err = envValueFrom(pod, container, e); err != nil {
+				return nil, err
+			}
+		}
+		values[e.Name] = value
+		if i, ok := index[e.Name]; ok {
+			envs[i].Value = value
+			continue
+		}
+		index[e.Name] = len(envs)
+		envs = append(envs, envVar{Name: e.Name, Value: value})
+	}
+	return envs, nil
+}
+
+// envValueFrom resolves the env sources nodelet knows today: the pod's own
+// identity fields. ConfigMaps, Secrets, resources and the pod's IPs come in
+// a later change.
+func envValueFrom(pod *corev1.Pod, container *corev1.Container, e corev1.EnvVar) (string, error) {
+	if ref := e.ValueFrom.FieldRef; ref != nil {
+		if value, ok := podFieldValue(pod, ref.FieldPath); ok {
+			return value, nil
+		}
+		return "", fmt.Errorf("env %q of container %q: fieldRef %q is not supported yet", e.Name, container.Name, ref.FieldPath)
+	}
+	return "", fmt.Errorf("env %q of container %q: valueFrom other than fieldRef is not supported yet", e.Name, container.Name)
+}
+
+// podFieldValue reads the downward API fields that need nothing but the
+// Pod object.
+func podFieldValue(pod *corev1.Pod, fieldPath string) (string, bool) {
+	switch fieldPath {
+	case "metadata.name":
+		return pod.Name, true
+	case "metadata.namespace":
+		return pod.Namespace, true
+	case "metadata.uid":
+		return string(pod.UID), true
+	case "spec.nodeName":
+		return pod.Spec.NodeName, true
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, true
+	}
+	if key, ok := subscript(fieldPath, "metadata.labels"); ok {
+		return pod.Labels[key], true
+	}
+	if key, ok := subscript(fieldPath, "metadata.annotations"); ok {
+		return pod.Annotations[key], true
+	}
+	return "", false
+}
+
+// subscript parses `<prefix>['<key>']`.
+func subscript(fieldPath, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(fieldPath, prefix+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+func envMap(envs []envVar) map[string]string {
+	values := make(map[string]string, len(envs))
+	for _, e := range envs {
+		values[e.Name] = e.Value
+	}
+	return values
+}
+
+func expandAll(inputs []string, values map[string]string) []string {
+	if len(inputs) == 0 {
+		return nil
+	}
+	expanded := make([]string, len(inputs))
+	for i, in := range inputs {
+		expanded[i] = expandVars(in, values)
+	}
+	return expanded
+}
+
+// expandVars replaces $(NAME) with the value of NAME, following the API's
+// rules: $$ is a literal $ (so $$(NAME) stays $(NAME)), a reference to an
+// unknown name is left as written, and a $ that starts no reference is kept.
+func expandVars(input string, values map[string]string) string {
+	return expand(input, func(name string) string {
+		if value, ok := values[name]; ok {
+			return value
+		}
+		return "$(" + name + ")"
+	})
+}
+
+// expand rewrites the $(NAME) references of input with mapping.
+func expand(input string, mapping func(name string) string) string {
+	if !strings.Contains(input, "$") {
+		return input
+	}
+	var out strings.Builder
+	for i := 0; i < len(input); i++ {
+		if input[i] != '$' || i+1 == len(input) {
+			out.WriteByte(input[i])
+			continue
+		}
+		switch input[i+1] {
+		case '$':
+			out.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(input[i+2:], ')')
+			if end < 0 {
+				// An unterminated reference is plain text.
+				out.WriteString("$(")
+				i++
+				continue
+			}
+			out.WriteString(mapping(input[i+2 : i+2+end]))
+			i += 2 + end
+		default:
+			out.WriteByte('$')
+		}
+	}
+	return out.String()
+}
+
+// ---- Mounts ----
+
+// makeMounts binds each volume mount of the container to the host folder
+// prepared for its volume, then adds the termination message file.
+func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
+	var mounts []*runtimeapi.Mount
+	for _, vm := range container.VolumeMounts {
+		volumePath, ok := env.VolumePaths[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, container.Name)
+		}
+		subPath := vm.SubPath
+		if vm.SubPathExpr != "" {
+			var err error
+			if subPath, err = expandSubPathExpr(vm.SubPathExpr, envValues); err != nil {
+				return nil, fmt.Errorf("subPathExpr of volumeMount %q of container %q: %w", vm.Name, container.Name, err)
+			}
+		}
+		hostPath := volumePath
+		if subPath != "" {
+			if err := validateSubPath(subPath); err != nil {
+				return nil, err
+			}
+			var err error
+			if hostPath, err = prepareSubPath(volumePath, subPath); err != nil {
+				m.log.Error(err, "Failed to prepare subPath", "container", container.Name, "volumeMount", vm.Name)
+				// The details would tell the user about the host's files.
+				return nil, fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", vm.Name, container.Name)
+			}
+		}
+		propagation, err := mountPropagation(vm.MountPropagation)
+		if err != nil {
+			return nil, err
+		}
+		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
+			return nil, fmt.Errorf("recursive read-only mount %q of container %q is not supported yet", vm.Name, container.Name)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{
+			ContainerPath: vm.MountPath,
+			HostPath:      hostPath,
+			Readonly:      vm.ReadOnly,
+			Propagation:   propagation,
+		})
+	}
+	if mount := m.terminationMessageMount(container, restartCount, env.PodDir); mount != nil {
+		mounts = append(mounts, mount)
+	}
+	return mounts, nil
+}
+
+// terminationMessageMount makes the file the container may write its
+// termination message to, one per container instance, and mounts it at
+// terminationMessagePath. As in the kubelet, a file that cannot be made
+// costs the container its message, not its start.
+func (m *Manager) terminationMessageMount(container *corev1.Container, restartCount int, podDir string) *runtimeapi.Mount {
+	if podDir == "" || container.TerminationMessagePath == "" {
+		return nil
+	}
+	dir := filepath.Join(podDir, "containers", container.Name)
+	path := filepath.Join(dir, strconv.Itoa(restartCount))
+	if err := createTerminationMessageFile(dir, path); err != nil {
+		m.log.Error(err, "Failed to create termination message file", "container", container.Name, "path", path)
+		return nil
+	}
+	return &runtimeapi.Mount{ContainerPath: container.TerminationMessagePath, HostPath: path}
+}
+
+func createTerminationMessageFile(dir, path string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	// A file left by an earlier instance with the same restart count must
+	// not carry its message over.
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// Any user in the container may write its message; umask would
+	// otherwise narrow the mode.
+	return os.Chmod(path, 0o666)
+}
+
+// expandSubPathExpr expands a volume mount's subPathExpr; unlike in
+// commands, a reference to a variable that is unset or empty is an error.
+func expandSubPathExpr(expr string, values map[string]string) (string, error) {
+	var missing []string
+	expanded := expand(expr, func(name string) string {
+		value := values[name]
+		if value == "" {
+			missing = append(missing, name)
+		}
+		return value
+	})
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return "", fmt.Errorf("missing value for %s", strings.Join(slices.Compact(missing), ", "))
+	}
+	return expanded, nil
+}
+
+// validateSubPath refuses sub paths that could leave the volume by their
+// spelling alone.
+func validateSubPath(subPath string) error {
+	if filepath.IsAbs(subPath) {
+		return fmt.Errorf("error SubPath `%s` must not be an absolute path", subPath)
+	}
+	if slices.Contains(strings.Split(filepath.ToSlash(subPath), "/"), "..") {
+		return fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", subPath)
+	}
+	return nil
+}
+
+// prepareSubPath returns the host path of a sub path of a volume, making
+// its folders when missing (with the volume's mode, so that an fsGroup's
+// access carries down) and refusing one that symlinks lead out of the
+// volume.
+func prepareSubPath(volumePath, subPath string) (string, error) {
+	root, err := filepath.EvalSymlinks(volumePath)
+	if err != nil {
+		return "", err
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		return "", err
+	}
+	mode := info.Mode() & (os.ModePerm | os.ModeSetgid)
+	current := root
+	for _, part := range strings.Split(filepath.Clean(subPath), string(filepath.Separator)) {
+		if part == "" || part == "." {
+			continue
+		}
+		next := filepath.Join(current, part)
+		fi, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if err := os.Mkdir(next, mode); err != nil && !errors.Is(err, os.ErrExist) {
+				return "", err
+			}
+			// The exact mode, whatever the umask.
+			if err := os.Chmod(next, mode); err != nil {
+				return "", err
+			}
+		case err != nil:
+			return "", err
+		case fi.Mode()&os.ModeSymlink != 0:
+			if next, err = filepath.EvalSymlinks(next); err != nil {
+				return "", err
+			}
+		}
+		if !within(root, next) {
+			return "", fmt.Errorf("subPath %q leads out of volume %s", subPath, volumePath)
+		}
+		current = next
+	}
+	return current, nil
+}
+
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func mountPropagation(mode *corev1.MountPropagationMode) (runtimeapi.MountPropagation, error) {
+	if mode == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	}
+	switch *mode {
+	case corev1.MountPropagationNone:
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	case corev1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
+	case corev1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
+	}
+	return 0, fmt.Errorf("invalid MountPropagation mode: %q", *mode)
+}
+
+// ---- Security ----
+
+// effectiveSecurityContext is the container's security context with the
+// pod's user, group, non-root and SELinux settings filled in where the
+// container leaves them unset.
+func effectiveSecurityContext(pod *corev1.Pod, container *corev1.Container) *corev1.SecurityContext {
+	sc := &corev1.SecurityContext{}
+	if container.SecurityContext != nil {
+		sc = container.SecurityContext.DeepCopy()
+	}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		return sc
+	}
+	if sc.RunAsUser == nil {
+		sc.RunAsUser = psc.RunAsUser
+	}
+	if sc.RunAsGroup == nil {
+		sc.RunAsGroup = psc.RunAsGroup
+	}
+	if sc.RunAsNonRoot == nil {
+		sc.RunAsNonRoot = psc.RunAsNonRoot
+	}
+	if sc.SELinuxOptions == nil {
+		sc.SELinuxOptions = psc.SELinuxOptions
+	}
+	return sc
+}
+
+// imageUser is the user an image runs as, as the runtime reports it: a
+// numeric UID, or a user name it cannot resolve to one.
+type imageUser struct {
+	UID      *int64
+	Username string
+}
+
+// verifyRunAsNonRoot refuses to start a container that must not run as root
+// but would. user is nil when the image's user is not known. The messages
+// are the kubelet's.
+func verifyRunAsNonRoot(pod *corev1.Pod, container *corev1.Container, sc *corev1.SecurityContext, user *imageUser) error {
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		return nil
+	}
+	who := fmt.Sprintf("(pod: %q, container: %s)", fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID), container.Name)
+	if sc.RunAsUser != nil {
+		if *sc.RunAsUser == 0 {
+			return fmt.Errorf("container's runAsUser breaks non-root policy %s", who)
+		}
+		return nil
+	}
+	switch {
+	case user == nil:
+		return fmt.Errorf("container has runAsNonRoot and the image's user is unknown, cannot verify user is non-root %s", who)
+	case user.UID != nil && *user.UID == 0:
+		return fmt.Errorf("container has runAsNonRoot and image will run as root %s", who)
+	case user.UID == nil && user.Username != "":
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", user.Username, who)
+	}
+	return nil
+}
+
+// imageUser is the user of an image ensureImage has returned.
+func (m *Manager) imageUser(imageRef string) *imageUser {
+	if m.puller == nil {
+		return nil
+	}
+	return m.puller.user(imageRef)
+}
+
+// seccompProfileRoot holds Localhost seccomp profiles. It is the kubelet's
+// own folder, so that profiles installed for the kubelet (by hand or by the
+// security-profiles-operator) serve nodelet's pods unchanged.
+const seccompProfileRoot = "/var/lib/kubelet/seccomp"
+
+func containerSecurityContext(pod *corev1.Pod, container *corev1.Container, sc *corev1.SecurityContext) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	out := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions:   namespaceOptions(pod),
+		SelinuxOptions:     runtimeSELinuxOptions(sc.SELinuxOptions),
+		SupplementalGroups: podSupplementalGroups(pod.Spec.SecurityContext),
+	}
+	if sc.Capabilities != nil {
+		// Names go as written ("NET_ADMIN"): the runtime adds CAP_.
+		out.Capabilities = &runtimeapi.Capability{}
+		for _, c := range sc.Capabilities.Add {
+			out.Capabilities.AddCapabilities = append(out.Capabilities.AddCapabilities, string(c))
+		}
+		for _, c := range sc.Capabilities.Drop {
+			out.Capabilities.DropCapabilities = append(out.Capabilities.DropCapabilities, string(c))
+		}
+	}
+	if sc.Privileged != nil {
+		out.Privileged = *sc.Privileged
+	}
+	if sc.RunAsUser != nil {
+		out.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
+	}
+	if sc.RunAsGroup != nil {
+		out.RunAsGroup = &runtimeapi.Int64Value{Value: *sc.RunAsGroup}
+	}
+	if sc.ReadOnlyRootFilesystem != nil {
+		out.ReadonlyRootfs = *sc.ReadOnlyRootFilesystem
+	}
+	if sc.AllowPrivilegeEscalation != nil {
+		out.NoNewPrivs = !*sc.AllowPrivilegeEscalation
+	}
+	// Left empty, masked and read-only /proc paths are the runtime's
+	// defaults; Unmasked asks for none.
+	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+		out.MaskedPaths = []string{}
+		out.ReadonlyPaths = []string{}
+	}
+
+	policy, err := supplementalGroupsPolicy(pod.Spec.SecurityContext)
+	if err != nil {
+		return nil, err
+	}
+	out.SupplementalGroupsPolicy = policy
+
+	var podSeccomp *corev1.SeccompProfile
+	if pod.Spec.SecurityContext != nil {
+		podSeccomp = pod.Spec.SecurityContext.SeccompProfile
+	}
+	seccomp := podSeccomp
+	if container.SecurityContext != nil && container.SecurityContext.SeccompProfile != nil {
+		seccomp = container.SecurityContext.SeccompProfile
+	}
+	if out.Seccomp, err = seccompProfile(seccomp); err != nil {
+		return nil, fmt.Errorf("seccomp profile of container %q: %w", container.Name, err)
+	}
+	if out.Apparmor, out.ApparmorProfile, err = appArmorProfile(pod, container); err != nil {
+		return nil, fmt.Errorf("AppArmor profile of container %q: %w", container.Name, err)
+	}
+	return out, nil
+}
+
+// seccompProfile maps the API's profile to the runtime's. Unset means
+// Unconfined, the kubelet's default without SeccompDefault.
+func seccompProfile(p *corev1.SeccompProfile) (*runtimeapi.SecurityProfile, error) {
+	if p == nil {
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+	}
+	switch p.Type {
+	case corev1.SeccompProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
+	case corev1.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			return nil, errors.New("localhostProfile must be set if seccompProfile type is Localhost")
+		}
+		return &runtimeapi.SecurityProfile{
+			ProfileType:  runtimeapi.SecurityProfile_Localhost,
+			LocalhostRef: filepath.Join(seccompProfileRoot, *p.LocalhostProfile),
+		}, nil
+	}
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+}
+
+// appArmorProfile takes the container's profile, else the deprecated
+// per-container pod annotation, else the pod's. It also returns the profile
+// in the older string form that runtimes before the structured field read.
+func appArmorProfile(pod *corev1.Pod, container *corev1.Container) (*runtimeapi.SecurityProfile, string, error) {
+	var profile *corev1.AppArmorProfile
+	switch {
+	case container.SecurityContext != nil && container.SecurityContext.AppArmorProfile != nil:
+		profile = container.SecurityContext.AppArmorProfile
+	case pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+container.Name] != "":
+		profile = appArmorFromAnnotation(pod.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+container.Name])
+	case pod.Spec.SecurityContext != nil && pod.Spec.SecurityContext.AppArmorProfile != nil:
+		profile = pod.Spec.SecurityContext.AppArmorProfile
+	}
+	if profile == nil {
+		return nil, "", nil
+	}
+	switch profile.Type {
+	case corev1.AppArmorProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+			corev1.DeprecatedAppArmorBetaProfileRuntimeDefault, nil
+	case corev1.AppArmorProfileTypeUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
+			corev1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
+	case corev1.AppArmorProfileTypeLocalhost:
+		if profile.LocalhostProfile == nil || *profile.LocalhostProfile == "" {
+			return nil, "", errors.New("missing localhost apparmor profile name")
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *profile.LocalhostProfile},
+			corev1.DeprecatedAppArmorBetaProfileNamePrefix + *profile.LocalhostProfile, nil
+	}
+	return nil, "", fmt.Errorf("unknown AppArmor profile type %q", profile.Type)
+}
+
+func appArmorFromAnnotation(value string) *corev1.AppArmorProfile {
+	switch {
+	case value == corev1.DeprecatedAppArmorBetaProfileRuntimeDefault:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	case value == corev1.DeprecatedAppArmorBetaProfileNameUnconfined:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	case strings.HasPrefix(value, corev1.DeprecatedAppArmorBetaProfileNamePrefix):
+		name := strings.TrimPrefix(value, corev1.DeprecatedAppArmorBetaProfileNamePrefix)
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+	}
+	return nil
+}
+
+// ---- Resources ----
+
+// CPU and OOM constants of the kubelet's cgroup v1 mapping.
+const (
+	minCPUShares   = 2
+	maxCPUShares   = 262144
+	sharesPerCPU   = 1024
+	cpuQuotaPeriod = 100000 // microseconds
+	minCPUQuota    = 1000   // microseconds, the kernel's minimum
+
+	guaranteedOOMScoreAdj = -997
+	bestEffortOOMScoreAdj = 1000
+
+	systemNodeCritical     = "system-node-critical"
+	systemCriticalPriority = 2000000000
+	mirrorPodAnnotationKey = "kubernetes.io/config.mirror"
+)
+
+// containerResources computes the cgroup settings of a container as the
+// kubelet does on cgroup v1: CPU shares from the request (the limit when
+// there is no request), a CFS quota from the CPU limit, the memory limit,
+// and an OOM score adjustment by QoS class. memoryCapacity is the node's
+// memory in bytes, which ranks Burstable containers.
+func containerResources(pod *corev1.Pod, container *corev1.Container, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
+	cpuRequest, hasRequest := container.Resources.Requests[corev1.ResourceCPU]
+	cpuLimit := container.Resources.Limits.Cpu()
+	shares := milliCPUToShares(cpuRequest.MilliValue())
+	if !hasRequest {
+		shares = milliCPUToShares(cpuLimit.MilliValue())
+	}
+	resources := &runtimeapi.LinuxContainerResources{
+		CpuShares:          shares,
+		CpuPeriod:          cpuQuotaPeriod,
+		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue()),
+		MemoryLimitInBytes: container.Resources.Limits.Memory().Value(),
+		OomScoreAdj:        oomScoreAdj(pod, container, memoryCapacity),
+	}
+	return resources
+}
+
+func milliCPUToShares(milliCPU int64) int64 {
+	// No request means the least weight, not the kernel's default of 1024.
+	shares := milliCPU * sharesPerCPU / 1000
+	return min(max(shares, minCPUShares), maxCPUShares)
+}
+
+func milliCPUToQuota(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return 0
+	}
+	return max(milliCPU*cpuQuotaPeriod/1000, minCPUQuota)
+}
+
+// oomScoreAdj ranks containers for the OOM killer: node-critical and
+// Guaranteed last, BestEffort first, Burstable in between by the share of
+// the node's memory they request.
+func oomScoreAdj(pod *corev1.Pod, container *corev1.Container, memoryCapacity int64) int64 {
+	if isNodeCritical(pod) {
+		return guaranteedOOMScoreAdj
+	}
+	switch podQOS(pod) {
+	case corev1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case corev1.PodQOSBestEffort:
+		return bestEffortOOMScoreAdj
+	}
+	if memoryCapacity <= 0 {
+		return bestEffortOOMScoreAdj - 1
+	}
+	request := container.Resources.Requests.Memory().Value()
+	adj := 1000 - 1000*request/memoryCapacity
+	// Below a Guaranteed container using all of the node's memory would
+	// rank a Burstable one above Guaranteed ones.
+	if adj < 1000+guaranteedOOMScoreAdj {
+		return 1000 + guaranteedOOMScoreAdj
+	}
+	// Burstable always ranks above BestEffort.
+	if adj == bestEffortOOMScoreAdj {
+		return adj - 1
+	}
+	return adj
+}
+
+func isNodeCritical(pod *corev1.Pod) bool {
+	if pod.Spec.PriorityClassName != systemNodeCritical {
+		return false
+	}
+	_, mirror := pod.Annotations[mirrorPodAnnotationKey]
+	return mirror || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
+}
+
+// podQOS is the pod's QoS class: the API server's, which it sets when the
+// pod is created, else computed from the containers' CPU and memory.
+func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	requests := map[corev1.ResourceName]resource.Quantity{}
+	limits := map[corev1.ResourceName]resource.Quantity{}
+	guaranteed := true
+	add := func(into map[corev1.ResourceName]resource.Quantity, name corev1.ResourceName, q resource.Quantity) {
+		sum := into[name]
+		sum.Add(q)
+		into[name] = sum
+	}
+	visit := func(c *corev1.Container) {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := c.Resources.Requests[name]; ok && !q.IsZero() {
+				add(requests, name, q)
+			}
+			q, ok := c.Resources.Limits[name]
+			if ok && !q.IsZero() {
+				add(limits, name, q)
+			} else {
+				guaranteed = false
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		visit(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		visit(&pod.Spec.Containers[i])
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, request := range requests {
+			if limit := limits[name]; limit.Cmp(request) != 0 {
+				guaranteed = false
+			}
+		}
+	}
+	if guaranteed && len(requests) == len(limits) {
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+// machineMemoryCapacity is the node's memory in bytes, read once; zero
+// when unknown.
+var machineMemoryCapacity = sync.OnceValue(func() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) == 3 && fields[0] == "MemTotal:" && fields[2] == "kB" {
+			kib, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kib * 1024
+		}
+	}
+	return 0
+})

@@ -1,0 +1,696 @@
+package runtime
+
+// Tests of the Pod → ContainerConfig mapping. The pure helpers (expansion,
+// resources, QoS) run on plain values; generateContainerConfig and sub
+// paths run against real folders in t.TempDir().
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+func TestExpandVars(t *testing.T) {
+	values := map[string]string{"A": "1", "B": "two", "EMPTY": ""}
+	tests := map[string]struct {
+		input string
+		want  string
+	}{
+		"no reference":                         {input: "plain text", want: "plain text"},
+		"a known reference":                    {input: "x$(A)y", want: "x1y"},
+		"references side by side":              {input: "$(A)$(B)", want: "1two"},
+		"an empty value":                       {input: "[$(EMPTY)]", want: "[]"},
+		"an unknown reference is kept":         {input: "$(C) and $(A)", want: "$(C) and 1"},
+		"$$ escapes a reference":               {input: "$$(A)", want: "$(A)"},
+		"$$$ is a literal $ then a reference":  {input: "$$$(A)", want: "$1"},
+		"$$ alone is one $":                    {input: "cost: $$5", want: "cost: $5"},
+		"a $ that starts nothing is kept":      {input: "$A ${B} $", want: "$A ${B} $"},
+		"an unterminated reference is text":    {input: "$(A", want: "$(A"},
+		"an unterminated then a closed one":    {input: "$(A $(B)", want: "$(A $(B)"},
+		"an empty name is kept":                {input: "$()", want: "$()"},
+		"a $ before a multi-byte rune is kept": {input: "$é$(A)", want: "$é1"},
+		"a reference at the very end":          {input: "v=$(B)", want: "v=two"},
+		"the shell's own syntax is left to it": {input: "echo ${HOME} $(A)", want: "echo ${HOME} 1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := expandVars(tc.input, values); got != tc.want {
+				t.Errorf("expandVars(%q) = %q, want %q", tc.input, got, tc.want)
+			}
+		})
+	}
+}
+
+// containerTestImage is the image ID the tests' puller knows the user of.
+const containerTestImage = "sha256:busybox"
+
+func containerTestPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        "web",
+			Namespace:   "default",
+			UID:         "uid-1",
+			Labels:      map[string]string{"app": "web"},
+			Annotations: map[string]string{"team": "blue"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:           "node-1",
+			ServiceAccountName: "default",
+			Containers: []corev1.Container{{
+				Name:                     "app",
+				Image:                    "busybox:1",
+				TerminationMessagePath:   "/dev/termination-log",
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			}},
+		},
+	}
+}
+
+func TestGenerateContainerConfig(t *testing.T) {
+	dir := t.TempDir()
+	podDir := filepath.Join(dir, "pods", "uid-1")
+	dataVolume := filepath.Join(podDir, "volumes", "data")
+	configVolume := filepath.Join(podDir, "volumes", "config")
+	for _, d := range []string{dataVolume, configVolume} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := &PodEnv{
+		PodDir:      podDir,
+		VolumePaths: map[string]string{"data": dataVolume, "config": configVolume},
+	}
+	plan := ContainerToStart{Index: 0, RestartCount: 3, Backoff: 20 * time.Second}
+	terminationMount := &runtimeapi.Mount{
+		ContainerPath: "/dev/termination-log",
+		HostPath:      filepath.Join(podDir, "containers", "app", "3"),
+	}
+
+	baseWant := func(pod *corev1.Pod) *runtimeapi.ContainerConfig {
+		container := &pod.Spec.Containers[0]
+		return &runtimeapi.ContainerConfig{
+			Metadata:    &runtimeapi.ContainerMetadata{Name: "app", Attempt: 3},
+			Image:       &runtimeapi.ImageSpec{Image: containerTestImage, UserSpecifiedImage: container.Image},
+			Mounts:      []*runtimeapi.Mount{terminationMount},
+			LogPath:     "app/3.log",
+			Labels:      newContainerLabels(pod, container),
+			Annotations: newContainerAnnotations(pod, container, 3, 20*time.Second),
+			Linux: &runtimeapi.LinuxContainerConfig{
+				Resources: &runtimeapi.LinuxContainerResources{
+					CpuShares:   2,
+					CpuPeriod:   100000,
+					OomScoreAdj: 1000,
+				},
+				SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+					NamespaceOptions: &runtimeapi.NamespaceOption{
+						Network: runtimeapi.NamespaceMode_POD,
+						Pid:     runtimeapi.NamespaceMode_CONTAINER,
+						Ipc:     runtimeapi.NamespaceMode_POD,
+					},
+					Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
+				},
+			},
+		}
+	}
+	kv := func(key, value string) *runtimeapi.KeyValue {
+		return &runtimeapi.KeyValue{Key: key, Value: []byte(value)}
+	}
+
+	tests := map[string]struct {
+		mutatePod func(*corev1.Pod)
+		imageUser *imageUser
+		// unknownImage leaves the image's user unknown to the puller.
+		unknownImage bool
+		env          *PodEnv
+		mutateWant   func(*runtimeapi.ContainerConfig)
+		wantErr      string
+	}{
+		"a plain container": {},
+		"command, args, working dir and terminal come from the spec": {
+			mutatePod: func(p *corev1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.Command = []string{"/bin/sh", "-c"}
+				c.Args = []string{"sleep 3600"}
+				c.WorkingDir = "/srv"
+				c.Stdin, c.StdinOnce, c.TTY = true, true, true
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Command = []string{"/bin/sh", "-c"}
+				c.Args = []string{"sleep 3600"}
+				c.WorkingDir = "/srv"
+				c.Stdin, c.StdinOnce, c.Tty = true, true, true
+			},
+		},
+		"env values see earlier variables and commands see all of them": {
+			mutatePod: func(p *corev1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.Env = []corev1.EnvVar{
+					{Name: "A", Value: "1"},
+					{Name: "B", Value: "$(A)-2"},
+					{Name: "C", Value: "$(LATER)"},
+					{Name: "LATER", Value: "x"},
+					{Name: "ESCAPED", Value: "$$(A)"},
+					{Name: "EMPTY"},
+				}
+				c.Command = []string{"echo", "$(B)", "$$(A)", "$(LATER)", "$(NOPE)"}
+				c.Args = []string{"$(C)"}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Envs = []*runtimeapi.KeyValue{kv("A", "1"), kv("B", "1-2"), kv("C", "$(LATER)"), kv("LATER", "x"), kv("ESCAPED", "$(A)"), kv("EMPTY", "")}
+				c.Command = []string{"echo", "1-2", "$(A)", "x", "$(NOPE)"}
+				c.Args = []string{"$(LATER)"}
+			},
+		},
+		"a name given twice keeps its place and takes its last value": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "2"}, {Name: "A", Value: "$(A)$(B)"}}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Envs = []*runtimeapi.KeyValue{kv("A", "12"), kv("B", "2")}
+			},
+		},
+		"fieldRef reads the pod's identity": {
+			mutatePod: func(p *corev1.Pod) {
+				fieldRef := func(name, path string) corev1.EnvVar {
+					return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+				}
+				p.Spec.Containers[0].Env = []corev1.EnvVar{
+					fieldRef("POD_NAME", "metadata.name"),
+					fieldRef("POD_NAMESPACE", "metadata.namespace"),
+					fieldRef("POD_UID", "metadata.uid"),
+					fieldRef("NODE_NAME", "spec.nodeName"),
+					fieldRef("SA", "spec.serviceAccountName"),
+					fieldRef("APP", "metadata.labels['app']"),
+					fieldRef("TEAM", "metadata.annotations['team']"),
+					{Name: "GREETING", Value: "hello from $(POD_NAME)"},
+				}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Envs = []*runtimeapi.KeyValue{
+					kv("POD_NAME", "web"), kv("POD_NAMESPACE", "default"), kv("POD_UID", "uid-1"),
+					kv("NODE_NAME", "node-1"), kv("SA", "default"), kv("APP", "web"), kv("TEAM", "blue"),
+					kv("GREETING", "hello from web"),
+				}
+			},
+		},
+		"an unsupported fieldRef is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+			},
+			wantErr: `env "IP" of container "app": fieldRef "status.podIP" is not supported yet`,
+		},
+		"a secretKeyRef is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "password"}}}}
+			},
+			wantErr: `env "PASSWORD" of container "app": valueFrom other than fieldRef is not supported yet`,
+		},
+		"envFrom is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}
+			},
+			wantErr: `envFrom of container "app" is not supported yet`,
+		},
+		"volume mounts bind the volumes' host folders": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+					{Name: "data", MountPath: "/data", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+					{Name: "config", MountPath: "/etc/app", ReadOnly: true, MountPropagation: ptr.To(corev1.MountPropagationNone)},
+					{Name: "data", MountPath: "/shared", MountPropagation: ptr.To(corev1.MountPropagationBidirectional)},
+				}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/data", HostPath: dataVolume, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+					{ContainerPath: "/etc/app", HostPath: configVolume, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
+					{ContainerPath: "/shared", HostPath: dataVolume, Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL},
+					terminationMount,
+				}
+			},
+		},
+		"a subPath mounts a folder of the volume, made when missing": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/logs", SubPath: "logs/app"}}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/logs", HostPath: filepath.Join(dataVolume, "logs", "app")},
+					terminationMount,
+				}
+			},
+		},
+		"a subPathExpr expands the container's env": {
+			mutatePod: func(p *corev1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+				c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/logs", SubPathExpr: "logs/$(POD)"}}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Envs = []*runtimeapi.KeyValue{kv("POD", "web")}
+				c.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/logs", HostPath: filepath.Join(dataVolume, "logs", "web")},
+					terminationMount,
+				}
+			},
+		},
+		"a subPathExpr naming an unset variable is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/logs", SubPathExpr: "logs/$(NOPE)"}}
+			},
+			wantErr: `subPathExpr of volumeMount "data" of container "app": missing value for NOPE`,
+		},
+		"a volume the pod env lacks is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cache", MountPath: "/cache"}}
+			},
+			wantErr: `cannot find volume "cache" to mount into container "app"`,
+		},
+		"an absolute subPath is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/x", SubPath: "/etc"}}
+			},
+			wantErr: "error SubPath `/etc` must not be an absolute path",
+		},
+		"a subPath with .. is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/x", SubPath: "a/../../config"}}
+			},
+			wantErr: "unable to provision SubPath `a/../../config`: must not contain '..'",
+		},
+		"an unknown mount propagation is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/x", MountPropagation: ptr.To[corev1.MountPropagationMode]("Sideways")}}
+			},
+			wantErr: `invalid MountPropagation mode: "Sideways"`,
+		},
+		"without a pod folder there is no termination message file": {
+			env:        &PodEnv{VolumePaths: env.VolumePaths},
+			mutateWant: func(c *runtimeapi.ContainerConfig) { c.Mounts = nil },
+		},
+		"without a termination message path there is no termination message file": {
+			mutatePod:  func(p *corev1.Pod) { p.Spec.Containers[0].TerminationMessagePath = "" },
+			mutateWant: func(c *runtimeapi.ContainerConfig) { c.Mounts = nil },
+		},
+		"the container's security context, with the pod's as defaults": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{
+					RunAsUser:          ptr.To[int64](1000),
+					RunAsGroup:         ptr.To[int64](1000),
+					FSGroup:            ptr.To[int64](2000),
+					SupplementalGroups: []int64{3000},
+					SeccompProfile:     &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					AppArmorProfile:    &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault},
+					SELinuxOptions:     &corev1.SELinuxOptions{Level: "s0:c1"},
+				}
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+					Capabilities: &corev1.Capabilities{
+						Add:  []corev1.Capability{"NET_ADMIN", "SYS_TIME"},
+						Drop: []corev1.Capability{"ALL"},
+					},
+					RunAsGroup:               ptr.To[int64](1500),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					AllowPrivilegeEscalation: ptr.To(false),
+				}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				sc := c.Linux.SecurityContext
+				sc.Capabilities = &runtimeapi.Capability{
+					AddCapabilities:  []string{"NET_ADMIN", "SYS_TIME"},
+					DropCapabilities: []string{"ALL"},
+				}
+				sc.RunAsUser = &runtimeapi.Int64Value{Value: 1000}
+				sc.RunAsGroup = &runtimeapi.Int64Value{Value: 1500}
+				sc.ReadonlyRootfs = true
+				sc.NoNewPrivs = true
+				sc.SupplementalGroups = []int64{2000, 3000}
+				sc.SelinuxOptions = &runtimeapi.SELinuxOption{Level: "s0:c1"}
+				sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+				sc.Apparmor = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+				sc.ApparmorProfile = "runtime/default"
+			},
+		},
+		"a privileged container with its own profiles": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{
+					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				}
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+					Privileged:      ptr.To(true),
+					SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/audit.json")},
+					AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("k8s-apparmor-example")},
+					ProcMount:       ptr.To(corev1.UnmaskedProcMount),
+				}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				sc := c.Linux.SecurityContext
+				sc.Privileged = true
+				sc.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/var/lib/kubelet/seccomp/profiles/audit.json"}
+				sc.Apparmor = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "k8s-apparmor-example"}
+				sc.ApparmorProfile = "localhost/k8s-apparmor-example"
+				sc.MaskedPaths = []string{}
+				sc.ReadonlyPaths = []string{}
+			},
+		},
+		"the deprecated AppArmor annotation still applies": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Annotations[corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+"app"] = "unconfined"
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Linux.SecurityContext.Apparmor = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+				c.Linux.SecurityContext.ApparmorProfile = "unconfined"
+			},
+		},
+		"a Localhost seccomp profile without a name is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
+			},
+			wantErr: "localhostProfile must be set",
+		},
+		"host namespaces are the sandbox's": {
+			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true; p.Spec.ShareProcessNamespace = ptr.To(true) },
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
+				c.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+			},
+		},
+		"runAsNonRoot with a non-root runAsUser starts": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Linux.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: 1000}
+			},
+		},
+		"runAsNonRoot with an image whose user is not root starts": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+			},
+			imageUser: &imageUser{UID: ptr.To[int64](65534)},
+		},
+		"runAsNonRoot with runAsUser 0 is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](0)}
+			},
+			wantErr: "container's runAsUser breaks non-root policy",
+		},
+		"runAsNonRoot with an image that runs as root is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+			},
+			wantErr: `container has runAsNonRoot and image will run as root (pod: "web_default(uid-1)", container: app)`,
+		},
+		"runAsNonRoot with an image user given by name is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+			},
+			imageUser: &imageUser{Username: "nginx"},
+			wantErr:   "container has runAsNonRoot and image has non-numeric user (nginx)",
+		},
+		"runAsNonRoot with an image of unknown user is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+			},
+			unknownImage: true,
+			wantErr:      "container has runAsNonRoot and the image's user is unknown",
+		},
+		"an image of unknown user starts without runAsNonRoot": {
+			unknownImage: true,
+		},
+		"resources of a Guaranteed pod": {
+			mutatePod: func(p *corev1.Pod) {
+				resources := corev1.ResourceList{
+					corev1.ResourceCPU:    resource.MustParse("500m"),
+					corev1.ResourceMemory: resource.MustParse("128Mi"),
+				}
+				p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: resources, Limits: resources}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Linux.Resources = &runtimeapi.LinuxContainerResources{
+					CpuShares:          512,
+					CpuPeriod:          100000,
+					CpuQuota:           50000,
+					MemoryLimitInBytes: 128 << 20,
+					OomScoreAdj:        -997,
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			puller := newImagePuller(critest.NewFakeImageService(), record.NewFakeRecorder(10), testingclock.NewFakeClock(time.Now()))
+			user := imageUser{UID: ptr.To[int64](0)}
+			if tc.imageUser != nil {
+				user = *tc.imageUser
+			}
+			if !tc.unknownImage {
+				puller.users[containerTestImage] = user
+			}
+			m := &Manager{config: Config{PodLogDir: filepath.Join(dir, "logs")}, puller: puller}
+
+			pod := containerTestPod()
+			if tc.mutatePod != nil {
+				tc.mutatePod(pod)
+			}
+			podEnv := env
+			if tc.env != nil {
+				podEnv = tc.env
+			}
+			got, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], plan, containerTestImage, podEnv)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("generateContainerConfig() error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("generateContainerConfig() error = %v", err)
+			}
+			want := baseWant(pod)
+			if tc.mutateWant != nil {
+				tc.mutateWant(want)
+			}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("generateContainerConfig() mismatch (-want +got):\n%s", diff)
+			}
+			// Every host path handed to the runtime exists.
+			for _, mount := range got.Mounts {
+				if _, err := os.Stat(mount.HostPath); err != nil {
+					t.Errorf("mount %s: host path: %v", mount.ContainerPath, err)
+				}
+			}
+		})
+	}
+}
+
+func TestTerminationMessageFileStartsEmpty(t *testing.T) {
+	podDir := t.TempDir()
+	m := &Manager{}
+	container := &containerTestPod().Spec.Containers[0]
+	mount := m.terminationMessageMount(container, 0, podDir)
+	if mount == nil {
+		t.Fatal("terminationMessageMount() = nil, want a mount")
+	}
+	if err := os.WriteFile(mount.HostPath, []byte("last words"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// An instance with the same restart count, after the runtime lost the
+	// previous one, must not inherit its message.
+	again := m.terminationMessageMount(container, 0, podDir)
+	content, err := os.ReadFile(again.HostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(content) != 0 {
+		t.Errorf("termination message file holds %q, want it empty", content)
+	}
+	info, err := os.Stat(again.HostPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := info.Mode().Perm(); mode != 0o666 {
+		t.Errorf("termination message file mode = %v, want 0666 so any user can write it", mode)
+	}
+}
+
+func TestPrepareSubPath(t *testing.T) {
+	dir := t.TempDir()
+	volume := filepath.Join(dir, "volume")
+	outside := filepath.Join(dir, "outside")
+	for _, d := range []string{filepath.Join(volume, "existing"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(volume, 0o775|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(volume, "file.conf"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(volume, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("existing", filepath.Join(volume, "inside")); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := map[string]struct {
+		subPath string
+		want    string
+		wantErr bool
+	}{
+		"an existing folder":                      {subPath: "existing", want: filepath.Join(volume, "existing")},
+		"an existing file":                        {subPath: "file.conf", want: filepath.Join(volume, "file.conf")},
+		"missing folders are made":                {subPath: "new/deeper", want: filepath.Join(volume, "new", "deeper")},
+		"a symlink that stays inside is followed": {subPath: "inside/sub", want: filepath.Join(volume, "existing", "sub")},
+		"a symlink out of the volume is refused":  {subPath: "escape/sub", wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := prepareSubPath(volume, tc.subPath)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("prepareSubPath(%q) error = %v, want error: %t", tc.subPath, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				if _, err := os.Stat(filepath.Join(outside, "sub")); err == nil {
+					t.Errorf("prepareSubPath(%q) made a folder outside the volume", tc.subPath)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("prepareSubPath(%q) = %q, want %q", tc.subPath, got, tc.want)
+			}
+		})
+	}
+
+	// Made folders have the volume's mode, so that an fsGroup's access
+	// carries down.
+	info, err := os.Stat(filepath.Join(volume, "new", "deeper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := info.Mode()&(os.ModePerm|os.ModeSetgid), os.FileMode(0o775)|os.ModeSetgid; got != want {
+		t.Errorf("made folder mode = %v, want %v", got, want)
+	}
+}
+
+func TestContainerResources(t *testing.T) {
+	const capacity = 8 << 30 // 8 GiB
+	resources := func(requests, limits corev1.ResourceList) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:      "app",
+			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
+		}}}}
+	}
+	list := func(cpu, memory string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if memory != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(memory)
+		}
+		return l
+	}
+	tests := map[string]struct {
+		pod  *corev1.Pod
+		want *runtimeapi.LinuxContainerResources
+	}{
+		"BestEffort gets the least CPU weight and dies first": {
+			pod:  resources(nil, nil),
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 1000},
+		},
+		"Burstable ranks by the share of memory it requests": {
+			pod: resources(list("250m", "2Gi"), list("1", "4Gi")),
+			want: &runtimeapi.LinuxContainerResources{
+				CpuShares: 256, CpuPeriod: 100000, CpuQuota: 100000,
+				MemoryLimitInBytes: 4 << 30, OomScoreAdj: 750,
+			},
+		},
+		"a CPU limit without a request weighs as the limit": {
+			pod:  resources(nil, list("2", "")),
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2048, CpuPeriod: 100000, CpuQuota: 200000, OomScoreAdj: 999},
+		},
+		"a tiny CPU limit gets the kernel's minimum quota": {
+			pod:  resources(list("1m", ""), list("1m", "")),
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, CpuQuota: 1000, OomScoreAdj: 999},
+		},
+		"Burstable requesting almost all memory stays above Guaranteed": {
+			pod:  resources(list("", "8Gi"), nil),
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 3},
+		},
+		"Guaranteed dies last": {
+			pod: resources(list("2", "1Gi"), list("2", "1Gi")),
+			want: &runtimeapi.LinuxContainerResources{
+				CpuShares: 2048, CpuPeriod: 100000, CpuQuota: 200000,
+				MemoryLimitInBytes: 1 << 30, OomScoreAdj: -997,
+			},
+		},
+		"a node-critical pod dies last whatever its class": {
+			pod: func() *corev1.Pod {
+				p := resources(nil, nil)
+				p.Spec.PriorityClassName = "system-node-critical"
+				p.Spec.Priority = ptr.To[int32](2000001000)
+				return p
+			}(),
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: -997},
+		},
+		"the API server's QoS class wins": {
+			pod: func() *corev1.Pod {
+				p := resources(nil, nil)
+				p.Status.QOSClass = corev1.PodQOSGuaranteed
+				return p
+			}(),
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: -997},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := containerResources(tc.pod, &tc.pod.Spec.Containers[0], capacity)
+			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("containerResources() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodQOS(t *testing.T) {
+	container := func(requests, limits corev1.ResourceList) corev1.Container {
+		return corev1.Container{Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
+	}
+	both := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	cpuOnly := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	tests := map[string]struct {
+		init       []corev1.Container
+		containers []corev1.Container
+		want       corev1.PodQOSClass
+	}{
+		"nothing requested or limited":               {containers: []corev1.Container{container(nil, nil)}, want: corev1.PodQOSBestEffort},
+		"requests equal limits for CPU and memory":   {containers: []corev1.Container{container(both, both)}, want: corev1.PodQOSGuaranteed},
+		"limits without the defaulted requests":      {containers: []corev1.Container{container(nil, both)}, want: corev1.PodQOSBurstable},
+		"a CPU limit without a memory limit":         {containers: []corev1.Container{container(cpuOnly, cpuOnly)}, want: corev1.PodQOSBurstable},
+		"one container without limits":               {containers: []corev1.Container{container(both, both), container(nil, nil)}, want: corev1.PodQOSBurstable},
+		"an init container without limits counts in": {init: []corev1.Container{container(cpuOnly, nil)}, containers: []corev1.Container{container(both, both)}, want: corev1.PodQOSBurstable},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: tc.init, Containers: tc.containers}}
+			if got := podQOS(pod); got != tc.want {
+				t.Errorf("podQOS() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

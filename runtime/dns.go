@@ -1,0 +1,225 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// defaultResolvConf is read when Config.ResolvConf is empty.
+const defaultResolvConf = "/etc/resolv.conf"
+
+// The API server's limits on a pod's resolver configuration; a merge with
+// the host's may exceed them, and is then cut back as the kubelet does.
+const (
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+	// Longer search domains make some resolvers (glibc 2.28) abort.
+	maxDNSSearchDomainLength = 253
+	// A resolv.conf larger than this is not a resolver configuration.
+	maxResolvConfLength = 10 << 20
+)
+
+// resolvConf is what a pod can inherit from a resolv.conf file.
+type resolvConf struct {
+	Nameservers []string
+	Searches    []string
+	Options     []string
+}
+
+// parseResolvConf reads the lines of a resolv.conf that matter to a pod:
+// nameserver lines add up, the last search line wins, options lines merge
+// by option name, later values winning.
+func parseResolvConf(content string) (resolvConf, error) {
+	var conf resolvConf
+	var errs []error
+	for _, line := range strings.Split(content, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		switch fields[0] {
+		case "nameserver":
+			if len(fields) < 2 {
+				errs = append(errs, errors.New("nameserver line without an address"))
+				continue
+			}
+			conf.Nameservers = append(conf.Nameservers, fields[1])
+		case "search":
+			// The same domain with and without its trailing dot counts once,
+			// so that it does not use up the search limits twice.
+			conf.Searches = nil
+			for _, domain := range fields[1:] {
+				if domain != "." {
+					conf.Searches = append(conf.Searches, strings.TrimSuffix(domain, "."))
+				}
+			}
+		case "options":
+			conf.Options = mergeDNSOptions(conf.Options, fields[1:])
+		}
+	}
+	return conf, errors.Join(errs...)
+}
+
+// mergeDNSOptions adds options ("name" or "name:value") to a list; an option
+// already there keeps its place and takes the new value.
+func mergeDNSOptions(options []string, added []string) []string {
+	name := func(option string) string {
+		n, _, _ := strings.Cut(option, ":")
+		return n
+	}
+	merged := append([]string(nil), options...)
+	index := map[string]int{}
+	for i, option := range merged {
+		index[name(option)] = i
+	}
+	for _, option := range added {
+		if i, ok := index[name(option)]; ok {
+			merged[i] = option
+			continue
+		}
+		index[name(option)] = len(merged)
+		merged = append(merged, option)
+	}
+	return merged
+}
+
+// podDNSConfig applies a pod's DNS policy and its own dnsConfig to the
+// host's resolver configuration. There is no cluster DNS service yet, so
+// ClusterFirst resolves like Default, as the kubelet does without
+// clusterDNS. Warnings tell what had to be left out to stay within limits.
+func podDNSConfig(pod *corev1.Pod, host resolvConf) (*runtimeapi.DNSConfig, []string, error) {
+	config := &runtimeapi.DNSConfig{}
+	switch pod.Spec.DNSPolicy {
+	case corev1.DNSNone:
+		// Only the pod's own dnsConfig.
+	case corev1.DNSDefault, corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, "":
+		config.Servers = append(config.Servers, host.Nameservers...)
+		config.Searches = append(config.Searches, host.Searches...)
+		config.Options = append(config.Options, host.Options...)
+	default:
+		return nil, nil, fmt.Errorf("unknown DNS policy %q", pod.Spec.DNSPolicy)
+	}
+
+	if own := pod.Spec.DNSConfig; own != nil {
+		config.Servers = withoutDuplicates(append(config.Servers, own.Nameservers...))
+		config.Searches = withoutDuplicates(append(config.Searches, own.Searches...))
+		var options []string
+		for _, option := range own.Options {
+			if option.Value != nil && *option.Value != "" {
+				options = append(options, option.Name+":"+*option.Value)
+			} else {
+				options = append(options, option.Name)
+			}
+		}
+		config.Options = mergeDNSOptions(config.Options, options)
+	}
+
+	var warnings []string
+	var cut bool
+	if config.Servers, cut = limitNameservers(config.Servers); cut {
+		warnings = append(warnings, fmt.Sprintf("Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: %s", strings.Join(config.Servers, " ")))
+	}
+	if config.Searches, cut = limitSearches(config.Searches); cut {
+		warnings = append(warnings, fmt.Sprintf("Search Line limits were exceeded, some search paths have been omitted, the applied search line is: %s", strings.Join(config.Searches, " ")))
+	}
+	return config, warnings, nil
+}
+
+func limitNameservers(servers []string) ([]string, bool) {
+	if len(servers) <= maxDNSNameservers {
+		return servers, false
+	}
+	return servers[:maxDNSNameservers], true
+}
+
+// limitSearches keeps the first search domains that fit the limits on
+// their count, each one's length and the length of the search line.
+func limitSearches(searches []string) ([]string, bool) {
+	cut := false
+	if len(searches) > maxDNSSearchPaths {
+		searches, cut = searches[:maxDNSSearchPaths], true
+	}
+	kept := make([]string, 0, len(searches))
+	for _, domain := range searches {
+		if len(domain) > maxDNSSearchDomainLength {
+			cut = true
+			continue
+		}
+		kept = append(kept, domain)
+	}
+	for len(kept) > 0 && len(strings.Join(kept, " ")) > maxDNSSearchListChars {
+		kept, cut = kept[:len(kept)-1], true
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	return kept, cut
+}
+
+func withoutDuplicates(values []string) []string {
+	seen := make(map[string]bool, len(values))
+	var unique []string
+	for _, v := range values {
+		if !seen[v] {
+			seen[v] = true
+			unique = append(unique, v)
+		}
+	}
+	return unique
+}
+
+// dnsConfig reads the host's resolver configuration when the pod's policy
+// uses it and returns the pod's. Limits exceeded are reported as the
+// kubelet does, with a DNSConfigForming event on the pod.
+func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
+	var host resolvConf
+	if pod.Spec.DNSPolicy != corev1.DNSNone {
+		path := m.config.ResolvConf
+		if path == "" {
+			path = defaultResolvConf
+		}
+		var err error
+		if host, err = readResolvConf(path); err != nil {
+			return nil, err
+		}
+	}
+	config, warnings, err := podDNSConfig(pod, host)
+	if err != nil {
+		return nil, err
+	}
+	for _, warning := range warnings {
+		m.recorder.Event(pod, corev1.EventTypeWarning, "DNSConfigForming", warning)
+	}
+	return config, nil
+}
+
+func readResolvConf(path string) (resolvConf, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return resolvConf{}, fmt.Errorf("reading the host's resolver configuration: %w", err)
+	}
+	defer f.Close()
+	content, err := io.ReadAll(io.LimitReader(f, maxResolvConfLength+1))
+	if err != nil {
+		return resolvConf{}, fmt.Errorf("reading the host's resolver configuration %s: %w", path, err)
+	}
+	if len(content) > maxResolvConfLength {
+		return resolvConf{}, fmt.Errorf("the host's resolver configuration %s is larger than %d bytes", path, maxResolvConfLength)
+	}
+	conf, err := parseResolvConf(string(content))
+	if err != nil {
+		return resolvConf{}, fmt.Errorf("parsing the host's resolver configuration %s: %w", path, err)
+	}
+	return conf, nil
+}

@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	crierrors "k8s.io/cri-api/pkg/errors"
+)
+
+// RemovePod removes every container and sandbox of a pod that has been
+// killed, with the containers' log files and the pod's log folder. It
+// works from the runtime's record alone, so it serves pods whose Pod is
+// gone.
+func (m *Manager) RemovePod(ctx context.Context, status *PodStatus) error {
+	var errs []error
+	for _, c := range status.Containers {
+		if err := m.removeContainer(ctx, status, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, sb := range status.Sandboxes {
+		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
+		}
+	}
+	if len(errs) == 0 && status.Name != "" {
+		if err := m.RemovePodLogs(status.Namespace, status.Name, status.UID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PruneContainers removes the dead container instances and sandboxes a pod
+// no longer needs: for each container name only the newest exited instance
+// is kept (its state is the status's lastState and `logs --previous`), and
+// a sandbox that is neither the newest nor holds a kept container goes.
+func (m *Manager) PruneContainers(ctx context.Context, status *PodStatus) error {
+	var errs []error
+	seen := map[string]bool{}
+	keptSandboxes := map[string]bool{}
+	if len(status.Sandboxes) > 0 {
+		keptSandboxes[status.Sandboxes[0].ID] = true
+	}
+	// Containers are newest first: the first exited instance of a name is
+	// kept, any older one is removed.
+	for _, c := range status.Containers {
+		if c.State == ContainerRunning || c.State == ContainerCreated {
+			keptSandboxes[c.SandboxID] = true
+			continue
+		}
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			keptSandboxes[c.SandboxID] = true
+			continue
+		}
+		if err := m.removeContainer(ctx, status, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, sb := range status.Sandboxes {
+		if keptSandboxes[sb.ID] || sb.State == SandboxReady {
+			continue
+		}
+		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) removeContainer(ctx context.Context, status *PodStatus, c *ContainerStatus) error {
+	if err := m.removeContainerLog(c.Name, c.ID.ID, status.Name, status.Namespace, c.LogPath); err != nil {
+		// A log file left behind is not worth keeping a dead container for.
+		m.log.Error(err, "Failed to remove container log", "container", c.Name, "containerID", c.ID.ID)
+	}
+	if err := m.runtime.RemoveContainer(ctx, c.ID.ID); err != nil && !crierrors.IsNotFound(err) {
+		return fmt.Errorf("removing container %q (%s) of pod %s/%s: %w", c.Name, c.ID.ID, status.Namespace, status.Name, err)
+	}
+	return nil
+}

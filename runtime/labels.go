@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Labels and annotations make the runtime's records self-describing: from
+// them alone nodelet can tell which pod and container a runtime object
+// belongs to, which spec it was started from and how often it restarted.
+// The identity keys are the kubelet's, so tools that read them (log
+// shippers, crictl users, monitoring agents) see nodelet's pods as pods.
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+
+	AnnotationContainerHash            = "io.kubernetes.container.hash"
+	AnnotationRestartCount             = "io.kubernetes.container.restartCount"
+	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationPodTerminationGrace      = "io.kubernetes.pod.terminationGracePeriod"
+
+	// AnnotationRestartBackoff is nodelet's own: the crash-loop delay waited
+	// before this container instance started. Keeping it on the container
+	// makes the back-off survive a nodelet restart.
+	AnnotationRestartBackoff = "nodelet.dev/restart-backoff"
+)
+
+// PodIdentity is who a runtime object belongs to.
+type PodIdentity struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+}
+
+// identityFromLabels decodes a runtime object's owner; ok is false for
+// objects nodelet did not create.
+func identityFromLabels(labels map[string]string) (PodIdentity, bool) {
+	id := PodIdentity{
+		UID:       types.UID(labels[LabelPodUID]),
+		Name:      labels[LabelPodName],
+		Namespace: labels[LabelPodNamespace],
+	}
+	return id, id.UID != "" && id.Name != "" && id.Namespace != ""
+}
+
+// newSandboxLabels carries the pod's own labels plus its identity, as the
+// kubelet does, so that the sandbox can be found by the pod's UID.
+func newSandboxLabels(pod *corev1.Pod) map[string]string {
+	labels := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
+	labels[LabelPodName] = pod.Name
+	labels[LabelPodNamespace] = pod.Namespace
+	labels[LabelPodUID] = string(pod.UID)
+	return labels
+}
+
+func newSandboxAnnotations(pod *corev1.Pod) map[string]string {
+	annotations := make(map[string]string, len(pod.Annotations))
+	for k, v := range pod.Annotations {
+		annotations[k] = v
+	}
+	return annotations
+}
+
+func newContainerLabels(pod *corev1.Pod, container *corev1.Container) map[string]string {
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: container.Name,
+	}
+}
+
+func newContainerAnnotations(pod *corev1.Pod, container *corev1.Container, restartCount int, backoff time.Duration) map[string]string {
+	annotations := map[string]string{
+		AnnotationContainerHash:            HashContainer(container),
+		AnnotationRestartCount:             strconv.Itoa(restartCount),
+		AnnotationTerminationMessagePath:   container.TerminationMessagePath,
+		AnnotationTerminationMessagePolicy: string(container.TerminationMessagePolicy),
+		AnnotationPodTerminationGrace:      strconv.FormatInt(terminationGracePeriodSeconds(pod), 10),
+	}
+	if backoff > 0 {
+		annotations[AnnotationRestartBackoff] = backoff.String()
+	}
+	return annotations
+}
+
+// containerAnnotations is what nodelet reads back from a container's
+// annotations. Values it cannot parse decode as zero: a runtime object with
+// damaged annotations is treated as a fresh container, never as a crash.
+type containerAnnotations struct {
+	Hash                   string
+	RestartCount           int
+	RestartBackoff         time.Duration
+	TerminationGracePeriod time.Duration
+}
+
+func decodeContainerAnnotations(annotations map[string]string) containerAnnotations {
+	var info containerAnnotations
+	info.Hash = annotations[AnnotationContainerHash]
+	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && n >= 0 {
+		info.RestartCount = n
+	}
+	if d, err := time.ParseDuration(annotations[AnnotationRestartBackoff]); err == nil && d > 0 {
+		info.RestartBackoff = d
+	}
+	if s, err := strconv.ParseInt(annotations[AnnotationPodTerminationGrace], 10, 64); err == nil && s >= 0 {
+		info.TerminationGracePeriod = time.Duration(s) * time.Second
+	}
+	return info
+}
+
+// HashContainer identifies the parts of a container spec that, when changed
+// in a running pod, require a new container. The API allows only the image
+// to change, so name and image are the whole of it; hashing nothing else
+// keeps nodelet upgrades from restarting containers whose spec gained a
+// defaulted field.
+func HashContainer(container *corev1.Container) string {
+	h := fnv.New32a()
+	h.Write([]byte(container.Name))
+	h.Write([]byte{0})
+	h.Write([]byte(container.Image))
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// terminationGracePeriodSeconds is the pod's grace period: a delete's own
+// grace period when the pod is being deleted, else the spec's (default 30s).
+func terminationGracePeriodSeconds(pod *corev1.Pod) int64 {
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}

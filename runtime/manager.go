@@ -1,0 +1,270 @@
+// Package runtime is everything nodelet says to the container runtime
+// through CRI: reading the runtime's records back into PodStatus, deciding
+// what a pod needs (ComputePodActions) and carrying that out (SyncPod,
+// KillPod), the Pod → CRI config mapping, and image pulls.
+//
+// Other packages import it as noderuntime, to keep it apart from Go's
+// runtime and apimachinery's.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
+	"k8s.io/utils/clock"
+)
+
+// Config holds the Manager's settings.
+type Config struct {
+	// PodLogDir is where pod log folders are made
+	// (<PodLogDir>/<namespace>_<name>_<uid>/<container>/<restart>.log).
+	PodLogDir string
+	// ContainerLogDir holds the <pod>_<namespace>_<container>-<id>.log links
+	// that log shippers read (the kubelet's /var/log/containers).
+	ContainerLogDir string
+	// RuntimeHandler names the runtime class handler; empty for the default.
+	RuntimeHandler string
+	// ResolvConf is the host's resolver configuration that pods with the
+	// Default DNS policy (and, while there is no cluster DNS, ClusterFirst)
+	// inherit. Empty means /etc/resolv.conf.
+	ResolvConf string
+}
+
+// Manager carries out pod plans through CRI. It keeps no state a restart
+// would lose, apart from image pull back-off (as the kubelet).
+type Manager struct {
+	runtime  cri.RuntimeService
+	images   cri.ImageManagerService
+	config   Config
+	recorder record.EventRecorder
+	clock    clock.Clock
+	log      logr.Logger
+
+	// runtimeName prefixes container IDs ("containerd://...").
+	runtimeName string
+	puller      *imagePuller
+}
+
+// NewManager asks the runtime who it is and returns a Manager for it.
+func NewManager(ctx context.Context, runtimeService cri.RuntimeService, imageService cri.ImageManagerService, config Config, recorder record.EventRecorder, clk clock.Clock, log logr.Logger) (*Manager, error) {
+	version, err := runtimeService.Version(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("getting the container runtime version: %w", err)
+	}
+	return &Manager{
+		runtime:     runtimeService,
+		images:      imageService,
+		config:      config,
+		recorder:    recorder,
+		clock:       clk,
+		log:         log,
+		runtimeName: version.RuntimeName,
+		puller:      newImagePuller(imageService, recorder, clk),
+	}, nil
+}
+
+// RuntimeName is the runtime's name as CRI Version reports it.
+func (m *Manager) RuntimeName() string { return m.runtimeName }
+
+// GetPodStatus reads everything the runtime holds for one pod, straight
+// from CRI.
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, error) {
+	selector := map[string]string{LabelPodUID: string(uid)}
+	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes of pod %s: %w", uid, err)
+	}
+	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers of pod %s: %w", uid, err)
+	}
+	status := &PodStatus{UID: uid}
+	for _, sb := range sandboxes {
+		id, _ := identityFromLabels(sb.Labels)
+		status.Name, status.Namespace = id.Name, id.Namespace
+		sandbox := sandboxFromList(sb)
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			// Only a ready sandbox has a network worth reading.
+			resp, err := m.runtime.PodSandboxStatus(ctx, sb.Id, false)
+			if crierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("getting status of sandbox %s of pod %s: %w", sb.Id, uid, err)
+			}
+			sandbox = sandboxFromStatus(resp.GetStatus())
+		}
+		status.Sandboxes = append(status.Sandboxes, sandbox)
+	}
+	for _, c := range containers {
+		resp, err := m.runtime.ContainerStatus(ctx, c.Id, false)
+		if crierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("getting status of container %s of pod %s: %w", c.Id, uid, err)
+		}
+		cs := m.containerFromStatus(c.PodSandboxId, resp.GetStatus())
+		if id, ok := identityFromLabels(c.Labels); ok {
+			status.Name, status.Namespace = id.Name, id.Namespace
+		}
+		status.Containers = append(status.Containers, cs)
+	}
+	sortNewestFirst(status)
+	return status, nil
+}
+
+// ListPods reads the runtime's whole record of nodelet's pods with two list
+// calls, without the per-object status calls GetPodStatus makes: what a
+// relist needs to tell which pods changed. Exit codes and IPs are not
+// filled in.
+func (m *Manager) ListPods(ctx context.Context) (map[types.UID]*PodStatus, error) {
+	sandboxes, err := m.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	containers, err := m.runtime.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	pods := map[types.UID]*PodStatus{}
+	pod := func(labels map[string]string) *PodStatus {
+		id, ok := identityFromLabels(labels)
+		if !ok {
+			return nil
+		}
+		p := pods[id.UID]
+		if p == nil {
+			p = &PodStatus{UID: id.UID, Name: id.Name, Namespace: id.Namespace}
+			pods[id.UID] = p
+		}
+		return p
+	}
+	for _, sb := range sandboxes {
+		if p := pod(sb.Labels); p != nil {
+			p.Sandboxes = append(p.Sandboxes, sandboxFromList(sb))
+		}
+	}
+	for _, c := range containers {
+		if p := pod(c.Labels); p != nil {
+			p.Containers = append(p.Containers, m.containerFromList(c))
+		}
+	}
+	for _, p := range pods {
+		sortNewestFirst(p)
+	}
+	return pods, nil
+}
+
+func sandboxFromList(sb *runtimeapi.PodSandbox) *SandboxStatus {
+	return &SandboxStatus{
+		ID:        sb.Id,
+		Attempt:   sb.GetMetadata().GetAttempt(),
+		State:     sandboxState(sb.State),
+		CreatedAt: time.Unix(0, sb.CreatedAt),
+	}
+}
+
+func sandboxFromStatus(s *runtimeapi.PodSandboxStatus) *SandboxStatus {
+	sandbox := &SandboxStatus{
+		ID:          s.Id,
+		Attempt:     s.GetMetadata().GetAttempt(),
+		State:       sandboxState(s.State),
+		CreatedAt:   time.Unix(0, s.CreatedAt),
+		HostNetwork: s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE,
+	}
+	if ip := s.GetNetwork().GetIp(); ip != "" {
+		sandbox.IPs = append(sandbox.IPs, ip)
+	}
+	for _, extra := range s.GetNetwork().GetAdditionalIps() {
+		if extra.GetIp() != "" {
+			sandbox.IPs = append(sandbox.IPs, extra.GetIp())
+		}
+	}
+	return sandbox
+}
+
+func sandboxState(state runtimeapi.PodSandboxState) SandboxState {
+	if state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return SandboxReady
+	}
+	return SandboxNotReady
+}
+
+func (m *Manager) containerFromList(c *runtimeapi.Container) *ContainerStatus {
+	info := decodeContainerAnnotations(c.Annotations)
+	return &ContainerStatus{
+		ID:                     ContainerID{Type: m.runtimeName, ID: c.Id},
+		Name:                   c.Labels[LabelContainerName],
+		SandboxID:              c.PodSandboxId,
+		State:                  containerState(c.State),
+		CreatedAt:              time.Unix(0, c.CreatedAt),
+		Image:                  c.GetImage().GetImage(),
+		ImageRef:               c.ImageRef,
+		Hash:                   info.Hash,
+		RestartCount:           info.RestartCount,
+		RestartBackoff:         info.RestartBackoff,
+		TerminationGracePeriod: info.TerminationGracePeriod,
+	}
+}
+
+func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerStatus) *ContainerStatus {
+	info := decodeContainerAnnotations(s.Annotations)
+	cs := &ContainerStatus{
+		ID:                     ContainerID{Type: m.runtimeName, ID: s.Id},
+		Name:                   s.Labels[LabelContainerName],
+		SandboxID:              sandboxID,
+		State:                  containerState(s.State),
+		CreatedAt:              unixNanoTime(s.CreatedAt),
+		StartedAt:              unixNanoTime(s.StartedAt),
+		FinishedAt:             unixNanoTime(s.FinishedAt),
+		ExitCode:               s.ExitCode,
+		Reason:                 s.Reason,
+		Message:                s.Message,
+		Image:                  s.GetImage().GetImage(),
+		ImageRef:               s.ImageRef,
+		Hash:                   info.Hash,
+		RestartCount:           info.RestartCount,
+		RestartBackoff:         info.RestartBackoff,
+		TerminationGracePeriod: info.TerminationGracePeriod,
+		LogPath:                s.LogPath,
+	}
+	return cs
+}
+
+func containerState(state runtimeapi.ContainerState) ContainerState {
+	switch state {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerExited
+	default:
+		return ContainerUnknown
+	}
+}
+
+func unixNanoTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func sortNewestFirst(status *PodStatus) {
+	sort.SliceStable(status.Sandboxes, func(i, j int) bool {
+		return status.Sandboxes[i].CreatedAt.After(status.Sandboxes[j].CreatedAt)
+	})
+	sort.SliceStable(status.Containers, func(i, j int) bool {
+		return status.Containers[i].CreatedAt.After(status.Containers[j].CreatedAt)
+	})
+}

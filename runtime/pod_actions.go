@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Crash-loop back-off, as the kubelet's: the first restart is immediate, the
+// next waits 10s, doubling up to 5 minutes; a container that ran for longer
+// than twice the maximum starts the sequence again.
+const (
+	InitialRestartBackoff = 10 * time.Second
+	MaxRestartBackoff     = 300 * time.Second
+)
+
+// PodActions is the plan for one pod that should be running: what to kill,
+// what to create and what to start. It is computed by ComputePodActions from
+// plain values and carried out by SyncPod in the order of its fields.
+type PodActions struct {
+	// KillPod stops every container and the sandbox before anything else:
+	// the sandbox is gone or broken and will be created again.
+	KillPod bool
+	// CreateSandbox runs a new sandbox with the given Attempt number.
+	CreateSandbox bool
+	Attempt       uint32
+	// SandboxID is the ready sandbox that is kept, when CreateSandbox is false.
+	SandboxID string
+
+	// ContainersToKill are running containers that must stop, by ID.
+	ContainersToKill map[ContainerID]ContainerToKill
+	// InitContainersToStart are started first, in order; today at most one,
+	// the next one the pod needs. Indices into pod.Spec.InitContainers.
+	InitContainersToStart []ContainerToStart
+	// ContainersToStart are started once the init containers are done.
+	// Indices into pod.Spec.Containers.
+	ContainersToStart []ContainerToStart
+	// ContainersInBackOff are due to restart but wait for crash-loop back-off.
+	ContainersInBackOff []ContainerBackOff
+}
+
+// ContainerToStart is one container instance to create and start.
+type ContainerToStart struct {
+	// Index into pod.Spec.InitContainers or pod.Spec.Containers.
+	Index int
+	// RestartCount of the new instance: one more than the previous one.
+	RestartCount int
+	// Backoff is the crash-loop delay this start waited (0 for a first start);
+	// it is recorded on the instance so that the next restart doubles it.
+	Backoff time.Duration
+}
+
+// ContainerToKill says why a running container is stopped.
+type ContainerToKill struct {
+	Name    string
+	Message string
+}
+
+// ContainerBackOff is a restart held back until Until.
+type ContainerBackOff struct {
+	Name  string
+	Delay time.Duration
+	Until time.Time
+}
+
+// NoChange reports whether the plan does nothing.
+func (a PodActions) NoChange() bool {
+	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
+		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0
+}
+
+// ComputePodActions decides what to do with a pod that should be running
+// (not being deleted, not in a terminal phase), given what the runtime holds
+// for it. It reads nothing else: the clock is an argument.
+func ComputePodActions(pod *corev1.Pod, status *PodStatus, now time.Time) PodActions {
+	actions := PodActions{ContainersToKill: map[ContainerID]ContainerToKill{}}
+
+	createSandbox, attempt, sandboxID := sandboxChanged(pod, status)
+	if createSandbox {
+		return actionsForNewSandbox(pod, status, attempt, now)
+	}
+	actions.SandboxID = sandboxID
+
+	// Containers in the kept sandbox that nodelet no longer wants: unknown
+	// names and stale duplicates of a newer instance.
+	wanted := map[string]bool{}
+	for i := range pod.Spec.InitContainers {
+		wanted[pod.Spec.InitContainers[i].Name] = true
+	}
+	for i := range pod.Spec.Containers {
+		wanted[pod.Spec.Containers[i].Name] = true
+	}
+	for _, c := range status.Containers {
+		if c.SandboxID != sandboxID || c.State != ContainerRunning {
+			continue
+		}
+		if !wanted[c.Name] {
+			actions.ContainersToKill[c.ID] = ContainerToKill{Name: c.Name, Message: "Container is not in the pod's spec"}
+		} else if latest := status.LatestContainer(c.Name); latest != c {
+			actions.ContainersToKill[c.ID] = ContainerToKill{Name: c.Name, Message: "Container has a newer instance"}
+		}
+	}
+
+	if !computeInitContainerActions(pod, status, sandboxID, now, &actions) {
+		return actions
+	}
+
+	for i := range pod.Spec.Containers {
+		container := &pod.Spec.Containers[i]
+		latest := status.LatestContainer(container.Name)
+		switch {
+		case latest == nil:
+			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
+		case latest.State == ContainerRunning:
+			if latest.Hash != HashContainer(container) {
+				// The spec changed (a new image): restart whatever the
+				// restart policy, as the kubelet does.
+				actions.ContainersToKill[latest.ID] = ContainerToKill{
+					Name:    container.Name,
+					Message: fmt.Sprintf("Container %s definition changed", container.Name),
+				}
+				actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+			}
+		case latest.State == ContainerCreated:
+			// Created and never started: the start failed or nodelet died
+			// between the two calls. Replace it without back-off.
+			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+		default: // Exited or Unknown
+			if latest.State == ContainerUnknown {
+				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name, Message: "Container is in unknown state"}
+			}
+			if !shouldRestart(pod.Spec.RestartPolicy, latest) {
+				continue
+			}
+			addRestart(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+		}
+	}
+	return actions
+}
+
+// computeInitContainerActions plans the init containers of a kept sandbox,
+// and reports whether they are all done so that regular containers may run.
+func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID string, now time.Time, actions *PodActions) bool {
+	for i := range pod.Spec.InitContainers {
+		container := &pod.Spec.InitContainers[i]
+		// Init containers count only in the sandbox they ran in: a new
+		// sandbox runs them all again.
+		latest := latestInSandbox(status, container.Name, sandboxID)
+		if latest == nil {
+			actions.InitContainersToStart = append(actions.InitContainersToStart,
+				ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
+			return false
+		}
+		switch latest.State {
+		case ContainerRunning:
+			if latest.Hash != HashContainer(container) {
+				actions.ContainersToKill[latest.ID] = ContainerToKill{
+					Name:    container.Name,
+					Message: fmt.Sprintf("Init container %s definition changed", container.Name),
+				}
+				actions.InitContainersToStart = append(actions.InitContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+			}
+			return false
+		case ContainerCreated:
+			actions.InitContainersToStart = append(actions.InitContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+			return false
+		case ContainerExited:
+			if latest.ExitCode == 0 {
+				continue
+			}
+		case ContainerUnknown:
+			actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name, Message: "Init container is in unknown state"}
+		}
+		// A failed init container: under Never the pod has failed (its
+		// phase says so and the pod is stopped); otherwise it is retried.
+		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			addRestart(&actions.InitContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+		}
+		return false
+	}
+	return true
+}
+
+// actionsForNewSandbox plans a pod whose sandbox must be (re)created: all
+// that ran is killed, and the pod starts over from its first init container,
+// unless it already ran to completion under its restart policy.
+func actionsForNewSandbox(pod *corev1.Pod, status *PodStatus, attempt uint32, now time.Time) PodActions {
+	actions := PodActions{
+		KillPod:          len(status.Sandboxes) > 0,
+		CreateSandbox:    true,
+		Attempt:          attempt,
+		ContainersToKill: map[ContainerID]ContainerToKill{},
+	}
+	// A pod that has run containers and does not restart on failure is done
+	// once its sandbox is gone; if no container ever ran, the sandbox may
+	// simply have failed to come up, so it is created again.
+	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && attempt > 0 && len(status.Containers) > 0 {
+		actions.CreateSandbox = false
+		return actions
+	}
+	if len(pod.Spec.InitContainers) > 0 {
+		actions.InitContainersToStart = []ContainerToStart{{Index: 0, RestartCount: nextRestartCount(pod, status, pod.Spec.InitContainers[0].Name)}}
+		return actions
+	}
+	for i := range pod.Spec.Containers {
+		container := &pod.Spec.Containers[i]
+		latest := status.LatestContainer(container.Name)
+		if latest != nil && latest.State == ContainerExited && !shouldRestart(pod.Spec.RestartPolicy, latest) {
+			continue
+		}
+		if latest == nil || latest.State != ContainerExited {
+			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
+			continue
+		}
+		addRestart(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+	}
+	if len(actions.ContainersToStart) == 0 && len(actions.ContainersInBackOff) == 0 {
+		actions.CreateSandbox = false
+	}
+	return actions
+}
+
+// sandboxChanged reports whether the pod needs a new sandbox, with the attempt
+// number to give it, or else the ID of the sandbox to keep.
+func sandboxChanged(pod *corev1.Pod, status *PodStatus) (create bool, attempt uint32, sandboxID string) {
+	if len(status.Sandboxes) == 0 {
+		return true, 0, ""
+	}
+	newest := status.Sandboxes[0]
+	readyCount := 0
+	for _, sb := range status.Sandboxes {
+		if sb.State == SandboxReady {
+			readyCount++
+		}
+	}
+	switch {
+	case newest.State != SandboxReady:
+		return true, newest.Attempt + 1, ""
+	case readyCount > 1:
+		// Two ready sandboxes of one pod: start over with one.
+		return true, newest.Attempt + 1, ""
+	case newest.HostNetwork != pod.Spec.HostNetwork:
+		return true, newest.Attempt + 1, ""
+	case !pod.Spec.HostNetwork && len(newest.IPs) == 0:
+		// A pod network without an address is broken.
+		return true, newest.Attempt + 1, ""
+	}
+	return false, newest.Attempt, newest.ID
+}
+
+// shouldRestart applies the restart policy to a container that has stopped.
+func shouldRestart(policy corev1.RestartPolicy, latest *ContainerStatus) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return latest.State == ContainerUnknown || latest.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+// addRestart plans the restart of a stopped container, now or after its
+// crash-loop back-off.
+func addRestart(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *ContainerStatus, now time.Time) {
+	delay, until, wait := RestartBackoff(latest, now)
+	if wait {
+		*backoff = append(*backoff, ContainerBackOff{Name: name, Delay: latest.RestartBackoff, Until: until})
+		return
+	}
+	*start = append(*start, ContainerToStart{Index: index, RestartCount: latest.RestartCount + 1, Backoff: delay})
+}
+
+// RestartBackoff applies crash-loop back-off to a stopped container
+// instance. If wait is true the restart must wait until until; otherwise the
+// container may start now and delay is the back-off to record on the new
+// instance.
+func RestartBackoff(latest *ContainerStatus, now time.Time) (delay time.Duration, until time.Time, wait bool) {
+	started := latest.StartedAt
+	if started.IsZero() {
+		started = latest.CreatedAt
+	}
+	// A container that ran long enough earns a fresh sequence.
+	if latest.RestartBackoff == 0 || latest.FinishedAt.Sub(started) > 2*MaxRestartBackoff {
+		return InitialRestartBackoff, time.Time{}, false
+	}
+	until = latest.FinishedAt.Add(latest.RestartBackoff)
+	if now.Before(until) {
+		return 0, until, true
+	}
+	delay = 2 * latest.RestartBackoff
+	if delay > MaxRestartBackoff {
+		delay = MaxRestartBackoff
+	}
+	return delay, time.Time{}, false
+}
+
+func latestInSandbox(status *PodStatus, name, sandboxID string) *ContainerStatus {
+	for _, c := range status.Containers {
+		if c.Name == name && c.SandboxID == sandboxID {
+			return c
+		}
+	}
+	return nil
+}
+
+// nextRestartCount continues the count of a container that ran before,
+// whatever sandbox it ran in. When the runtime has lost every instance (a
+// wiped runtime, a rebooted node), the count the API server shows goes on.
+func nextRestartCount(pod *corev1.Pod, status *PodStatus, name string) int {
+	if latest := status.LatestContainer(name); latest != nil {
+		return latest.RestartCount + 1
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.Name == name && cs.ContainerID != "" {
+				return int(cs.RestartCount) + 1
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,356 @@
+package runtime
+
+// Pure tests of ComputePodActions and RestartBackoff: plain values in, a
+// whole plan out, in the kubelet's style — one base pod and runtime state,
+// each case a mutation of both and the complete expected plan.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func basePod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{
+				{Name: "app", Image: "busybox:1"},
+				{Name: "sidecar", Image: "busybox:1"},
+			},
+		},
+	}
+}
+
+func running(name, sandboxID string, restartCount int, pod *corev1.Pod) *ContainerStatus {
+	return &ContainerStatus{
+		ID:           ContainerID{Type: "containerd", ID: name + "-" + string(rune('0'+restartCount))},
+		Name:         name,
+		SandboxID:    sandboxID,
+		State:        ContainerRunning,
+		CreatedAt:    testNow.Add(-time.Hour),
+		StartedAt:    testNow.Add(-time.Hour),
+		Hash:         HashContainer(containerSpec(pod, name)),
+		RestartCount: restartCount,
+	}
+}
+
+// exited makes c a container that ran for two seconds and finished
+// finishedAgo before testNow.
+func exited(c *ContainerStatus, exitCode int32, finishedAgo time.Duration) *ContainerStatus {
+	c.State = ContainerExited
+	c.ExitCode = exitCode
+	c.FinishedAt = testNow.Add(-finishedAgo)
+	c.StartedAt = c.FinishedAt.Add(-2 * time.Second)
+	return c
+}
+
+// baseStatus is the runtime's record of basePod running happily.
+func baseStatus(pod *corev1.Pod) *PodStatus {
+	return &PodStatus{
+		UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
+		Sandboxes: []*SandboxStatus{{ID: "sb1", State: SandboxReady, IPs: []string{"10.0.0.5"}, CreatedAt: testNow.Add(-time.Hour)}},
+		Containers: []*ContainerStatus{
+			running("app", "sb1", 0, pod),
+			running("sidecar", "sb1", 0, pod),
+		},
+	}
+}
+
+func noKills() map[ContainerID]ContainerToKill { return map[ContainerID]ContainerToKill{} }
+
+func TestComputePodActions(t *testing.T) {
+	cases := map[string]struct {
+		mutatePod    func(*corev1.Pod)
+		mutateStatus func(*corev1.Pod, *PodStatus)
+		want         PodActions
+	}{
+		"a running pod needs nothing": {
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a new pod gets a sandbox and all its containers": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Sandboxes, s.Containers = nil, nil },
+			want: PodActions{
+				CreateSandbox:     true,
+				ContainersToKill:  noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0}, {Index: 1}},
+			},
+		},
+		"a pod with init containers starts the first one only": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1"}, {Name: "init2", Image: "busybox:1"}}
+			},
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Sandboxes, s.Containers = nil, nil },
+			want: PodActions{
+				CreateSandbox:         true,
+				ContainersToKill:      noKills(),
+				InitContainersToStart: []ContainerToStart{{Index: 0}},
+			},
+		},
+		"a running init container holds the rest back": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1"}, {Name: "init2", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = []*ContainerStatus{running("init1", "sb1", 0, p)}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a finished init container lets the next one start": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1"}, {Name: "init2", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = []*ContainerStatus{exited(running("init1", "sb1", 0, p), 0, time.Second)}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(), InitContainersToStart: []ContainerToStart{{Index: 1}}},
+		},
+		"all init containers done: the regular containers start": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = []*ContainerStatus{exited(running("init1", "sb1", 0, p), 0, time.Second)}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(), ContainersToStart: []ContainerToStart{{Index: 0}, {Index: 1}}},
+		},
+		"a failed init container under Never does nothing more": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = []*ContainerStatus{exited(running("init1", "sb1", 0, p), 1, time.Second)}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a failed init container under OnFailure restarts at once the first time": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = []*ContainerStatus{exited(running("init1", "sb1", 0, p), 1, time.Second)}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				InitContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"an exited container under Always restarts at once the first time": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 0, time.Second) },
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"a container that crashed again waits out its back-off": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Containers[0].RestartCount = 3
+				s.Containers[0].RestartBackoff = 40 * time.Second
+				exited(s.Containers[0], 1, 15*time.Second)
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersInBackOff: []ContainerBackOff{{Name: "app", Delay: 40 * time.Second, Until: testNow.Add(25 * time.Second)}}},
+		},
+		"a container whose back-off is over restarts with the delay doubled": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Containers[0].RestartCount = 3
+				s.Containers[0].RestartBackoff = 40 * time.Second
+				exited(s.Containers[0], 1, 41*time.Second)
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 4, Backoff: 80 * time.Second}}},
+		},
+		"an exited container under Never stays exited": {
+			mutatePod:    func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 1, time.Second) },
+			want:         PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a succeeded container under OnFailure stays exited": {
+			mutatePod:    func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 0, time.Second) },
+			want:         PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a changed image restarts that container only": {
+			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].Image = "busybox:2" },
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "sidecar-0"}: {Name: "sidecar", Message: "Container sidecar definition changed"},
+				},
+				ContainersToStart: []ContainerToStart{{Index: 1, RestartCount: 1}}},
+		},
+		"a container created but never started is replaced": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Containers[1].State = ContainerCreated },
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 1, RestartCount: 1}}},
+		},
+		"a dead sandbox is replaced and everything started again": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Sandboxes[0].State = SandboxNotReady
+				exited(s.Containers[0], 137, time.Second)
+				exited(s.Containers[1], 137, time.Second)
+			},
+			want: PodActions{KillPod: true, CreateSandbox: true, Attempt: 1, ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{
+					{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff},
+					{Index: 1, RestartCount: 1, Backoff: InitialRestartBackoff},
+				}},
+		},
+		"a dead sandbox of a finished Never pod is not replaced": {
+			mutatePod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Sandboxes[0].State = SandboxNotReady
+				exited(s.Containers[0], 0, time.Second)
+				exited(s.Containers[1], 0, time.Second)
+			},
+			want: PodActions{KillPod: true, Attempt: 1, ContainersToKill: noKills()},
+		},
+		"a dead sandbox of a Never pod that never ran a container is retried": {
+			mutatePod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Sandboxes[0].State = SandboxNotReady
+				s.Containers = nil
+			},
+			want: PodActions{KillPod: true, CreateSandbox: true, Attempt: 1, ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0}, {Index: 1}}},
+		},
+		"a sandbox without an IP is replaced": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Sandboxes[0].IPs = nil },
+			want: PodActions{KillPod: true, CreateSandbox: true, Attempt: 1, ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1}, {Index: 1, RestartCount: 1}}},
+		},
+		"a host-network sandbox needs no IP": {
+			mutatePod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Sandboxes[0].IPs = nil
+				s.Sandboxes[0].HostNetwork = true
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"an older duplicate of a running container is killed": {
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				older := running("app", "sb1", 0, p)
+				older.ID.ID = "app-old"
+				older.CreatedAt = testNow.Add(-2 * time.Hour)
+				s.Containers = append(s.Containers, older)
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: map[ContainerID]ContainerToKill{
+				{Type: "containerd", ID: "app-old"}: {Name: "app", Message: "Container has a newer instance"},
+			}},
+		},
+		"a container the runtime lost continues the API's restart count": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 4, ContainerID: "containerd://gone"}}
+			},
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Containers = s.Containers[1:] },
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 5}}},
+		},
+		"a container in unknown state is killed and restarted": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Containers[0].State = ContainerUnknown },
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "app-0"}: {Name: "app", Message: "Container is in unknown state"},
+				},
+				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := basePod()
+			if tc.mutatePod != nil {
+				tc.mutatePod(pod)
+			}
+			status := baseStatus(basePod())
+			if tc.mutateStatus != nil {
+				tc.mutateStatus(pod, status)
+			}
+			got := ComputePodActions(pod, status, testNow)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ComputePodActions() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRestartBackoff(t *testing.T) {
+	cases := map[string]struct {
+		latest    ContainerStatus
+		wantDelay time.Duration
+		wantUntil time.Time
+		wantWait  bool
+	}{
+		"first crash restarts at once and arms 10s": {
+			latest:    ContainerStatus{StartedAt: testNow.Add(-time.Minute), FinishedAt: testNow.Add(-time.Second)},
+			wantDelay: 10 * time.Second,
+		},
+		"second crash waits 10s after it finished": {
+			latest:    ContainerStatus{RestartBackoff: 10 * time.Second, StartedAt: testNow.Add(-5 * time.Second), FinishedAt: testNow.Add(-4 * time.Second)},
+			wantUntil: testNow.Add(6 * time.Second),
+			wantWait:  true,
+		},
+		"after the wait the delay doubles": {
+			latest:    ContainerStatus{RestartBackoff: 10 * time.Second, StartedAt: testNow.Add(-12 * time.Second), FinishedAt: testNow.Add(-11 * time.Second)},
+			wantDelay: 20 * time.Second,
+		},
+		"the delay stops at five minutes": {
+			latest:    ContainerStatus{RestartBackoff: 300 * time.Second, StartedAt: testNow.Add(-302 * time.Second), FinishedAt: testNow.Add(-301 * time.Second)},
+			wantDelay: 300 * time.Second,
+		},
+		"a container that ran over ten minutes starts a fresh sequence": {
+			latest:    ContainerStatus{RestartBackoff: 300 * time.Second, StartedAt: testNow.Add(-11 * time.Minute), FinishedAt: testNow.Add(-time.Second)},
+			wantDelay: 10 * time.Second,
+		},
+		"a container that never started counts from its creation": {
+			latest:    ContainerStatus{RestartBackoff: 20 * time.Second, CreatedAt: testNow.Add(-3 * time.Second), FinishedAt: testNow.Add(-2 * time.Second)},
+			wantUntil: testNow.Add(18 * time.Second),
+			wantWait:  true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			delay, until, wait := RestartBackoff(&tc.latest, testNow)
+			if delay != tc.wantDelay || !until.Equal(tc.wantUntil) || wait != tc.wantWait {
+				t.Errorf("RestartBackoff() = (%v, %v, %v), want (%v, %v, %v)", delay, until, wait, tc.wantDelay, tc.wantUntil, tc.wantWait)
+			}
+		})
+	}
+}
+
+func TestContainerAnnotationsRoundTrip(t *testing.T) {
+	pod := basePod()
+	grace := int64(45)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	annotations := newContainerAnnotations(pod, &pod.Spec.Containers[0], 7, 80*time.Second)
+	got := decodeContainerAnnotations(annotations)
+	want := containerAnnotations{
+		Hash:                   HashContainer(&pod.Spec.Containers[0]),
+		RestartCount:           7,
+		RestartBackoff:         80 * time.Second,
+		TerminationGracePeriod: 45 * time.Second,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded annotations mismatch (-want +got):\n%s", diff)
+	}
+	if got := decodeContainerAnnotations(map[string]string{AnnotationRestartCount: "-3", AnnotationRestartBackoff: "soon"}); got != (containerAnnotations{}) {
+		t.Errorf("damaged annotations decoded as %+v, want zero values", got)
+	}
+}
+
+func TestHashContainerCoversNameAndImageOnly(t *testing.T) {
+	a := corev1.Container{Name: "app", Image: "busybox:1"}
+	b := a
+	b.Args = []string{"sleep", "1"}
+	if HashContainer(&a) != HashContainer(&b) {
+		t.Error("hash changed with args; it must cover only name and image")
+	}
+	c := a
+	c.Image = "busybox:2"
+	if HashContainer(&a) == HashContainer(&c) {
+		t.Error("hash did not change with the image")
+	}
+}

@@ -1,0 +1,235 @@
+package runtime
+
+// SyncPod and GetPodStatus against the stateful CRI fakes of
+// k8s.io/cri-api/pkg/apis/testing, with log folders in t.TempDir(). The
+// runtime fake is wrapped to keep the container configs it was given and
+// to write each container's log file, as containerd does.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+type recordingRuntime struct {
+	*critest.FakeRuntimeService
+	mu      sync.Mutex
+	configs map[string]*runtimeapi.ContainerConfig
+}
+
+func (r *recordingRuntime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	id, err := r.FakeRuntimeService.CreateContainer(ctx, sandboxID, config, sandboxConfig)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(sandboxConfig.LogDirectory, config.LogPath), nil, 0o640); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.configs[id] = config
+	return id, nil
+}
+
+type syncTestEnv struct {
+	m        *Manager
+	runtime  *recordingRuntime
+	images   *critest.FakeImageService
+	recorder *record.FakeRecorder
+	clock    *testingclock.FakeClock
+	logDir   string
+	linkDir  string
+}
+
+func newSyncTestEnv(t *testing.T) *syncTestEnv {
+	dir := t.TempDir()
+	resolvConfPath := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolvConfPath, []byte("nameserver 10.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt := &recordingRuntime{FakeRuntimeService: critest.NewFakeRuntimeService(), configs: map[string]*runtimeapi.ContainerConfig{}}
+	images := critest.NewFakeImageService()
+	images.SetFakeImages([]string{"busybox:1"})
+	recorder := record.NewFakeRecorder(100)
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	config := Config{
+		PodLogDir:       filepath.Join(dir, "pods"),
+		ContainerLogDir: filepath.Join(dir, "containers"),
+		ResolvConf:      resolvConfPath,
+	}
+	m := &Manager{
+		runtime:     rt,
+		images:      images,
+		config:      config,
+		recorder:    recorder,
+		clock:       clk,
+		runtimeName: critest.FakeRuntimeName,
+		puller:      newImagePuller(images, recorder, clk),
+	}
+	return &syncTestEnv{m: m, runtime: rt, images: images, recorder: recorder, clock: clk, logDir: config.PodLogDir, linkDir: config.ContainerLogDir}
+}
+
+func syncTestPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			DNSPolicy:     corev1.DNSClusterFirst,
+			Containers: []corev1.Container{{
+				Name:                     "app",
+				Image:                    "busybox:1",
+				ImagePullPolicy:          corev1.PullIfNotPresent,
+				TerminationMessagePath:   "/dev/termination-log",
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			}},
+		},
+	}
+}
+
+func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
+	e := newSyncTestEnv(t)
+	ctx := context.Background()
+	pod := syncTestPod()
+	env := &PodEnv{CgroupParent: "/kubepods/poduid-1", PodDir: t.TempDir()}
+
+	before, err := e.m.GetPodStatus(ctx, pod.UID)
+	if err != nil {
+		t.Fatalf("GetPodStatus() before error = %v", err)
+	}
+	actions := ComputePodActions(pod, before, e.clock.Now())
+	if !actions.CreateSandbox || len(actions.ContainersToStart) != 1 {
+		t.Fatalf("ComputePodActions() = %+v, want a new sandbox and one container", actions)
+	}
+
+	result := e.m.SyncPod(ctx, pod, before, actions, env)
+	if result.Err != nil || result.SandboxError != nil || len(result.ContainerErrors) != 0 {
+		t.Fatalf("SyncPod() = %+v, want no errors", result)
+	}
+	if diff := cmp.Diff([]string{"app"}, result.Started); diff != "" {
+		t.Errorf("started mismatch (-want +got):\n%s", diff)
+	}
+
+	// The runtime holds one ready sandbox and one running container, each
+	// labelled with the pod's identity.
+	sandboxes, err := e.runtime.ListPodSandbox(ctx, nil)
+	if err != nil || len(sandboxes) != 1 {
+		t.Fatalf("ListPodSandbox() = %v, %v, want one sandbox", sandboxes, err)
+	}
+	sandbox := sandboxes[0]
+	if sandbox.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("sandbox state = %v, want ready", sandbox.State)
+	}
+	wantSandboxLabels := map[string]string{"app": "web", LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "uid-1"}
+	if diff := cmp.Diff(wantSandboxLabels, sandbox.Labels); diff != "" {
+		t.Errorf("sandbox labels mismatch (-want +got):\n%s", diff)
+	}
+	containers, err := e.runtime.ListContainers(ctx, nil)
+	if err != nil || len(containers) != 1 {
+		t.Fatalf("ListContainers() = %v, %v, want one container", containers, err)
+	}
+	c := containers[0]
+	if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.PodSandboxId != sandbox.Id {
+		t.Errorf("container state = %v in sandbox %s, want running in %s", c.State, c.PodSandboxId, sandbox.Id)
+	}
+	wantContainerLabels := map[string]string{LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "uid-1", LabelContainerName: "app"}
+	if diff := cmp.Diff(wantContainerLabels, c.Labels); diff != "" {
+		t.Errorf("container labels mismatch (-want +got):\n%s", diff)
+	}
+	wantAnnotations := map[string]string{
+		AnnotationContainerHash:            HashContainer(&pod.Spec.Containers[0]),
+		AnnotationRestartCount:             "0",
+		AnnotationTerminationMessagePath:   "/dev/termination-log",
+		AnnotationTerminationMessagePolicy: "File",
+		AnnotationPodTerminationGrace:      "30",
+	}
+	if diff := cmp.Diff(wantAnnotations, c.Annotations); diff != "" {
+		t.Errorf("container annotations mismatch (-want +got):\n%s", diff)
+	}
+
+	// The log file lands in the pod's log folder and is linked for
+	// shippers.
+	logDir := filepath.Join(e.logDir, "default_web_uid-1")
+	if got := e.runtime.configs[c.Id].GetLogPath(); got != "app/0.log" {
+		t.Errorf("container log path = %q, want app/0.log", got)
+	}
+	link := filepath.Join(e.linkDir, "web_default_app-"+c.Id+".log")
+	if target, err := os.Readlink(link); err != nil || target != filepath.Join(logDir, "app", "0.log") {
+		t.Errorf("log link = %q, %v, want it to point at the log file", target, err)
+	}
+
+	// Reading the runtime back gives what was created.
+	after, err := e.m.GetPodStatus(ctx, pod.UID)
+	if err != nil {
+		t.Fatalf("GetPodStatus() error = %v", err)
+	}
+	want := &PodStatus{
+		UID: "uid-1", Name: "web", Namespace: "default",
+		Sandboxes: []*SandboxStatus{{ID: sandbox.Id, State: SandboxReady, IPs: critest.FakePodSandboxIPs}},
+		Containers: []*ContainerStatus{{
+			ID:        ContainerID{Type: critest.FakeRuntimeName, ID: c.Id},
+			Name:      "app",
+			SandboxID: sandbox.Id,
+			State:     ContainerRunning,
+			Image:     "busybox:1",
+			ImageRef:  "busybox:1",
+			Hash:      HashContainer(&pod.Spec.Containers[0]),
+
+			TerminationGracePeriod: 30 * time.Second,
+		}},
+	}
+	ignoreTimes := cmpopts.IgnoreFields(ContainerStatus{}, "CreatedAt", "StartedAt")
+	if diff := cmp.Diff(want, after, ignoreTimes, cmpopts.IgnoreFields(SandboxStatus{}, "CreatedAt")); diff != "" {
+		t.Errorf("GetPodStatus() mismatch (-want +got):\n%s", diff)
+	}
+
+	// With everything running, there is nothing left to do.
+	if next := ComputePodActions(pod, after, e.clock.Now()); !next.NoChange() {
+		t.Errorf("ComputePodActions() after the sync = %+v, want no change", next)
+	}
+
+	wantEvents := []string{
+		`Normal Pulled Container image "busybox:1" already present on machine and can be accessed by the pod`,
+		"Normal Created Container created",
+		"Normal Started Container started",
+	}
+	if diff := cmp.Diff(wantEvents, drainEvents(e.recorder)); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSyncPodReportsContainerConfigErrors(t *testing.T) {
+	e := newSyncTestEnv(t)
+	ctx := context.Background()
+	pod := syncTestPod()
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "missing", Image: "nginx:1", ImagePullPolicy: corev1.PullNever})
+
+	status := &PodStatus{UID: pod.UID}
+	result := e.m.SyncPod(ctx, pod, status, ComputePodActions(pod, status, e.clock.Now()), &PodEnv{})
+
+	want := map[string]*ContainerError{
+		"app":     {Reason: ReasonCreateContainerConfigError, Message: `cannot find volume "data" to mount into container "app"`},
+		"missing": {Reason: ReasonErrImageNeverPull, Message: `Container image "nginx:1" is not present with pull policy of Never`},
+	}
+	if diff := cmp.Diff(want, result.ContainerErrors); diff != "" {
+		t.Errorf("container errors mismatch (-want +got):\n%s", diff)
+	}
+	if result.SandboxError != nil {
+		t.Errorf("sandbox error = %v, want the sandbox created", result.SandboxError)
+	}
+	if containers, _ := e.runtime.ListContainers(ctx, nil); len(containers) != 0 {
+		t.Errorf("the runtime holds %d containers, want none", len(containers))
+	}
+}
