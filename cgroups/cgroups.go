@@ -1,0 +1,344 @@
+// Package cgroups keeps one cgroup per pod under nodelet's root, with the
+// cgroupfs driver: the pod's sandbox and containers are created inside it by
+// the runtime (<root>/pod<uid>/<container ID>), so a pod's resource use can be
+// read and, later, limited in one place. cgroup v1 (one hierarchy per
+// controller, plus named and hybrid ones) and the unified v2 hierarchy are
+// supported.
+package cgroups
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podPrefix starts the name of every pod cgroup, as with the kubelet.
+const podPrefix = "pod"
+
+// Hierarchy is one mounted cgroup hierarchy.
+type Hierarchy struct {
+	// MountPoint is where the hierarchy is mounted.
+	MountPoint string
+	// Controllers are the v1 controllers it carries ("cpu", "cpuacct"),
+	// or its name ("name=systemd"); empty for cgroup2.
+	Controllers []string
+	// Unified is true for cgroup2.
+	Unified bool
+}
+
+func (h Hierarchy) has(controller string) bool {
+	return slices.Contains(h.Controllers, controller)
+}
+
+// Manager creates and removes pod cgroups in every hierarchy.
+type Manager struct {
+	root        string
+	hierarchies []Hierarchy
+	// rmdir removes one empty cgroup; a fake hierarchy on a plain file
+	// system replaces it.
+	rmdir func(string) error
+}
+
+// New detects the host's cgroup hierarchies from /proc/self/mountinfo and
+// returns a Manager keeping pod cgroups under root (an absolute cgroup path
+// such as /nodelet), which it creates in every hierarchy.
+func New(root string) (*Manager, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
+	}
+	defer f.Close()
+	hierarchies, err := parseMountInfo(f)
+	if err != nil {
+		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
+	}
+	return newManager(root, hierarchies, syscall.Rmdir)
+}
+
+func newManager(root string, hierarchies []Hierarchy, rmdir func(string) error) (*Manager, error) {
+	if !path.IsAbs(root) || path.Clean(root) != root {
+		return nil, fmt.Errorf("cgroup root %q is not a clean absolute path", root)
+	}
+	if len(hierarchies) == 0 {
+		return nil, errors.New("no cgroup hierarchy is mounted")
+	}
+	m := &Manager{root: root, hierarchies: hierarchies, rmdir: rmdir}
+	for _, h := range hierarchies {
+		if err := m.ensure(h, root); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Hierarchies returns the hierarchies the Manager keeps pod cgroups in.
+func (m *Manager) Hierarchies() []Hierarchy { return slices.Clone(m.hierarchies) }
+
+// PodCgroupParent is the pod's cgroup, as the sandbox's CgroupParent takes it
+// with the cgroupfs driver.
+func (m *Manager) PodCgroupParent(uid types.UID) string {
+	return path.Join(m.root, podPrefix+string(uid))
+}
+
+// EnsurePod creates the pod's cgroup in every hierarchy. It is idempotent.
+func (m *Manager) EnsurePod(uid types.UID) error {
+	for _, h := range m.hierarchies {
+		if err := m.ensure(h, m.PodCgroupParent(uid)); err != nil {
+			return fmt.Errorf("creating the cgroup of pod %s: %w", uid, err)
+		}
+	}
+	return nil
+}
+
+// RemovePod removes the pod's cgroup from every hierarchy, the cgroups the
+// runtime made inside it first. A cgroup that still holds processes cannot
+// go: the error names it. What is already gone is not an error.
+func (m *Manager) RemovePod(uid types.UID) error {
+	var errs []error
+	for _, h := range m.hierarchies {
+		if err := m.removeTree(cgroupDir(h, m.PodCgroupParent(uid))); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("removing the cgroup of pod %s: %w", uid, err)
+	}
+	return nil
+}
+
+// ListPods returns the pods that have a cgroup under the root in any
+// hierarchy, sorted, so that the ones whose removal stopped half way are
+// found too.
+func (m *Manager) ListPods() ([]types.UID, error) {
+	seen := map[types.UID]bool{}
+	for _, h := range m.hierarchies {
+		dir := cgroupDir(h, m.root)
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing pod cgroups in %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if uid, ok := strings.CutPrefix(e.Name(), podPrefix); ok && e.IsDir() && uid != "" {
+				seen[types.UID(uid)] = true
+			}
+		}
+	}
+	uids := make([]types.UID, 0, len(seen))
+	for uid := range seen {
+		uids = append(uids, uid)
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	return uids, nil
+}
+
+func cgroupDir(h Hierarchy, cgroup string) string {
+	return filepath.Join(h.MountPoint, filepath.FromSlash(cgroup))
+}
+
+// ensure creates cgroup in h, with each missing ancestor. A new cpuset
+// cgroup starts with no CPUs and no memory nodes, and a cgroup without them
+// refuses tasks: it gets its parent's. In cgroup2 the parent delegates its
+// controllers to the new child.
+func (m *Manager) ensure(h Hierarchy, cgroup string) error {
+	dir := h.MountPoint
+	for _, name := range strings.Split(strings.Trim(cgroup, "/"), "/") {
+		if name == "" {
+			continue
+		}
+		parent := dir
+		dir = filepath.Join(dir, name)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating cgroup %s: %w", dir, err)
+		}
+		switch {
+		case h.has("cpuset"):
+			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+				if err := inherit(parent, dir, file); err != nil {
+					return err
+				}
+			}
+		case h.Unified:
+			delegateControllers(parent)
+		}
+	}
+	return nil
+}
+
+// inherit copies a cgroup file from parent to child unless the child's
+// already holds something.
+func inherit(parent, child, file string) error {
+	current, err := os.ReadFile(filepath.Join(child, file))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", filepath.Join(child, file), err)
+	}
+	if strings.TrimSpace(string(current)) != "" {
+		return nil
+	}
+	value, err := os.ReadFile(filepath.Join(parent, file))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", filepath.Join(parent, file), err)
+	}
+	if err := os.WriteFile(filepath.Join(child, file), value, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(child, file), err)
+	}
+	return nil
+}
+
+// delegateControllers enables, in a cgroup2 cgroup's subtree, every
+// controller it has. It is best effort, as runc's own: a controller that
+// cannot be delegated (a threaded subtree, a cgroup holding processes) only
+// means no limit of that kind below.
+func delegateControllers(dir string) {
+	available, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return
+	}
+	var enable []string
+	for _, c := range strings.Fields(string(available)) {
+		enable = append(enable, "+"+c)
+	}
+	if len(enable) == 0 {
+		return
+	}
+	control := filepath.Join(dir, "cgroup.subtree_control")
+	if os.WriteFile(control, []byte(strings.Join(enable, " ")), 0o644) == nil {
+		return
+	}
+	for _, c := range enable {
+		_ = os.WriteFile(control, []byte(c), 0o644)
+	}
+}
+
+// removeTree removes a cgroup and every cgroup below it, deepest first.
+func (m *Manager) removeTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading cgroup %s: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := m.removeTree(filepath.Join(dir, e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	err = m.rmdir(dir)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, syscall.EBUSY):
+		return fmt.Errorf("cgroup %s still has processes: %w", dir, err)
+	default:
+		return fmt.Errorf("removing cgroup %s: %w", dir, err)
+	}
+}
+
+// v1Controllers are the cgroup v1 controllers a hierarchy's mount options
+// may name; the other options (rw, relatime, clone_children, ...) are not
+// controllers.
+var v1Controllers = map[string]bool{
+	"blkio": true, "cpu": true, "cpuacct": true, "cpuset": true, "devices": true,
+	"freezer": true, "hugetlb": true, "memory": true, "misc": true, "net_cls": true,
+	"net_prio": true, "perf_event": true, "pids": true, "rdma": true,
+}
+
+// parseMountInfo reads the cgroup hierarchies out of a mountinfo file
+// (proc(5)). Every v1 hierarchy is kept once, however often it is mounted;
+// a cgroup2 mount is kept once too. With v1 hierarchies present, a cgroup2
+// mount is the hybrid layout's unified hierarchy, holding no controllers;
+// without them it is the pure v2 layout.
+func parseMountInfo(r io.Reader) ([]Hierarchy, error) {
+	var hierarchies []Hierarchy
+	seen := map[string]bool{}
+	scanner := bufio.NewScanner(r)
+	for scanner.Scan() {
+		line := scanner.Text()
+		// ID parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		before, after, ok := strings.Cut(line, " - ")
+		fields, tail := strings.Fields(before), strings.Fields(after)
+		if !ok || len(fields) < 6 || len(tail) < 3 {
+			return nil, fmt.Errorf("malformed mountinfo line %q", line)
+		}
+		mountPoint, err := unescapeMountPath(fields[4])
+		if err != nil {
+			return nil, fmt.Errorf("malformed mountinfo line %q: %w", line, err)
+		}
+		var h Hierarchy
+		switch tail[0] {
+		case "cgroup2":
+			h = Hierarchy{MountPoint: mountPoint, Unified: true}
+		case "cgroup":
+			h = Hierarchy{MountPoint: mountPoint}
+			for _, option := range strings.Split(tail[2], ",") {
+				if v1Controllers[option] || strings.HasPrefix(option, "name=") {
+					h.Controllers = append(h.Controllers, option)
+				}
+			}
+			if len(h.Controllers) == 0 {
+				continue
+			}
+			sort.Strings(h.Controllers)
+		default:
+			continue
+		}
+		key := "cgroup2"
+		if !h.Unified {
+			key = strings.Join(h.Controllers, ",")
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		hierarchies = append(hierarchies, h)
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, err
+	}
+	return hierarchies, nil
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			if i+4 > len(s) {
+				return "", fmt.Errorf("bad escape in %q", s)
+			}
+			n, err := strconv.ParseUint(s[i+1:i+4], 8, 8)
+			if err != nil {
+				return "", fmt.Errorf("bad escape in %q", s)
+			}
+			b.WriteByte(byte(n))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), nil
+}

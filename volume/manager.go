@@ -1,0 +1,519 @@
+// Package volume materialises a pod's volumes on the node, in the kubelet's
+// layout, for the runtime to bind-mount into the pod's containers:
+//
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~projected/<name>
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~configmap/<name>
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~secret/<name>
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>
+//
+// Supported: projected (serviceAccountToken, configMap, secret,
+// downwardAPI sources), configMap, secret, downwardAPI, emptyDir (disk or
+// memory) and hostPath volumes. Anything else is an
+// *UnsupportedVolumeError.
+//
+// Volumes that hold secrets (projected, secret, downwardAPI, emptyDir of
+// medium Memory) live on a tmpfs of their own, as under the kubelet;
+// configMap volumes and disk emptyDirs are plain folders. Files that come
+// from the API are published with the kubelet's atomic writer layout
+// (see atomic_writer.go). Everything on disk can be found again from the
+// disk and /proc/self/mountinfo alone, so TearDownPod works after a
+// restart; what is kept in memory (tokens, when each volume is next due)
+// only saves work.
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// The kubelet's plugin folder names, so that tools which know the
+// kubelet's layout find volumes here too.
+const (
+	pluginProjected   = "kubernetes.io~projected"
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+)
+
+// DefaultSyncPeriod is how often volumes whose files come from the API are
+// rewritten when Options.SyncPeriod is zero: about as often as the
+// kubelet's periodic pod sync rewrites them.
+const DefaultSyncPeriod = time.Minute
+
+// retryPeriod is how soon a volume that is in use is set up again after a
+// failed resync or token refresh.
+const retryPeriod = 10 * time.Second
+
+// Options configure a Manager.
+type Options struct {
+	// RootDir is nodelet's root folder; pods live under
+	// <RootDir>/pods/<uid>. Required.
+	RootDir string
+	// SyncPeriod is how often the files of projected, configMap, secret
+	// and downwardAPI volumes are read again from the API server and the
+	// pod and rewritten, so that updates reach running containers.
+	// Default DefaultSyncPeriod; negative: written once, then only when a
+	// service account token is due.
+	SyncPeriod time.Duration
+}
+
+// Manager materialises pod volumes. Safe for concurrent use on different
+// pods; never called concurrently for one pod.
+type Manager struct {
+	rootDir    string
+	syncPeriod time.Duration
+	client     kubernetes.Interface
+	clock      clock.Clock
+	log        logr.Logger
+
+	mu sync.Mutex
+	// pods is what is remembered of each pod's volumes, by volume name.
+	pods map[types.UID]map[string]*volumeState
+}
+
+type volumeState struct {
+	// path is the host path handed to the runtime.
+	path string
+	// ready is set once the volume was set up.
+	ready bool
+	// dueAt is when the volume must be set up again; zero when never.
+	dueAt time.Time
+	// tokens are the service account tokens of a projected volume, by
+	// source index.
+	tokens map[int]*token
+}
+
+// NewManager returns a Manager that keeps pod folders under opts.RootDir
+// and reads ConfigMaps and Secrets and requests tokens through client,
+// straight from the API server (never a cache: a node may only read the
+// objects its pods refer to).
+func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log logr.Logger) *Manager {
+	syncPeriod := opts.SyncPeriod
+	if syncPeriod == 0 {
+		syncPeriod = DefaultSyncPeriod
+	}
+	return &Manager{
+		rootDir:    opts.RootDir,
+		syncPeriod: syncPeriod,
+		client:     client,
+		clock:      clk,
+		log:        log,
+		pods:       map[types.UID]map[string]*volumeState{},
+	}
+}
+
+// PodDir is the pod's own folder (<RootDir>/pods/<uid>).
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.rootDir, "pods", string(uid))
+}
+
+func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
+}
+
+// SetUpPod makes every volume of the pod ready and returns the host path
+// of each by volume name, and the time at which the pod needs SetUpPod
+// again (token refresh, content resync; zero when never). Idempotent, and
+// cheap when nothing is due: no I/O at all.
+//
+// It sets up every volume it can. The error joins one error per failed
+// volume; the user errors among them (see IsUserError, UserErrors) carry
+// the kubelet's FailedMount messages. paths holds every volume that can be
+// mounted, which on error is not always none: a volume set up before whose
+// resync failed keeps its previous files, stays in paths and is retried
+// shortly (as the kubelet, which keeps running pods going and reports
+// FailedMount). Containers can be started once paths holds every volume
+// of the pod.
+func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[string]string, refreshAt time.Time, err error) {
+	if err := checkUID(pod.UID); err != nil {
+		return nil, time.Time{}, fmt.Errorf("setting up volumes of pod %s: %w", klog.KObj(pod), err)
+	}
+	volumes := m.podVolumes(pod.UID)
+	now := m.clock.Now()
+
+	paths = make(map[string]string, len(pod.Spec.Volumes))
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		state := volumes[vol.Name]
+		if state == nil {
+			state = &volumeState{}
+			volumes[vol.Name] = state
+		}
+		if !state.ready || isDue(state.dueAt, now) {
+			if err := m.setUpVolume(ctx, pod, vol, state, now); err != nil {
+				errs = append(errs, err)
+				if !state.ready {
+					continue
+				}
+				state.dueAt = now.Add(retryPeriod)
+			}
+		}
+		paths[vol.Name] = state.path
+		refreshAt = earliest(refreshAt, state.dueAt)
+	}
+	return paths, refreshAt, errors.Join(errs...)
+}
+
+// podVolumes is the pod's memory, made on first use. Only calls for that
+// pod use it, never two at once: it needs no lock of its own.
+func (m *Manager) podVolumes(uid types.UID) map[string]*volumeState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	volumes := m.pods[uid]
+	if volumes == nil {
+		volumes = map[string]*volumeState{}
+		m.pods[uid] = volumes
+	}
+	return volumes
+}
+
+func (m *Manager) forgetPod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pods, uid)
+}
+
+// setUpVolume sets up one volume and records in state where it is and
+// when it is next due. Files that come from the API are gathered before
+// anything is mounted, so a volume whose ConfigMap is missing leaves
+// nothing behind.
+func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) error {
+	if err := checkSupported(vol); err != nil {
+		return err
+	}
+	var (
+		dir   string
+		dueAt time.Time
+		err   error
+	)
+	switch {
+	case vol.HostPath != nil:
+		if err := checkHostPath(vol.HostPath.Path, vol.HostPath.Type); err != nil {
+			return &MountError{Volume: vol.Name, Err: err}
+		}
+		dir = vol.HostPath.Path
+	case vol.EmptyDir != nil:
+		dir = m.volumeDir(pod.UID, pluginEmptyDir, vol.Name)
+		if vol.EmptyDir.Medium == corev1.StorageMediumMemory {
+			var size int64
+			if vol.EmptyDir.SizeLimit != nil {
+				size = vol.EmptyDir.SizeLimit.Value()
+			}
+			err = m.ensureTmpfs(dir, size)
+		} else {
+			err = ensureDir(dir, 0o777)
+		}
+	default:
+		var payload map[string]fileProjection
+		payload, dueAt, err = m.contents(ctx, pod, vol, state, now)
+		if err != nil {
+			return &MountError{Volume: vol.Name, Err: err}
+		}
+		if m.syncPeriod > 0 {
+			dueAt = earliest(dueAt, now.Add(m.syncPeriod))
+		}
+		switch {
+		case vol.ConfigMap != nil:
+			// On disk, as the kubelet keeps configMap volumes.
+			dir = m.volumeDir(pod.UID, pluginConfigMap, vol.Name)
+			err = ensureDir(dir, 0o777)
+		case vol.Secret != nil:
+			dir = m.volumeDir(pod.UID, pluginSecret, vol.Name)
+			err = m.ensureTmpfs(dir, 0)
+		case vol.DownwardAPI != nil:
+			dir = m.volumeDir(pod.UID, pluginDownwardAPI, vol.Name)
+			err = m.ensureTmpfs(dir, 0)
+		case vol.Projected != nil:
+			dir = m.volumeDir(pod.UID, pluginProjected, vol.Name)
+			err = m.ensureTmpfs(dir, 0)
+		}
+		if err == nil {
+			var changed bool
+			changed, err = writeAtomically(dir, payload, now)
+			if changed {
+				m.log.V(2).Info("Wrote volume files", "pod", klog.KObj(pod), "volume", vol.Name, "files", len(payload))
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("setting up volume %q of pod %s: %w", vol.Name, klog.KObj(pod), err)
+	}
+	state.path, state.ready, state.dueAt = dir, true, dueAt
+	return nil
+}
+
+// contents gathers the files of a volume that come from the API and the
+// pod. dueAt is when a token in them needs refreshing; zero when none.
+func (m *Manager) contents(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) (payload map[string]fileProjection, dueAt time.Time, err error) {
+	switch {
+	case vol.ConfigMap != nil:
+		payload, err = m.configMapFiles(ctx, pod.Namespace, vol.ConfigMap, modeOr(vol.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode))
+	case vol.Secret != nil:
+		payload, err = m.secretFiles(ctx, pod.Namespace, vol.Secret, modeOr(vol.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode))
+	case vol.DownwardAPI != nil:
+		payload, err = downwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode))
+	case vol.Projected != nil:
+		payload, dueAt, err = m.projectedFiles(ctx, pod, vol, state, now)
+	default:
+		err = fmt.Errorf("volume %q has no source nodelet knows", vol.Name)
+	}
+	return payload, dueAt, err
+}
+
+// projectedFiles gathers every source of a projected volume. Like the
+// kubelet it reports every failing source at once and writes nothing until
+// all succeed. dueAt is when the first of its tokens needs refreshing.
+func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) (payload map[string]fileProjection, dueAt time.Time, err error) {
+	defaultMode := modeOr(vol.Projected.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
+	payload = map[string]fileProjection{}
+	var errs []error
+	for i, source := range vol.Projected.Sources {
+		var files map[string]fileProjection
+		switch {
+		case source.ServiceAccountToken != nil:
+			var t *token
+			t, err = m.token(ctx, pod, vol.Name, source.ServiceAccountToken, i, state, now)
+			if err == nil {
+				files = map[string]fileProjection{source.ServiceAccountToken.Path: {Data: []byte(t.value), Mode: defaultMode}}
+				due := t.refreshAt()
+				if !due.After(now) {
+					// The refresh failed and the current token was kept.
+					due = now.Add(retryPeriod)
+				}
+				dueAt = earliest(dueAt, due)
+			}
+		case source.ConfigMap != nil:
+			files, err = m.configMapFiles(ctx, pod.Namespace, &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: source.ConfigMap.LocalObjectReference,
+				Items:                source.ConfigMap.Items,
+				Optional:             source.ConfigMap.Optional,
+			}, defaultMode)
+		case source.Secret != nil:
+			files, err = m.secretFiles(ctx, pod.Namespace, &corev1.SecretVolumeSource{
+				SecretName: source.Secret.Name,
+				Items:      source.Secret.Items,
+				Optional:   source.Secret.Optional,
+			}, defaultMode)
+		case source.DownwardAPI != nil:
+			files, err = downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for p, f := range files {
+			payload[p] = f
+		}
+	}
+	if len(errs) > 0 {
+		return nil, time.Time{}, utilerrors.NewAggregate(errs)
+	}
+	return payload, dueAt, nil
+}
+
+// token returns the token for one serviceAccountToken source, requesting
+// a new one when none is held or the held one is due. When a refresh
+// fails, a token that has not expired is kept, as the kubelet keeps it.
+func (m *Manager) token(ctx context.Context, pod *corev1.Pod, volume string, source *corev1.ServiceAccountTokenProjection, index int, state *volumeState, now time.Time) (*token, error) {
+	held := state.tokens[index]
+	if held != nil && now.Before(held.refreshAt()) {
+		return held, nil
+	}
+	fresh, err := m.requestToken(ctx, pod, source, now)
+	if err != nil {
+		if held != nil && !held.expired(now) {
+			m.log.Error(err, "Kept the current service account token after a failed refresh", "pod", klog.KObj(pod), "volume", volume)
+			return held, nil
+		}
+		return nil, fmt.Errorf("failed to fetch token: %w", err)
+	}
+	if state.tokens == nil {
+		state.tokens = map[int]*token{}
+	}
+	state.tokens[index] = fresh
+	m.log.V(2).Info("Requested service account token", "pod", klog.KObj(pod), "volume", volume, "refreshAt", fresh.refreshAt())
+	return fresh, nil
+}
+
+// configMapFiles reads a ConfigMap and returns the files it gives.
+func (m *Manager) configMapFiles(ctx context.Context, namespace string, source *corev1.ConfigMapVolumeSource, defaultMode int32) (map[string]fileProjection, error) {
+	optional := source.Optional != nil && *source.Optional
+	cm, err := m.client.CoreV1().ConfigMaps(namespace).Get(ctx, source.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && optional:
+		cm = &corev1.ConfigMap{}
+	case apierrors.IsNotFound(err):
+		// The kubelet's words, not the API server's ("configmaps").
+		return nil, apierrors.NewNotFound(corev1.Resource("configmap"), source.Name)
+	case err != nil:
+		return nil, err
+	}
+	return configMapPayload(cm, source.Items, defaultMode, optional)
+}
+
+// secretFiles reads a Secret and returns the files it gives.
+func (m *Manager) secretFiles(ctx context.Context, namespace string, source *corev1.SecretVolumeSource, defaultMode int32) (map[string]fileProjection, error) {
+	optional := source.Optional != nil && *source.Optional
+	secret, err := m.client.CoreV1().Secrets(namespace).Get(ctx, source.SecretName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && optional:
+		secret = &corev1.Secret{}
+	case apierrors.IsNotFound(err):
+		return nil, apierrors.NewNotFound(corev1.Resource("secret"), source.SecretName)
+	case err != nil:
+		return nil, err
+	}
+	return secretPayload(secret, source.Items, defaultMode, optional)
+}
+
+// ensureTmpfs makes dir a tmpfs mount point, unless it already is one
+// (SetUpPod again, or after a nodelet restart).
+func (m *Manager) ensureTmpfs(dir string, sizeBytes int64) error {
+	if err := ensureDir(dir, 0o777); err != nil {
+		return err
+	}
+	mounted, err := isTmpfsMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	if err := mountTmpfs(dir, sizeBytes); err != nil {
+		return err
+	}
+	m.log.V(2).Info("Mounted tmpfs", "path", dir)
+	return nil
+}
+
+// ensureDir creates dir with mode, whatever the umask, and the folders
+// above it as needed (those private to nodelet).
+func ensureDir(dir string, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, mode); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// TearDownPod unmounts and removes everything under the pod's folder.
+// Idempotent; works after a nodelet restart (nothing in memory needed) and
+// for pods whose Pod is gone. The mounts are found in
+// /proc/self/mountinfo and unmounted deepest first; files are removed only
+// once nothing under the folder is mounted any more. When an unmount fails
+// it returns an error and leaves the files in place, for a later retry.
+func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
+	if err := checkUID(uid); err != nil {
+		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
+	}
+	// Whatever happens next, what was remembered no longer holds.
+	m.forgetPod(uid)
+
+	dir := m.PodDir(uid)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	// mountinfo shows resolved paths.
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
+	}
+	if err := m.unmountAll(resolved); err != nil {
+		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing the folder of pod %s: %w", uid, err)
+	}
+	m.log.V(1).Info("Tore down pod volumes", "podUID", uid)
+	return nil
+}
+
+// unmountAll unmounts every mount at or below dir and checks none is
+// left. Several rounds cover mounts stacked on one another.
+func (m *Manager) unmountAll(dir string) error {
+	const rounds = 3
+	for round := 0; ; round++ {
+		mounts, err := readMountInfo()
+		if err != nil {
+			return fmt.Errorf("listing mounts: %w", err)
+		}
+		under := mountsUnder(mounts, dir)
+		if len(under) == 0 {
+			return nil
+		}
+		if round == rounds {
+			return fmt.Errorf("%s is still mounted", under[0].MountPoint)
+		}
+		for _, mount := range under {
+			if err := unmount(mount.MountPoint); err != nil {
+				return err
+			}
+			m.log.V(2).Info("Unmounted", "path", mount.MountPoint, "fsType", mount.FSType)
+		}
+	}
+}
+
+// ListPods lists the pod folders present, for sweeping orphans.
+func (m *Manager) ListPods() ([]types.UID, error) {
+	entries, err := os.ReadDir(filepath.Join(m.rootDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing pod folders: %w", err)
+	}
+	var uids []types.UID
+	for _, entry := range entries {
+		if entry.IsDir() && checkUID(types.UID(entry.Name())) == nil {
+			uids = append(uids, types.UID(entry.Name()))
+		}
+	}
+	return uids, nil
+}
+
+// checkUID keeps a UID from naming a folder outside <RootDir>/pods: the
+// folder is removed recursively.
+func checkUID(uid types.UID) error {
+	s := string(uid)
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`) || strings.ContainsRune(s, 0) {
+		return fmt.Errorf("invalid pod UID %q", s)
+	}
+	return nil
+}
+
+func isDue(dueAt, now time.Time) bool {
+	return !dueAt.IsZero() && !now.Before(dueAt)
+}
+
+// earliest is the earlier of two times, where zero means never.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package volume
+
+import "errors"
+
+// Mounting is Linux only; these keep the package building elsewhere.
+
+func isTmpfsMountPoint(string) (bool, error) { return false, errors.ErrUnsupported }
+
+func mountTmpfs(string, int64) error { return errors.ErrUnsupported }
+
+func unmount(string) error { return errors.ErrUnsupported }
+
+func readMountInfo() ([]mountInfo, error) { return nil, errors.ErrUnsupported }

@@ -1,0 +1,214 @@
+package volume
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// What a volume's files hold, computed from plain values: the objects
+// read from the API server and the pod itself. No I/O here.
+
+// checkSupported returns an *UnsupportedVolumeError when nodelet cannot
+// set up vol, or some part of it.
+func checkSupported(vol *corev1.Volume) error {
+	unsupported := func(what string) error {
+		return &UnsupportedVolumeError{Volume: vol.Name, What: what}
+	}
+	switch kind := sourceKind(vol.VolumeSource); kind {
+	case "emptyDir":
+		switch medium := vol.EmptyDir.Medium; medium {
+		case corev1.StorageMediumDefault, corev1.StorageMediumMemory:
+		default:
+			return unsupported(fmt.Sprintf("emptyDir volumes with medium %s", medium))
+		}
+	case "hostPath", "configMap", "secret":
+	case "downwardAPI":
+		if hasResourceFieldRef(vol.DownwardAPI.Items) {
+			return unsupported("downwardAPI resourceFieldRef items")
+		}
+	case "projected":
+		for _, source := range vol.Projected.Sources {
+			switch kind := sourceKind(source); kind {
+			case "serviceAccountToken", "configMap", "secret":
+			case "downwardAPI":
+				if hasResourceFieldRef(source.DownwardAPI.Items) {
+					return unsupported("downwardAPI resourceFieldRef items")
+				}
+			default:
+				return unsupported(fmt.Sprintf("projected %s sources", orUnknown(kind)))
+			}
+		}
+	default:
+		return unsupported(fmt.Sprintf("%s volumes", orUnknown(kind)))
+	}
+	return nil
+}
+
+// sourceKind names the source set in a one-of struct (VolumeSource,
+// VolumeProjection) by its JSON field name, "persistentVolumeClaim" for
+// instance, so that sources added to the API later are named too.
+func sourceKind(oneOf any) string {
+	v := reflect.ValueOf(oneOf)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+			return name
+		}
+	}
+	return ""
+}
+
+func orUnknown(kind string) string {
+	if kind == "" {
+		return "unknown"
+	}
+	return kind
+}
+
+func hasResourceFieldRef(items []corev1.DownwardAPIVolumeFile) bool {
+	for _, item := range items {
+		if item.ResourceFieldRef != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keyedPayload is the payload of a ConfigMap or Secret: every key, or
+// only the listed items. A listed key that is missing is an error unless
+// the source is optional. missingKey words the error as the kubelet does
+// for this kind of object.
+func keyedPayload(data map[string][]byte, items []corev1.KeyToPath, defaultMode int32, optional bool, missingKey func(key string) error) (map[string]fileProjection, error) {
+	payload := make(map[string]fileProjection, len(data))
+	if len(items) == 0 {
+		for key, value := range data {
+			payload[key] = fileProjection{Data: value, Mode: defaultMode}
+		}
+		return payload, nil
+	}
+	for _, item := range items {
+		value, ok := data[item.Key]
+		if !ok {
+			if optional {
+				continue
+			}
+			return nil, missingKey(item.Key)
+		}
+		payload[item.Path] = fileProjection{Data: value, Mode: modeOr(item.Mode, defaultMode)}
+	}
+	return payload, nil
+}
+
+// configMapPayload is the files of a ConfigMap, Data and BinaryData alike.
+func configMapPayload(cm *corev1.ConfigMap, items []corev1.KeyToPath, defaultMode int32, optional bool) (map[string]fileProjection, error) {
+	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for key, value := range cm.Data {
+		data[key] = []byte(value)
+	}
+	for key, value := range cm.BinaryData {
+		data[key] = value
+	}
+	return keyedPayload(data, items, defaultMode, optional, func(key string) error {
+		return fmt.Errorf("configmap references non-existent config key: %s", key)
+	})
+}
+
+// secretPayload is the files of a Secret.
+func secretPayload(secret *corev1.Secret, items []corev1.KeyToPath, defaultMode int32, optional bool) (map[string]fileProjection, error) {
+	return keyedPayload(secret.Data, items, defaultMode, optional, func(key string) error {
+		return fmt.Errorf("references non-existent secret key: %s", key)
+	})
+}
+
+// downwardAPIPayload is the files of a downward API source: one per item,
+// each holding a field of the pod.
+func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode int32) (map[string]fileProjection, error) {
+	payload := make(map[string]fileProjection, len(items))
+	for _, item := range items {
+		if item.FieldRef == nil {
+			continue
+		}
+		value, err := podFieldValue(pod, item.FieldRef.FieldPath)
+		if err != nil {
+			return nil, err
+		}
+		payload[item.Path] = fileProjection{Data: []byte(value), Mode: modeOr(item.Mode, defaultMode)}
+	}
+	return payload, nil
+}
+
+// podFieldValue is the text of one field of the pod, as the downward API
+// shows it. Label and annotation maps are written one `key="value"` line
+// per entry, sorted by key, values quoted as Go quotes them.
+func podFieldValue(pod *corev1.Pod, fieldPath string) (string, error) {
+	if field, key, ok := splitSubscript(fieldPath); ok {
+		switch field {
+		case "metadata.labels":
+			return pod.Labels[key], nil
+		case "metadata.annotations":
+			return pod.Annotations[key], nil
+		}
+		return "", fmt.Errorf("fieldPath %q does not support subscript", fieldPath)
+	}
+	switch fieldPath {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(pod.Annotations), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %s", fieldPath)
+}
+
+// splitSubscript splits "metadata.labels['app']" into the field and the
+// key.
+func splitSubscript(fieldPath string) (field, key string, ok bool) {
+	rest, found := strings.CutSuffix(fieldPath, "']")
+	if !found {
+		return "", "", false
+	}
+	field, key, found = strings.Cut(rest, "['")
+	if !found || field == "" {
+		return "", "", false
+	}
+	return field, key, true
+}
+
+func formatMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(m[k]))
+	}
+	return b.String()
+}
+
+func modeOr(mode *int32, defaultMode int32) int32 {
+	if mode != nil {
+		return *mode
+	}
+	return defaultMode
+}
