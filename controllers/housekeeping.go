@@ -1,0 +1,111 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+// Housekeeping is the safety net behind events: every period it compares
+// what the node holds (runtime pods, pod folders, pod cgroups) with the Pods
+// bound to it and removes what no Pod owns — say a pod deleted while
+// nodelet was down and its event lost, or a folder left by a crash between
+// two steps.
+type Housekeeping struct {
+	Reconciler *PodReconciler
+	// Runtime lists the runtime's pods.
+	Runtime interface {
+		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
+	}
+	// Volumes and Cgroups list the pod folders and pod cgroups present.
+	Volumes interface {
+		ListPods() ([]types.UID, error)
+		TearDownPod(ctx context.Context, uid types.UID) error
+	}
+	Cgroups interface {
+		ListPods() ([]types.UID, error)
+		RemovePod(uid types.UID) error
+	}
+	// Period defaults to 30s.
+	Period time.Duration
+	Clock  clock.WithTicker
+	Log    logr.Logger
+}
+
+// Start runs housekeeping until ctx ends; it implements manager.Runnable.
+func (h *Housekeeping) Start(ctx context.Context) error {
+	period := h.Period
+	if period <= 0 {
+		period = 30 * time.Second
+	}
+	ticker := h.Clock.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+			h.Sweep(ctx)
+		}
+	}
+}
+
+// NeedLeaderElection is false: each node keeps its own house.
+func (h *Housekeeping) NeedLeaderElection() bool { return false }
+
+// Sweep runs one round.
+func (h *Housekeeping) Sweep(ctx context.Context) {
+	var pods corev1.PodList
+	// The cache holds only this node's pods.
+	if err := h.Reconciler.Client.List(ctx, &pods); err != nil {
+		h.Log.Error(err, "Failed to list pods for housekeeping")
+		return
+	}
+	owned := map[types.UID]bool{}
+	for i := range pods.Items {
+		owned[pods.Items[i].UID] = true
+	}
+	runtimePods, err := h.Runtime.ListPods(ctx)
+	if err != nil {
+		h.Log.Error(err, "Failed to list runtime pods for housekeeping")
+		return
+	}
+	for uid := range runtimePods {
+		if !owned[uid] {
+			h.Reconciler.startOrphanRemoval(ctx, uid)
+		}
+	}
+	// Folders and cgroups of pods the runtime no longer holds either.
+	leftover := func(uid types.UID) bool {
+		_, inRuntime := runtimePods[uid]
+		return !owned[uid] && !inRuntime
+	}
+	if uids, err := h.Volumes.ListPods(); err != nil {
+		h.Log.Error(err, "Failed to list pod folders")
+	} else {
+		for _, uid := range uids {
+			if leftover(uid) {
+				if err := h.Volumes.TearDownPod(ctx, uid); err != nil {
+					h.Log.Error(err, "Failed to remove folder of a pod that is gone", "podUID", uid)
+				}
+			}
+		}
+	}
+	if uids, err := h.Cgroups.ListPods(); err != nil {
+		h.Log.Error(err, "Failed to list pod cgroups")
+	} else {
+		for _, uid := range uids {
+			if leftover(uid) {
+				if err := h.Cgroups.RemovePod(uid); err != nil {
+					h.Log.Error(err, "Failed to remove cgroup of a pod that is gone", "podUID", uid)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package controllers
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+// PodLifecycleEventType says what changed in a pod's runtime state.
+type PodLifecycleEventType string
+
+const (
+	ContainerStarted PodLifecycleEventType = "ContainerStarted"
+	ContainerDied    PodLifecycleEventType = "ContainerDied"
+	ContainerRemoved PodLifecycleEventType = "ContainerRemoved"
+	ContainerChanged PodLifecycleEventType = "ContainerChanged"
+	SandboxChanged   PodLifecycleEventType = "SandboxChanged"
+	PodSync          PodLifecycleEventType = "PodSync"
+)
+
+// PodLifecycleEvent is one change the PLEG saw between two relists.
+type PodLifecycleEvent struct {
+	ID        types.UID
+	Namespace string
+	Name      string
+	Type      PodLifecycleEventType
+	// Data is the container or sandbox ID the event is about.
+	Data string
+}
+
+// runtimeLister is what the PLEG reads from the runtime.
+type runtimeLister interface {
+	ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
+	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
+}
+
+var (
+	plegDroppedEvents = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "nodelet_pleg_dropped_events_total",
+		Help: "Pod lifecycle events dropped because the reconcile queue's channel was full; the periodic resync makes up for them.",
+	})
+	plegRelistDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "nodelet_pleg_relist_duration_seconds",
+		Help:    "Duration of one relist of the container runtime.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(plegDroppedEvents, plegRelistDuration)
+}
+
+// PLEG relists the runtime every period, diffs the result with the previous
+// relist and sends a GenericEvent for every pod whose runtime state changed.
+// containerd 1.6 answers GetContainerEvents with Unimplemented, so relisting
+// is the mechanism; it also keeps the pod cache fresh for reconciles.
+type PLEG struct {
+	runtime runtimeLister
+	cache   *podCache
+	events  chan event.GenericEvent
+	period  time.Duration
+	// resyncEvery relists send an event for every runtime pod, making up for
+	// events dropped on a full channel.
+	resyncEvery int
+	clock       clock.WithTicker
+	log         logr.Logger
+
+	mu         sync.Mutex
+	lastRelist time.Time
+	previous   map[types.UID]*noderuntime.PodStatus
+}
+
+// relistThreshold is how long without a successful relist before the PLEG
+// reports itself unhealthy.
+const relistThreshold = 3 * time.Minute
+
+// NewPLEG returns a PLEG sending into events. period defaults to 1s.
+func NewPLEG(runtime runtimeLister, cache *podCache, events chan event.GenericEvent, period time.Duration, clk clock.WithTicker, log logr.Logger) *PLEG {
+	if period <= 0 {
+		period = time.Second
+	}
+	return &PLEG{
+		// Healthy until the first relist is overdue.
+		lastRelist:  clk.Now(),
+		runtime:     runtime,
+		cache:       cache,
+		events:      events,
+		period:      period,
+		resyncEvery: int(time.Minute / period),
+		clock:       clk,
+		log:         log,
+	}
+}
+
+// Start relists until ctx ends. It implements manager.Runnable.
+func (p *PLEG) Start(ctx context.Context) error {
+	ticker := p.clock.NewTicker(p.period)
+	defer ticker.Stop()
+	for n := 1; ; n++ {
+		p.Relist(ctx, n%p.resyncEvery == 0)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// NeedLeaderElection is false: every node runs its own PLEG.
+func (p *PLEG) NeedLeaderElection() bool { return false }
+
+// Healthy reports an error when relisting has stalled.
+func (p *PLEG) Healthy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clock.Since(p.lastRelist) < relistThreshold
+}
+
+// Relist reads the runtime once, refreshes the cache and emits events. With
+// resync, every known pod gets an event whether or not it changed.
+func (p *PLEG) Relist(ctx context.Context, resync bool) {
+	// The timestamp is taken before the list calls: the cache then claims
+	// nothing newer than what the runtime held when they began.
+	timestamp := p.clock.Now()
+	current, err := p.runtime.ListPods(ctx)
+	if err != nil {
+		p.log.Error(err, "Failed to relist the container runtime")
+		return
+	}
+	plegRelistDuration.Observe(p.clock.Since(timestamp).Seconds())
+
+	p.mu.Lock()
+	previous := p.previous
+	p.mu.Unlock()
+
+	events := generateEvents(previous, current)
+	changed := map[types.UID]PodLifecycleEvent{}
+	for _, e := range events {
+		changed[e.ID] = e
+	}
+	for uid, e := range changed {
+		if _, ok := current[uid]; !ok {
+			p.cache.delete(uid, timestamp)
+			continue
+		}
+		status, err := p.runtime.GetPodStatus(ctx, uid)
+		if err != nil {
+			// Leave the pod's record as it was; the next relist sees the
+			// change again because previous is not advanced for it.
+			p.log.Error(err, "Failed to read pod status from the runtime", "pod", eventKey(e))
+			if old, ok := previous[uid]; ok {
+				current[uid] = old
+			} else {
+				delete(current, uid)
+			}
+			delete(changed, uid)
+			continue
+		}
+		p.cache.set(uid, status, timestamp)
+	}
+	p.cache.updateTime(timestamp)
+
+	p.mu.Lock()
+	p.previous = current
+	p.lastRelist = timestamp
+	p.mu.Unlock()
+
+	if resync {
+		for uid, pod := range current {
+			if _, ok := changed[uid]; !ok {
+				changed[uid] = PodLifecycleEvent{ID: uid, Namespace: pod.Namespace, Name: pod.Name, Type: PodSync}
+			}
+		}
+	}
+	for _, e := range changed {
+		p.send(e)
+	}
+}
+
+// send hands a pod to the reconciler without ever blocking the relist.
+func (p *PLEG) send(e PodLifecycleEvent) {
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name, UID: e.ID}}
+	select {
+	case p.events <- event.GenericEvent{Object: obj}:
+		p.log.V(2).Info("Sent pod lifecycle event", "pod", eventKey(e), "event", e.Type, "data", e.Data)
+	default:
+		plegDroppedEvents.Inc()
+	}
+}
+
+func eventKey(e PodLifecycleEvent) client.ObjectKey {
+	return client.ObjectKey{Namespace: e.Namespace, Name: e.Name}
+}
+
+// generateEvents compares two relists and says what changed, pod by pod.
+// It is pure: same input, same events, in a stable order.
+func generateEvents(previous, current map[types.UID]*noderuntime.PodStatus) []PodLifecycleEvent {
+	var events []PodLifecycleEvent
+	uids := map[types.UID]bool{}
+	for uid := range previous {
+		uids[uid] = true
+	}
+	for uid := range current {
+		uids[uid] = true
+	}
+	for uid := range uids {
+		events = append(events, podEvents(previous[uid], current[uid])...)
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].ID != events[j].ID {
+			return events[i].ID < events[j].ID
+		}
+		return events[i].Data < events[j].Data
+	})
+	return events
+}
+
+func podEvents(previous, current *noderuntime.PodStatus) []PodLifecycleEvent {
+	pod := current
+	if pod == nil {
+		pod = previous
+	}
+	newEvent := func(t PodLifecycleEventType, data string) PodLifecycleEvent {
+		return PodLifecycleEvent{ID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Type: t, Data: data}
+	}
+	var events []PodLifecycleEvent
+
+	oldSandboxes, newSandboxes := sandboxStates(previous), sandboxStates(current)
+	for id, state := range newSandboxes {
+		if oldSandboxes[id] != state {
+			events = append(events, newEvent(SandboxChanged, id))
+		}
+	}
+	for id := range oldSandboxes {
+		if _, ok := newSandboxes[id]; !ok {
+			events = append(events, newEvent(SandboxChanged, id))
+		}
+	}
+
+	oldContainers, newContainers := containerStates(previous), containerStates(current)
+	for id, state := range newContainers {
+		old, existed := oldContainers[id]
+		switch {
+		case existed && old == state:
+		case state == noderuntime.ContainerRunning:
+			events = append(events, newEvent(ContainerStarted, id))
+		case state == noderuntime.ContainerExited:
+			events = append(events, newEvent(ContainerDied, id))
+		default:
+			events = append(events, newEvent(ContainerChanged, id))
+		}
+	}
+	for id := range oldContainers {
+		if _, ok := newContainers[id]; !ok {
+			events = append(events, newEvent(ContainerRemoved, id))
+		}
+	}
+	return events
+}
+
+func sandboxStates(pod *noderuntime.PodStatus) map[string]noderuntime.SandboxState {
+	states := map[string]noderuntime.SandboxState{}
+	if pod != nil {
+		for _, sb := range pod.Sandboxes {
+			states[sb.ID] = sb.State
+		}
+	}
+	return states
+}
+
+func containerStates(pod *noderuntime.PodStatus) map[string]noderuntime.ContainerState {
+	states := map[string]noderuntime.ContainerState{}
+	if pod != nil {
+		for _, c := range pod.Containers {
+			states[c.ID.ID] = c.State
+		}
+	}
+	return states
+}

@@ -1,0 +1,256 @@
+package controllers
+
+// Tests of the PLEG and the pod cache: generateEvents is pure; Relist and
+// the reconciler's "newer than" rule run against an in-memory runtime fake
+// (fakeRuntime below) whose relists can lag behind its direct reads, with a
+// fake clock.
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+func pod(uid types.UID, sandboxes map[string]noderuntime.SandboxState, containers map[string]noderuntime.ContainerState) *noderuntime.PodStatus {
+	p := &noderuntime.PodStatus{UID: uid, Namespace: "ns", Name: "pod-" + string(uid)}
+	for id, state := range sandboxes {
+		p.Sandboxes = append(p.Sandboxes, &noderuntime.SandboxStatus{ID: id, State: state})
+	}
+	for id, state := range containers {
+		p.Containers = append(p.Containers, &noderuntime.ContainerStatus{ID: noderuntime.ContainerID{Type: "containerd", ID: id}, State: state})
+	}
+	return p
+}
+
+var (
+	ready   = noderuntime.SandboxReady
+	run     = noderuntime.ContainerRunning
+	exitted = noderuntime.ContainerExited
+)
+
+func TestGenerateEvents(t *testing.T) {
+	sb := map[string]noderuntime.SandboxState{"s1": ready}
+	cases := map[string]struct {
+		previous, current map[types.UID]*noderuntime.PodStatus
+		want              []PodLifecycleEvent
+	}{
+		"nothing changed": {
+			previous: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
+			current:  map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
+		},
+		"a new pod: its sandbox and container": {
+			current: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
+			want: []PodLifecycleEvent{
+				{ID: "a", Namespace: "ns", Name: "pod-a", Type: ContainerStarted, Data: "c1"},
+				{ID: "a", Namespace: "ns", Name: "pod-a", Type: SandboxChanged, Data: "s1"},
+			},
+		},
+		"a container died": {
+			previous: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
+			current:  map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted})},
+			want:     []PodLifecycleEvent{{ID: "a", Namespace: "ns", Name: "pod-a", Type: ContainerDied, Data: "c1"}},
+		},
+		"a pod disappeared": {
+			previous: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted})},
+			current:  map[types.UID]*noderuntime.PodStatus{},
+			want: []PodLifecycleEvent{
+				{ID: "a", Namespace: "ns", Name: "pod-a", Type: ContainerRemoved, Data: "c1"},
+				{ID: "a", Namespace: "ns", Name: "pod-a", Type: SandboxChanged, Data: "s1"},
+			},
+		},
+		"only the changed pod of two": {
+			previous: map[types.UID]*noderuntime.PodStatus{
+				"a": pod("a", sb, nil),
+				"b": pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
+			},
+			current: map[types.UID]*noderuntime.PodStatus{
+				"a": pod("a", sb, nil),
+				"b": pod("b", map[string]noderuntime.SandboxState{"s2": noderuntime.SandboxNotReady}, nil),
+			},
+			want: []PodLifecycleEvent{{ID: "b", Namespace: "ns", Name: "pod-b", Type: SandboxChanged, Data: "s2"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, generateEvents(tc.previous, tc.current)); diff != "" {
+				t.Errorf("generateEvents() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fakeRuntime answers relists from listed (which a test may leave stale)
+// and direct reads from truth, counting the direct reads.
+type fakeRuntime struct {
+	mu          sync.Mutex
+	listed      map[types.UID]*noderuntime.PodStatus
+	truth       map[types.UID]*noderuntime.PodStatus
+	directReads int
+}
+
+func (f *fakeRuntime) ListPods(context.Context) (map[types.UID]*noderuntime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[types.UID]*noderuntime.PodStatus{}
+	for uid, p := range f.listed {
+		out[uid] = p
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.directReads++
+	if p, ok := f.truth[uid]; ok {
+		return p, nil
+	}
+	return &noderuntime.PodStatus{UID: uid}, nil
+}
+
+func (f *fakeRuntime) reads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.directReads
+}
+
+func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	rt := &fakeRuntime{listed: map[types.UID]*noderuntime.PodStatus{
+		"a": pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run, "c2": run}),
+		"b": pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
+		"c": pod("c", map[string]noderuntime.SandboxState{"s3": ready}, nil),
+	}}
+	rt.truth = rt.listed
+	// Room for two events only: the third must be dropped, not block.
+	events := make(chan event.GenericEvent, 2)
+	pleg := NewPLEG(rt, newPodCache(), events, time.Second, clk, logr.Discard())
+
+	done := make(chan struct{})
+	go func() {
+		pleg.Relist(context.Background(), false)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Relist blocked on a full channel")
+	}
+	if got := len(events); got != 2 {
+		t.Errorf("events queued = %d, want 2 (one per pod, the third dropped)", got)
+	}
+
+	// A second relist with nothing changed sends nothing.
+	for len(events) > 0 {
+		<-events
+	}
+	pleg.Relist(context.Background(), false)
+	if got := len(events); got != 0 {
+		t.Errorf("events after an unchanged relist = %d, want 0", got)
+	}
+	// A resync sends every pod again, as far as the channel has room.
+	pleg.Relist(context.Background(), true)
+	if got := len(events); got != 2 {
+		t.Errorf("events after a resync = %d, want 2", got)
+	}
+}
+
+// The kubelet's "pod cache newer than" rule: a reconcile never acts on a
+// runtime record older than its own last action on the pod.
+func TestPodStatusIsNeverOlderThanLastSync(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	before := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil)
+	after := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run})
+	rt := &fakeRuntime{
+		listed: map[types.UID]*noderuntime.PodStatus{"a": before},
+		truth:  map[types.UID]*noderuntime.PodStatus{"a": before},
+	}
+	r := NewPodReconciler(&PodReconciler{Clock: clk})
+	r.Runtime = &readOnlyRuntime{rt}
+	pleg := r.NewPLEG(rt, time.Second, logr.Discard())
+	ctx := context.Background()
+
+	// The PLEG relists at t0 and caches the pod as it was then.
+	pleg.Relist(ctx, false)
+	readsAfterRelist := rt.reads()
+
+	// The reconciler starts a container at t1 and marks the pod synced.
+	clk.Step(100 * time.Millisecond)
+	rt.mu.Lock()
+	rt.truth["a"] = after
+	rt.mu.Unlock()
+	r.markSynced("a")
+
+	// The cache is from t0 < t1: the reconciler must read the runtime.
+	clk.Step(100 * time.Millisecond)
+	got, err := r.podStatus(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Containers) != 1 {
+		t.Fatalf("podStatus returned the stale record (%d containers), want the one with the started container", len(got.Containers))
+	}
+	if rt.reads() != readsAfterRelist+1 {
+		t.Errorf("direct reads = %d, want %d", rt.reads(), readsAfterRelist+1)
+	}
+
+	// A relist whose lists lag (they still show no container) but which
+	// started after the sync is fresh enough; the cache keeps the newer
+	// direct read rather than the lagging list.
+	pleg.Relist(ctx, false)
+	readsBefore := rt.reads()
+	got, err = r.podStatus(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Containers) != 1 {
+		t.Errorf("podStatus after a fresh relist has %d containers, want 1", len(got.Containers))
+	}
+	if rt.reads() != readsBefore {
+		t.Errorf("podStatus read the runtime although the cache was fresh")
+	}
+}
+
+// readOnlyRuntime gives the reconciler the fake's GetPodStatus; the test
+// never gets as far as acting.
+type readOnlyRuntime struct{ *fakeRuntime }
+
+func (readOnlyRuntime) SyncPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
+	panic("not used")
+}
+func (readOnlyRuntime) KillPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, *int64) error {
+	panic("not used")
+}
+func (readOnlyRuntime) RemovePod(context.Context, *noderuntime.PodStatus) error { panic("not used") }
+func (readOnlyRuntime) PruneContainers(context.Context, *noderuntime.PodStatus) error {
+	panic("not used")
+}
+
+func TestPodCacheKeepsTheNewerRecord(t *testing.T) {
+	c := newPodCache()
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	newer := &noderuntime.PodStatus{UID: "a", Name: "newer"}
+	c.set("a", newer, t0.Add(time.Second))
+	c.set("a", &noderuntime.PodStatus{UID: "a", Name: "older"}, t0)
+	got, ok := c.getNewerThan("a", t0)
+	if !ok || got != newer {
+		t.Errorf("getNewerThan = %v, %v; want the newer record", got, ok)
+	}
+	if _, ok := c.getNewerThan("a", t0.Add(2*time.Second)); ok {
+		t.Error("getNewerThan returned a record older than asked for")
+	}
+	c.updateTime(t0.Add(3 * time.Second))
+	if got, ok := c.getNewerThan("b", t0.Add(2*time.Second)); !ok || len(got.Sandboxes) != 0 {
+		t.Errorf("an unknown pod after a fresh relist should be an empty record, got %v, %v", got, ok)
+	}
+}

@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+// podCache holds the runtime's record of each pod as the PLEG last read it,
+// with the time the read started. A reconcile asks for a record newer than
+// its own last action on the pod, so it never decides on a state from before
+// what it last did (the kubelet's GetNewerThan rule).
+type podCache struct {
+	mu   sync.RWMutex
+	pods map[types.UID]cachedPod
+	// timestamp is the start of the last complete relist: every pod's record
+	// is at least that fresh, whether or not it changed.
+	timestamp time.Time
+}
+
+type cachedPod struct {
+	status   *noderuntime.PodStatus
+	modified time.Time
+}
+
+func newPodCache() *podCache {
+	return &podCache{pods: map[types.UID]cachedPod{}}
+}
+
+// set records a pod's status as read from the runtime at (or after) t.
+func (c *podCache) set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
+		// A reconcile's direct read already stored something fresher.
+		return
+	}
+	c.pods[uid] = cachedPod{status: status, modified: t}
+}
+
+// delete drops a pod the runtime no longer has.
+func (c *podCache) delete(uid types.UID, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
+		return
+	}
+	delete(c.pods, uid)
+}
+
+// updateTime marks every record as fresh as of t: a relist that started at
+// t saw no other change.
+func (c *podCache) updateTime(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.timestamp) {
+		c.timestamp = t
+	}
+}
+
+// getNewerThan returns the pod's record if it reflects the runtime at a
+// time after minTime. A pod the runtime does not hold has an empty record.
+func (c *podCache) getNewerThan(uid types.UID, minTime time.Time) (*noderuntime.PodStatus, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	entry, ok := c.pods[uid]
+	fresh := c.timestamp.After(minTime) || (ok && entry.modified.After(minTime))
+	if !fresh {
+		return nil, false
+	}
+	if !ok {
+		return &noderuntime.PodStatus{UID: uid}, true
+	}
+	return entry.status, true
+}
+
+// byName returns the records of runtime pods carrying the given name,
+// whatever their UID.
+func (c *podCache) byName(namespace, name string) []*noderuntime.PodStatus {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*noderuntime.PodStatus
+	for _, p := range c.pods {
+		if p.status.Namespace == namespace && p.status.Name == name {
+			out = append(out, p.status)
+		}
+	}
+	return out
+}

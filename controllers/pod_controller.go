@@ -1,0 +1,517 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/volume"
+)
+
+// podRuntime is what the reconciler asks of the container runtime; the
+// runtime package's Manager implements it.
+type podRuntime interface {
+	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
+	SyncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, actions noderuntime.PodActions, env *noderuntime.PodEnv) noderuntime.SyncResult
+	KillPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, gracePeriodOverride *int64) error
+	RemovePod(ctx context.Context, status *noderuntime.PodStatus) error
+	PruneContainers(ctx context.Context, status *noderuntime.PodStatus) error
+}
+
+// podVolumes materialises and removes pods' volumes (package volume).
+type podVolumes interface {
+	PodDir(uid types.UID) string
+	SetUpPod(ctx context.Context, pod *corev1.Pod) (map[string]string, time.Time, error)
+	TearDownPod(ctx context.Context, uid types.UID) error
+}
+
+// podCgroups creates and removes pods' cgroups (package cgroups).
+type podCgroups interface {
+	PodCgroupParent(uid types.UID) string
+	EnsurePod(uid types.UID) error
+	RemovePod(uid types.UID) error
+}
+
+// retryPeriod is how soon a pod whose sync failed is tried again, as the
+// kubelet's pod workers do.
+const retryPeriod = 10 * time.Second
+
+// PodReconciler runs the pods bound to this node: for each Pod it reads the
+// runtime's record, decides with ComputePodActions, acts through the
+// runtime, and writes the resulting status.
+type PodReconciler struct {
+	Client   client.Client
+	Runtime  podRuntime
+	Volumes  podVolumes
+	Cgroups  podCgroups
+	Recorder record.EventRecorder
+	Clock    clock.WithTicker
+	// NodeName is this node; only Pods bound to it are reconciled.
+	NodeName string
+	// HostIPs returns the node's IPs, primary first, for pods' hostIPs.
+	HostIPs func() []string
+
+	cache   *podCache
+	reasons *reasonCache
+	starts  *podStartTracker
+	events  chan event.GenericEvent
+
+	mu sync.Mutex
+	// lastSync is when each pod's last actions on the runtime finished; a
+	// reconcile reads no runtime record older than that.
+	lastSync map[types.UID]time.Time
+	// cleaning holds the runtime pods whose removal is under way.
+	cleaning map[types.UID]bool
+}
+
+// NewPodReconciler completes r with its private state (the PLEG's channel
+// and cache among it) and returns it; main wires the PLEG with r.NewPLEG.
+func NewPodReconciler(r *PodReconciler) *PodReconciler {
+	r.cache = newPodCache()
+	r.reasons = newReasonCache()
+	r.starts = newPodStartTracker()
+	r.events = make(chan event.GenericEvent, 1024)
+	r.lastSync = map[types.UID]time.Time{}
+	r.cleaning = map[types.UID]bool{}
+	return r
+}
+
+// NewPLEG returns the PLEG that feeds this reconciler.
+func (r *PodReconciler) NewPLEG(runtime runtimeLister, period time.Duration, log logr.Logger) *PLEG {
+	return NewPLEG(runtime, r.cache, r.events, period, r.Clock, log)
+}
+
+// SetupWithManager registers the reconciler: Pods from the field-selected
+// cache, and the PLEG's events.
+func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("pod").
+		For(&corev1.Pod{}).
+		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// Reconcile brings one pod, named by namespace/name, to what its Pod asks.
+// Runtime pods under that name with another UID are the remains of a Pod
+// deleted or replaced, and are removed.
+func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("getting pod %s: %w", req, err)
+		}
+		pod = nil
+	}
+	if pod != nil && pod.Spec.NodeName != r.NodeName {
+		pod = nil
+	}
+	var uid types.UID
+	if pod != nil {
+		uid = pod.UID
+	}
+	r.removeOrphans(ctx, req.Namespace, req.Name, uid)
+	if pod == nil {
+		return ctrl.Result{}, nil
+	}
+
+	status, err := r.podStatus(ctx, pod.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return r.syncTerminatingPod(ctx, pod, status)
+	case podIsTerminal(pod, status):
+		return r.syncTerminatedPod(ctx, pod, status)
+	default:
+		return r.syncPod(ctx, pod, status)
+	}
+}
+
+// podStatus returns the pod's runtime record, from the PLEG's cache when it
+// is newer than this reconciler's last action on the pod, else straight
+// from the runtime.
+func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
+	r.mu.Lock()
+	lastSync := r.lastSync[uid]
+	r.mu.Unlock()
+	if status, ok := r.cache.getNewerThan(uid, lastSync); ok {
+		return status, nil
+	}
+	return r.readPodStatus(ctx, uid)
+}
+
+// readPodStatus reads the runtime directly and refreshes the cache with it.
+func (r *PodReconciler) readPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
+	readAt := r.Clock.Now()
+	status, err := r.Runtime.GetPodStatus(ctx, uid)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.set(uid, status, readAt)
+	return status, nil
+}
+
+func (r *PodReconciler) markSynced(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastSync[uid] = r.Clock.Now()
+}
+
+// syncPod runs a pod that should be running: prepare its cgroup and
+// volumes, plan, act, then report.
+func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
+	log := klog.FromContext(ctx)
+	now := r.Clock.Now()
+	var requeue requeueAfter
+
+	env, refreshAt, prepErr := r.preparePod(ctx, pod)
+	requeue.at(refreshAt)
+	if prepErr != nil {
+		requeue.in(now, retryPeriod)
+		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		return requeue.result(now), nil
+	}
+
+	actions := noderuntime.ComputePodActions(pod, status, now)
+	for _, b := range actions.ContainersInBackOff {
+		requeue.at(b.Until)
+		r.Recorder.Eventf(containerRefByName(pod, b.Name), corev1.EventTypeWarning, "BackOff",
+			"Back-off restarting failed container %s in pod %s", b.Name, formatPod(pod))
+	}
+	var result noderuntime.SyncResult
+	if !actions.NoChange() {
+		log.V(1).Info("Syncing pod", "pod", klog.KObj(pod), "actions", actions)
+		result = r.Runtime.SyncPod(ctx, pod, status, actions, env)
+		r.markSynced(pod.UID)
+		if len(result.Started) > 0 {
+			r.starts.started(pod.UID, result.ImagePullTime)
+		}
+		if result.Err != nil {
+			log.Info("Failed to sync pod", "pod", klog.KObj(pod), "err", result.Err.Error())
+			requeue.in(now, retryPeriod)
+		}
+		var err error
+		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	r.reasons.update(pod, actions, result)
+	if err := r.Runtime.PruneContainers(ctx, status); err != nil {
+		log.Error(err, "Failed to remove dead containers", "pod", klog.KObj(pod))
+	}
+	if err := r.writeStatus(ctx, pod, status, false); err != nil {
+		return ctrl.Result{}, err
+	}
+	return requeue.result(r.Clock.Now()), nil
+}
+
+// preparePod makes the pod's cgroup and volumes ready. A volume the pod
+// cannot have is the user's to fix: it is reported as the kubelet reports
+// it, with a FailedMount event, and the pod waits.
+func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noderuntime.PodEnv, time.Time, error) {
+	if err := r.Cgroups.EnsurePod(pod.UID); err != nil {
+		return nil, time.Time{}, fmt.Errorf("creating cgroup of pod %s: %w", klog.KObj(pod), err)
+	}
+	paths, refreshAt, err := r.Volumes.SetUpPod(ctx, pod)
+	if err != nil {
+		// One event per volume that failed, worded as the kubelet's.
+		failures := volume.UserErrors(err)
+		if !volume.IsUserError(err) {
+			failures = []error{err}
+		}
+		for _, failure := range failures {
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "%v", failure)
+		}
+		return nil, refreshAt, err
+	}
+	return &noderuntime.PodEnv{
+		CgroupParent: r.Cgroups.PodCgroupParent(pod.UID),
+		VolumePaths:  paths,
+		PodDir:       r.Volumes.PodDir(pod.UID),
+	}, refreshAt, nil
+}
+
+// syncTerminatingPod stops a Pod being deleted within its grace period,
+// removes all it left on the node, and then deletes the Pod for good.
+func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
+	log := klog.FromContext(ctx)
+	if err := r.Runtime.KillPod(ctx, pod, status, pod.DeletionGracePeriodSeconds); err != nil {
+		return ctrl.Result{}, fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)
+	}
+	r.markSynced(pod.UID)
+	status, err := r.readPodStatus(ctx, pod.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.removePod(ctx, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	uid := pod.UID
+	err = r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, fmt.Errorf("deleting pod %s: %w", klog.KObj(pod), err)
+	}
+	log.V(1).Info("Deleted pod", "pod", klog.KObj(pod))
+	r.forget(uid)
+	return ctrl.Result{}, nil
+}
+
+// syncTerminatedPod keeps a pod that ran to completion stopped: its
+// containers stay for their logs, everything else goes.
+func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
+	if len(status.RunningContainers()) > 0 || len(status.IPs()) > 0 || hasReadySandbox(status) {
+		if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
+			return ctrl.Result{}, fmt.Errorf("stopping finished pod %s: %w", klog.KObj(pod), err)
+		}
+		r.markSynced(pod.UID)
+		var err error
+		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Volumes.TearDownPod(ctx, pod.UID); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing volumes of finished pod %s: %w", klog.KObj(pod), err)
+	}
+	if err := r.Cgroups.RemovePod(pod.UID); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing cgroup of finished pod %s: %w", klog.KObj(pod), err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// removePod removes a stopped pod's runtime objects, logs, volumes and
+// cgroup, in that order: the cgroup only empties once the runtime is done.
+func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodStatus) error {
+	if err := r.Runtime.RemovePod(ctx, status); err != nil {
+		return err
+	}
+	if err := r.Volumes.TearDownPod(ctx, status.UID); err != nil {
+		return fmt.Errorf("removing volumes of pod %s/%s: %w", status.Namespace, status.Name, err)
+	}
+	if err := r.Cgroups.RemovePod(status.UID); err != nil {
+		return fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err)
+	}
+	return nil
+}
+
+// removeOrphans starts the removal of every runtime pod named
+// namespace/name whose UID is not keep.
+func (r *PodReconciler) removeOrphans(ctx context.Context, namespace, name string, keep types.UID) {
+	for _, status := range r.cache.byName(namespace, name) {
+		if status.UID != keep {
+			r.startOrphanRemoval(ctx, status.UID)
+		}
+	}
+}
+
+// startOrphanRemoval removes a runtime pod whose Pod is gone. It runs on its
+// own, so that a Pod recreated under the same name starts while its
+// predecessor stops, and at most once at a time per pod.
+func (r *PodReconciler) startOrphanRemoval(ctx context.Context, uid types.UID) {
+	r.mu.Lock()
+	busy := r.cleaning[uid]
+	r.cleaning[uid] = true
+	r.mu.Unlock()
+	if !busy {
+		go r.removeOrphan(context.WithoutCancel(ctx), uid)
+	}
+}
+
+func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
+	log := klog.FromContext(ctx)
+	defer func() {
+		r.mu.Lock()
+		delete(r.cleaning, uid)
+		r.mu.Unlock()
+	}()
+	status, err := r.readPodStatus(ctx, uid)
+	if err == nil && len(status.Sandboxes)+len(status.Containers) == 0 {
+		// Already removed, by the Pod's own deletion.
+		r.cache.delete(uid, r.Clock.Now())
+		return
+	}
+	if err == nil {
+		err = r.Runtime.KillPod(ctx, nil, status, nil)
+	}
+	if err == nil {
+		err = r.removePod(ctx, status)
+	}
+	if err != nil {
+		// Housekeeping and the PLEG's resync find it again.
+		log.Error(err, "Failed to remove runtime pod whose Pod is gone", "podUID", uid)
+		return
+	}
+	r.forget(uid)
+	log.Info("Removed runtime pod whose Pod is gone", "pod", klog.KRef(status.Namespace, status.Name), "podUID", uid)
+}
+
+// forget drops what nodelet remembers of a pod it removed.
+func (r *PodReconciler) forget(uid types.UID) {
+	r.cache.delete(uid, r.Clock.Now())
+	r.mu.Lock()
+	delete(r.lastSync, uid)
+	r.mu.Unlock()
+	r.reasons.forget(uid)
+	r.starts.forget(uid)
+}
+
+// writeStatus generates the pod's status and patches it to the API server
+// when it differs from what the server has.
+func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
+	now := r.Clock.Now()
+	generated := generatePodStatus(podStatusInput{
+		Pod:      pod,
+		Runtime:  status,
+		Waiting:  r.reasons.get(pod.UID),
+		HostIPs:  r.HostIPs(),
+		Terminal: terminal,
+		Now:      now,
+	})
+	merged := mergeStatus(pod.Status, generated)
+	r.starts.observe(pod, &merged, now)
+	if statusEqual(pod.Status, merged) {
+		return nil
+	}
+	patch, err := statusPatch(pod.UID, pod.Status, merged)
+	if err != nil {
+		return fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
+	}
+	err = r.Client.Status().Patch(ctx, pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch))
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):
+		// Gone from the API (a node may not even read a deleted pod), or
+		// replaced by a Pod of the same name: this status is for no one.
+		return nil
+	case err != nil:
+		return fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
+	}
+	klog.FromContext(ctx).V(1).Info("Patched pod status", "pod", klog.KObj(pod), "phase", merged.Phase)
+	return nil
+}
+
+// statusPatch is a strategic merge patch from old to new status that also
+// carries the pod's UID, so that it fails on a Pod recreated under the same
+// name.
+func statusPatch(uid types.UID, old, new corev1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(corev1.Pod{Status: old})
+	if err != nil {
+		return nil, err
+	}
+	newJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new})
+	if err != nil {
+		return nil, err
+	}
+	return strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
+}
+
+// isUIDMismatch reports whether a write failed on the UID it carried as a
+// precondition: the Pod under that name is another one now.
+func isUIDMismatch(err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// podIsTerminal reports whether a pod is done: its phase in the API is
+// terminal, or its runtime state says it ran to completion under its
+// restart policy.
+func podIsTerminal(pod *corev1.Pod, status *noderuntime.PodStatus) bool {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	switch podPhase(pod, status) {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	return false
+}
+
+func hasReadySandbox(status *noderuntime.PodStatus) bool {
+	for _, sb := range status.Sandboxes {
+		if sb.State == noderuntime.SandboxReady {
+			return true
+		}
+	}
+	return false
+}
+
+// containerRefByName points an event at one container of the pod.
+func containerRefByName(pod *corev1.Pod, name string) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+		UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", name)
+			return ref
+		}
+	}
+	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", name)
+	return ref
+}
+
+// requeueAfter collects the earliest time a pod needs another look.
+type requeueAfter struct{ earliest time.Time }
+
+func (q *requeueAfter) at(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if q.earliest.IsZero() || t.Before(q.earliest) {
+		q.earliest = t
+	}
+}
+
+func (q *requeueAfter) in(now time.Time, d time.Duration) { q.at(now.Add(d)) }
+
+func (q *requeueAfter) result(now time.Time) ctrl.Result {
+	if q.earliest.IsZero() {
+		return ctrl.Result{}
+	}
+	d := q.earliest.Sub(now)
+	if d < 10*time.Millisecond {
+		d = 10 * time.Millisecond
+	}
+	return ctrl.Result{RequeueAfter: d}
+}

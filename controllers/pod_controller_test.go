@@ -1,0 +1,425 @@
+package controllers
+
+// The pod reconciler end to end, without a real runtime: a real API server
+// (envtest), the real runtime.Manager over the stateful CRI fake of
+// k8s.io/cri-api/pkg/apis/testing, the PLEG relisting that fake, and
+// in-memory volumes and cgroups. The real-runtime version of these cases
+// lives in test/e2e.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+const testNodeName = "test-node"
+
+// fakeVolumes hands out an empty folder per volume.
+type fakeVolumes struct{ root string }
+
+func (v fakeVolumes) PodDir(uid types.UID) string { return filepath.Join(v.root, string(uid)) }
+
+func (v fakeVolumes) SetUpPod(_ context.Context, pod *corev1.Pod) (map[string]string, time.Time, error) {
+	paths := map[string]string{}
+	for _, vol := range pod.Spec.Volumes {
+		paths[vol.Name] = filepath.Join(v.PodDir(pod.UID), "volumes", vol.Name)
+		if err := os.MkdirAll(paths[vol.Name], 0o755); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	return paths, time.Time{}, nil
+}
+
+func (v fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
+	return os.RemoveAll(v.PodDir(uid))
+}
+
+// fakeCgroups records which pods have a cgroup.
+type fakeCgroups struct {
+	mu   sync.Mutex
+	pods map[types.UID]bool
+}
+
+func (c *fakeCgroups) PodCgroupParent(uid types.UID) string { return "/test/pod" + string(uid) }
+func (c *fakeCgroups) EnsurePod(uid types.UID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pods[uid] = true
+	return nil
+}
+func (c *fakeCgroups) RemovePod(uid types.UID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pods, uid)
+	return nil
+}
+func (c *fakeCgroups) has(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pods[uid]
+}
+
+type reconcilerEnv struct {
+	client  client.Client
+	runtime *critest.FakeRuntimeService
+	cgroups *fakeCgroups
+}
+
+// startReconciler runs the pod reconciler and its PLEG against envtest and
+// the CRI fake until the test ends.
+func startReconciler(t *testing.T) *reconcilerEnv {
+	t.Helper()
+	cfg := startEnvtest(t)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", testNodeName)},
+		}},
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Each test builds its own manager with the same controller name.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeRuntime := critest.NewFakeRuntimeService()
+	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolvConf, []byte("nameserver 10.0.0.10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	recorder := record.NewFakeRecorder(1000)
+	go func() { // The recorder's channel must not fill up.
+		for range recorder.Events {
+		}
+	}()
+	runtimeManager, err := noderuntime.NewManager(ctx, fakeRuntime, critest.NewFakeImageService(), noderuntime.Config{
+		PodLogDir:       t.TempDir(),
+		ContainerLogDir: t.TempDir(),
+		ResolvConf:      resolvConf,
+	}, recorder, clock.RealClock{}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgroups := &fakeCgroups{pods: map[types.UID]bool{}}
+	r := NewPodReconciler(&PodReconciler{
+		Client:   mgr.GetClient(),
+		Runtime:  runtimeManager,
+		Volumes:  fakeVolumes{root: t.TempDir()},
+		Cgroups:  cgroups,
+		Recorder: recorder,
+		Clock:    clock.RealClock{},
+		NodeName: testNodeName,
+		HostIPs:  func() []string { return []string{"10.1.1.1"} },
+	})
+	if err := r.SetupWithManager(mgr, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(r.NewPLEG(runtimeManager, 100*time.Millisecond, logr.Discard())); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &reconcilerEnv{client: c, runtime: fakeRuntime, cgroups: cgroups}
+}
+
+func testPod(namespace, name string) *corev1.Pod {
+	grace := int64(1)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:                      testNodeName,
+			TerminationGracePeriodSeconds: &grace,
+			Containers:                    []corev1.Container{{Name: "app", Image: "busybox:1", ImagePullPolicy: corev1.PullIfNotPresent}},
+		},
+	}
+}
+
+func (e *reconcilerEnv) createNamespace(t *testing.T, name string) {
+	t.Helper()
+	if err := e.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *reconcilerEnv) waitForPod(t *testing.T, key types.NamespacedName, what string, check func(*corev1.Pod) error) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{}
+	eventually(t, 30*time.Second, what, func() error {
+		if err := e.client.Get(context.Background(), key, pod); err != nil {
+			return err
+		}
+		return check(pod)
+	})
+	return pod
+}
+
+// runtimeContainers lists the fake's containers of one pod.
+func (e *reconcilerEnv) runtimeContainers(t *testing.T, uid types.UID) []*runtimeapi.Container {
+	t.Helper()
+	containers, err := e.runtime.ListContainers(context.Background(), &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{noderuntime.LabelPodUID: string(uid)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return containers
+}
+
+func (e *reconcilerEnv) runtimeSandboxes(t *testing.T, uid types.UID) []*runtimeapi.PodSandbox {
+	t.Helper()
+	sandboxes, err := e.runtime.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{noderuntime.LabelPodUID: string(uid)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sandboxes
+}
+
+func running(pod *corev1.Pod) error {
+	if pod.Status.Phase != corev1.PodRunning {
+		return fmt.Errorf("phase %q", pod.Status.Phase)
+	}
+	if len(pod.Status.ContainerStatuses) != 1 || pod.Status.ContainerStatuses[0].State.Running == nil {
+		return fmt.Errorf("container statuses %+v", pod.Status.ContainerStatuses)
+	}
+	return nil
+}
+
+func TestPodReconciler(t *testing.T) {
+	env := startReconciler(t)
+	ctx := context.Background()
+
+	t.Run("a pod bound to the node runs and reports Running and Ready", func(t *testing.T) {
+		env.createNamespace(t, "runs")
+		pod := testPod("runs", "web")
+		if err := env.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		got := env.waitForPod(t, client.ObjectKeyFromObject(pod), "pod running", running)
+		cs := got.Status.ContainerStatuses[0]
+		if !cs.Ready || cs.ContainerID == "" || got.Status.PodIP != critest.FakePodSandboxIPs[0] || got.Status.HostIP != "10.1.1.1" {
+			t.Errorf("status = ready %v, containerID %q, podIP %q, hostIP %q", cs.Ready, cs.ContainerID, got.Status.PodIP, got.Status.HostIP)
+		}
+		if !env.cgroups.has(got.UID) {
+			t.Error("the pod has no cgroup")
+		}
+	})
+
+	t.Run("a pod bound to another node is left alone", func(t *testing.T) {
+		env.createNamespace(t, "other")
+		pod := testPod("other", "web")
+		pod.Spec.NodeName = "another-node"
+		if err := env.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		// A pod on this node created after it is running shows the
+		// reconciler has had every chance to act on the other one.
+		mine := testPod("other", "mine")
+		if err := env.client.Create(ctx, mine); err != nil {
+			t.Fatal(err)
+		}
+		env.waitForPod(t, client.ObjectKeyFromObject(mine), "pod running", running)
+		if got := env.runtimeSandboxes(t, pod.UID); len(got) != 0 {
+			t.Errorf("sandboxes of another node's pod: %d", len(got))
+		}
+	})
+
+	t.Run("a container is never started twice across relists", func(t *testing.T) {
+		env.createNamespace(t, "once")
+		pod := testPod("once", "web")
+		if err := env.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		env.waitForPod(t, client.ObjectKeyFromObject(pod), "pod running", running)
+		relists := func() int {
+			n := 0
+			for _, call := range env.runtime.GetCalls() {
+				if call == "ListPodSandbox" {
+					n++
+				}
+			}
+			return n
+		}
+		start := relists()
+		eventually(t, 30*time.Second, "ten more relists", func() error {
+			if relists() < start+10 {
+				return fmt.Errorf("%d relists", relists()-start)
+			}
+			return nil
+		})
+		if got := env.runtimeContainers(t, pod.UID); len(got) != 1 {
+			t.Errorf("containers of the pod: %d, want 1", len(got))
+		}
+	})
+
+	t.Run("a dead container restarts, then backs off", func(t *testing.T) {
+		env.createNamespace(t, "crash")
+		pod := testPod("crash", "web")
+		if err := env.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		got := env.waitForPod(t, client.ObjectKeyFromObject(pod), "pod running", running)
+		kill := func(id string) {
+			if err := env.runtime.StopContainer(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kill(trimScheme(got.Status.ContainerStatuses[0].ContainerID))
+		got = env.waitForPod(t, client.ObjectKeyFromObject(pod), "first restart", func(p *corev1.Pod) error {
+			if err := running(p); err != nil {
+				return err
+			}
+			if cs := p.Status.ContainerStatuses[0]; cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil {
+				return fmt.Errorf("restartCount %d, lastState %+v", cs.RestartCount, cs.LastTerminationState)
+			}
+			return nil
+		})
+		kill(trimScheme(got.Status.ContainerStatuses[0].ContainerID))
+		env.waitForPod(t, client.ObjectKeyFromObject(pod), "CrashLoopBackOff", func(p *corev1.Pod) error {
+			cs := p.Status.ContainerStatuses[0]
+			if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" {
+				return fmt.Errorf("state %+v", cs.State)
+			}
+			return nil
+		})
+		// Dead instances are pruned to one.
+		exited := 0
+		for _, c := range env.runtimeContainers(t, pod.UID) {
+			if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+				exited++
+			}
+		}
+		if exited != 1 {
+			t.Errorf("exited instances: %d, want 1", exited)
+		}
+	})
+
+	t.Run("a deleted pod is stopped, removed and deleted for good", func(t *testing.T) {
+		env.createNamespace(t, "delete")
+		pod := testPod("delete", "web")
+		if err := env.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		env.waitForPod(t, client.ObjectKeyFromObject(pod), "pod running", running)
+		if err := env.client.Delete(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "pod gone from the API", func() error {
+			err := env.client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there: %v", err)
+		})
+		if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
+			t.Errorf("runtime objects left: %d", n)
+		}
+		if env.cgroups.has(pod.UID) {
+			t.Error("cgroup left")
+		}
+	})
+
+	t.Run("a pod recreated under the same name runs fresh and the old one goes", func(t *testing.T) {
+		env.createNamespace(t, "recreate")
+		old := testPod("recreate", "web")
+		if err := env.client.Create(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		env.waitForPod(t, client.ObjectKeyFromObject(old), "pod running", running)
+		// Force deletion: the Pod is gone at once, its runtime pod is not.
+		if err := env.client.Delete(ctx, old, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		fresh := testPod("recreate", "web")
+		if err := env.client.Create(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+		got := env.waitForPod(t, client.ObjectKeyFromObject(fresh), "new pod running", running)
+		if got.UID == old.UID || got.Status.ContainerStatuses[0].RestartCount != 0 {
+			t.Errorf("new pod inherited the old one: uid %s, restartCount %d", got.UID, got.Status.ContainerStatuses[0].RestartCount)
+		}
+		eventually(t, 30*time.Second, "old runtime pod removed", func() error {
+			if n := len(env.runtimeSandboxes(t, old.UID)) + len(env.runtimeContainers(t, old.UID)); n != 0 {
+				return fmt.Errorf("%d runtime objects left", n)
+			}
+			return nil
+		})
+		if n := len(env.runtimeContainers(t, got.UID)); n != 1 {
+			t.Errorf("containers of the new pod: %d, want 1", n)
+		}
+	})
+
+	t.Run("restartPolicy Never: a finished pod is Succeeded and its sandbox stopped", func(t *testing.T) {
+		env.createNamespace(t, "never")
+		pod := testPod("never", "job")
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+		if err := env.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		got := env.waitForPod(t, client.ObjectKeyFromObject(pod), "pod running", running)
+		// The fake's StopContainer exits with code 0.
+		if err := env.runtime.StopContainer(ctx, trimScheme(got.Status.ContainerStatuses[0].ContainerID), 0); err != nil {
+			t.Fatal(err)
+		}
+		env.waitForPod(t, client.ObjectKeyFromObject(pod), "pod Succeeded", func(p *corev1.Pod) error {
+			if p.Status.Phase != corev1.PodSucceeded {
+				return fmt.Errorf("phase %q", p.Status.Phase)
+			}
+			return nil
+		})
+		eventually(t, 30*time.Second, "sandbox stopped", func() error {
+			for _, sb := range env.runtimeSandboxes(t, pod.UID) {
+				if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+					return fmt.Errorf("sandbox %s still ready", sb.Id)
+				}
+			}
+			return nil
+		})
+		if n := len(env.runtimeContainers(t, pod.UID)); n != 1 {
+			t.Errorf("the finished container should stay for its logs; containers: %d", n)
+		}
+	})
+}
+
+func trimScheme(containerID string) string {
+	for i := 0; i+3 <= len(containerID); i++ {
+		if containerID[i:i+3] == "://" {
+			return containerID[i+3:]
+		}
+	}
+	return containerID
+}

@@ -1,0 +1,281 @@
+// nodelet runs the pods bound to its node through a CRI container runtime,
+// as the kubelet does, built as a controller-runtime operator.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/network"
+	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/volume"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	zapOpts := zap.Options{}
+	goFlags := flag.NewFlagSet("log", flag.ExitOnError)
+	zapOpts.BindFlags(goFlags)
+	opts, err := parseOptions(os.Args[1:], goFlags)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	log := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, opts); err != nil {
+		log.Error(err, "nodelet stopped")
+		os.Exit(1)
+	}
+}
+
+// run wires nodelet's parts into one manager and runs it until ctx ends.
+func run(ctx context.Context, opts Options) error {
+	log := ctrl.Log.WithValues("node", opts.NodeName)
+	ctx = klog.NewContext(ctx, log)
+	log.Info("Starting nodelet", "version", version)
+
+	unlock, err := lockRootDir(opts.RootDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	restConfig, err := loadRestConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig.UserAgent = "nodelet/" + version
+	clientset, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("building API client: %w", err)
+	}
+
+	runtimeService, imageService, err := connectRuntime(ctx, opts)
+	if err != nil {
+		return err
+	}
+
+	scheme := apiruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: scheme,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only this node's pods, filtered by the API server.
+			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
+			// Only this node.
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+		}},
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Read straight from the API server: a cached Get would start
+			// a cluster-wide watch that the node's identity may not make.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}},
+		}},
+		LeaderElection:         false,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+	})
+	if err != nil {
+		return fmt.Errorf("building manager: %w", err)
+	}
+
+	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
+	clk := clock.RealClock{}
+
+	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, noderuntime.Config{
+		PodLogDir:       opts.PodLogDir,
+		ContainerLogDir: opts.ContainerLogDir,
+		ResolvConf:      opts.ResolvConf,
+	}, recorder, clk, log.WithName("runtime"))
+	if err != nil {
+		return err
+	}
+	podCgroups, err := cgroups.New(opts.CgroupRoot)
+	if err != nil {
+		return fmt.Errorf("setting up pod cgroups: %w", err)
+	}
+	podVolumes := volume.NewManager(volume.Options{RootDir: opts.RootDir}, clientset, clk, log.WithName("volume"))
+
+	var nodeIPs []string
+	if opts.NodeIP != "" {
+		nodeIPs = []string{opts.NodeIP}
+	}
+	var podCIDRs []string
+	if opts.PodCIDR != "" {
+		podCIDRs = strings.Split(opts.PodCIDR, ",")
+	}
+	nodeReporter, err := controllers.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, controllers.NodeStatusOptions{
+		NodeName:        opts.NodeName,
+		NodeIPs:         nodeIPs,
+		NodeletVersion:  version,
+		KubeletPort:     int32(opts.Port),
+		MaxPods:         opts.MaxPods,
+		RootDir:         opts.RootDir,
+		PodCIDRs:        podCIDRs,
+		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
+		Network: &network.ConfigOptions{
+			ConfDir:     opts.CNIConfDir,
+			BinDir:      opts.CNIBinDir,
+			NetworkName: opts.CNINetworkName,
+			Bridge:      opts.CNIBridge,
+			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
+		},
+		Clock: clk,
+		Log:   log.WithName("node"),
+	})
+	if err != nil {
+		return err
+	}
+	leases, err := controllers.NewLeaseRenewer(mgr.GetClient(), mgr.GetAPIReader(), controllers.LeaseOptions{
+		NodeName: opts.NodeName,
+		Clock:    clk,
+		Log:      log.WithName("lease"),
+	})
+	if err != nil {
+		return err
+	}
+
+	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
+		Client:   mgr.GetClient(),
+		Runtime:  runtimeManager,
+		Volumes:  podVolumes,
+		Cgroups:  podCgroups,
+		Recorder: recorder,
+		Clock:    clk,
+		NodeName: opts.NodeName,
+		HostIPs:  nodeReporter.NodeIPs,
+	})
+	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
+		return fmt.Errorf("setting up pod controller: %w", err)
+	}
+	pleg := pods.NewPLEG(runtimeManager, opts.RelistPeriod.Duration, log.WithName("pleg"))
+	housekeeping := &controllers.Housekeeping{
+		Reconciler: pods,
+		Runtime:    runtimeManager,
+		Volumes:    podVolumes,
+		Cgroups:    podCgroups,
+		Clock:      clk,
+		Log:        log.WithName("housekeeping"),
+	}
+	for _, runnable := range []manager.Runnable{nodeReporter, leases, pleg, housekeeping} {
+		if err := mgr.Add(runnable); err != nil {
+			return err
+		}
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("pleg", func(*http.Request) error {
+		if !pleg.Healthy() {
+			return errors.New("the PLEG has not relisted the runtime recently")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// lockRootDir takes an exclusive lock on the root dir's lock file, so two
+// nodelets never share one node's state.
+func lockRootDir(rootDir string) (func(), error) {
+	if err := os.MkdirAll(rootDir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating root dir: %w", err)
+	}
+	path := filepath.Join(rootDir, "nodelet.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another nodelet holds %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+func loadRestConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return config, nil
+}
+
+// connectRuntime dials the CRI endpoint and waits, for a while, until the
+// runtime answers: on a booting node it may start after nodelet.
+func connectRuntime(ctx context.Context, opts Options) (cri.RuntimeService, cri.ImageManagerService, error) {
+	timeout := opts.RuntimeRequestTimeout.Duration
+	runtimeService, err := remote.NewRemoteRuntimeService(ctx, opts.ContainerRuntimeEndpoint, timeout, nil, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the container runtime at %s: %w", opts.ContainerRuntimeEndpoint, err)
+	}
+	imageService, err := remote.NewRemoteImageService(ctx, opts.ContainerRuntimeEndpoint, timeout, nil, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the image service at %s: %w", opts.ContainerRuntimeEndpoint, err)
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, lastErr = runtimeService.Version(ctx, "")
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("container runtime at %s does not answer: %w", opts.ContainerRuntimeEndpoint, errors.Join(err, lastErr))
+	}
+	return runtimeService, imageService, nil
+}
+
+// newEventRecorder records core/v1 Events as the node's agent, as the
+// kubelet does, so `kubectl describe pod` lists them.
+func newEventRecorder(ctx context.Context, clientset kubernetes.Interface, scheme *apiruntime.Scheme, nodeName string) record.EventRecorder {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
+	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "nodelet", Host: nodeName})
+}

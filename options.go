@@ -1,0 +1,174 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Options are nodelet's settings. Every field can be given as a flag or in
+// the --config file (the same names in camelCase); a flag given on the
+// command line wins over the file.
+type Options struct {
+	// Kubeconfig to reach the API server as the node; default: in-cluster,
+	// or $KUBECONFIG.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NodeName is the Node nodelet registers and runs pods for; default:
+	// the host name.
+	NodeName string `json:"nodeName,omitempty"`
+	// NodeIP is the Node's InternalIP; default: the host's first
+	// non-loopback address.
+	NodeIP string `json:"nodeIP,omitempty"`
+	// ContainerRuntimeEndpoint is the CRI socket.
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
+	// RuntimeRequestTimeout bounds every CRI call but pulls and stops.
+	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
+	// RootDir holds nodelet's state: pod folders, volumes, the lock file.
+	RootDir string `json:"rootDir,omitempty"`
+	// PodLogDir holds the pods' container logs, as the kubelet's /var/log/pods.
+	PodLogDir string `json:"podLogDir,omitempty"`
+	// ContainerLogDir holds the links log shippers read, as /var/log/containers.
+	ContainerLogDir string `json:"containerLogDir,omitempty"`
+	// CgroupRoot is the cgroup under which pod cgroups are made.
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// CNIConfDir and CNIBinDir are the runtime's CNI folders; nodelet writes
+	// the node's conflist into CNIConfDir when none is there.
+	CNIConfDir string `json:"cniConfDir,omitempty"`
+	CNIBinDir  string `json:"cniBinDir,omitempty"`
+	// CNINetworkName and CNIBridge name the network and bridge of the
+	// conflist nodelet writes.
+	CNINetworkName string `json:"cniNetworkName,omitempty"`
+	CNIBridge      string `json:"cniBridge,omitempty"`
+	// PodCIDR overrides the Node's spec.podCIDR for the conflist.
+	PodCIDR string `json:"podCIDR,omitempty"`
+	// ResolvConf is the host's resolver configuration, given to pods.
+	ResolvConf string `json:"resolvConf,omitempty"`
+	// RelistPeriod is how often the PLEG relists the runtime.
+	RelistPeriod metav1.Duration `json:"relistPeriod,omitempty"`
+	// ConcurrentReconciles is how many pods are worked on at once. A pod
+	// waiting out a grace period or an image pull holds one.
+	ConcurrentReconciles int `json:"concurrentReconciles,omitempty"`
+	// MaxPods is the Node's pod capacity.
+	MaxPods int `json:"maxPods,omitempty"`
+	// NodeStatusUpdateFrequency is how often the Node's status is computed
+	// (and patched when it changed).
+	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	// Port is advertised as the Node's daemon endpoint.
+	Port int `json:"port,omitempty"`
+	// MetricsBindAddress serves /metrics; "0" turns it off.
+	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// HealthProbeBindAddress serves /healthz and /readyz.
+	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+}
+
+// defaultOptions are nodelet's defaults, documented on the flags.
+func defaultOptions() Options {
+	host, _ := os.Hostname()
+	return Options{
+		// Node names are lowercase, host names need not be.
+		NodeName:                  strings.ToLower(host),
+		ContainerRuntimeEndpoint:  "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:     metav1.Duration{Duration: 2 * time.Minute},
+		RootDir:                   "/var/lib/nodelet",
+		PodLogDir:                 "/var/log/pods",
+		ContainerLogDir:           "/var/log/containers",
+		CgroupRoot:                "/nodelet",
+		CNIConfDir:                "/etc/cni/net.d",
+		CNIBinDir:                 "/opt/cni/bin",
+		CNINetworkName:            "nodelet",
+		CNIBridge:                 "nodelet0",
+		ResolvConf:                "/etc/resolv.conf",
+		RelistPeriod:              metav1.Duration{Duration: time.Second},
+		ConcurrentReconciles:      16,
+		MaxPods:                   110,
+		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
+		Port:                      10250,
+		MetricsBindAddress:        "127.0.0.1:10290",
+		HealthProbeBindAddress:    "127.0.0.1:10291",
+	}
+}
+
+// bindFlags registers a flag for every option, writing into o.
+func (o *Options) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig to reach the API server as the node (default: in-cluster config or $KUBECONFIG).")
+	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of the Node to register and run pods for.")
+	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The Node's InternalIP (default: the first non-loopback address).")
+	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "CRI endpoint of the container runtime.")
+	fs.DurationVar(&o.RuntimeRequestTimeout.Duration, "runtime-request-timeout", o.RuntimeRequestTimeout.Duration, "Timeout of CRI calls other than image pulls and container stops.")
+	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Folder for nodelet's state: pod folders, volumes, the lock file.")
+	fs.StringVar(&o.PodLogDir, "pod-log-dir", o.PodLogDir, "Folder for the pods' container logs.")
+	fs.StringVar(&o.ContainerLogDir, "container-log-dir", o.ContainerLogDir, "Folder for the <pod>_<namespace>_<container>-<id>.log links log shippers read.")
+	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "Cgroup under which pod cgroups are made (cgroupfs driver).")
+	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", o.CNIConfDir, "The runtime's CNI configuration folder.")
+	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", o.CNIBinDir, "The CNI plugins' folder.")
+	fs.StringVar(&o.CNINetworkName, "cni-network-name", o.CNINetworkName, "Name of the network in the conflist nodelet writes.")
+	fs.StringVar(&o.CNIBridge, "cni-bridge", o.CNIBridge, "Bridge of the conflist nodelet writes.")
+	fs.StringVar(&o.PodCIDR, "pod-cidr", o.PodCIDR, "Pod CIDR for the conflist (default: the Node's spec.podCIDR).")
+	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods.")
+	fs.DurationVar(&o.RelistPeriod.Duration, "relist-period", o.RelistPeriod.Duration, "How often the PLEG relists the container runtime.")
+	fs.IntVar(&o.ConcurrentReconciles, "concurrent-reconciles", o.ConcurrentReconciles, "How many pods are worked on at once.")
+	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "The Node's pod capacity.")
+	fs.DurationVar(&o.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", o.NodeStatusUpdateFrequency.Duration, "How often the Node's status is computed and, when changed, patched.")
+	fs.IntVar(&o.Port, "port", o.Port, "Port advertised as the Node's daemon endpoint.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint; 0 turns it off.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
+}
+
+// parseOptions reads defaults, then the --config file, then the flags given
+// on the command line.
+func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
+	opts := defaultOptions()
+	var configFile string
+
+	// First pass: find --config without failing on the other flags.
+	pre := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
+	pre.ParseErrorsAllowlist.UnknownFlags = true
+	pre.StringVar(&configFile, "config", "", "")
+	pre.Usage = func() {}
+	pre.SetOutput(nopWriter{})
+	_ = pre.Parse(args)
+	if configFile != "" {
+		data, err := os.ReadFile(configFile)
+		if err != nil {
+			return opts, fmt.Errorf("reading config file: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, &opts); err != nil {
+			return opts, fmt.Errorf("parsing config file %s: %w", configFile, err)
+		}
+	}
+
+	fs := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
+	fs.StringVar(&configFile, "config", configFile, "Optional YAML file with any of the settings below, in camelCase; flags given on the command line win.")
+	opts.bindFlags(fs)
+	if goFlags != nil {
+		fs.AddGoFlagSet(goFlags)
+	}
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	return opts, opts.validate()
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.NodeName == "":
+		return fmt.Errorf("--node-name is required when the host name is unknown")
+	case o.ConcurrentReconciles < 1:
+		return fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", o.ConcurrentReconciles)
+	case o.RelistPeriod.Duration <= 0:
+		return fmt.Errorf("--relist-period must be positive, not %s", o.RelistPeriod.Duration)
+	case o.MaxPods < 1:
+		return fmt.Errorf("--max-pods must be at least 1, not %d", o.MaxPods)
+	}
+	return nil
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
