@@ -69,9 +69,9 @@ func main() {
 
 // run wires nodelet's parts into one manager and runs it until ctx ends.
 func run(ctx context.Context, opts Options) error {
-	log := ctrl.Log.WithValues("node", opts.NodeName)
+	log := ctrl.Log
 	ctx = klog.NewContext(ctx, log)
-	log.Info("Starting nodelet", "version", version)
+	log.Info("Starting nodelet", "node", opts.NodeName, "version", version)
 
 	unlock, err := lockRootDir(opts.RootDir)
 	if err != nil {

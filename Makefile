@@ -1,0 +1,86 @@
+# nodelet's Makefile: `make` lists the targets. Everything that needs root
+# (the local stack, the e2e tests) says so.
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+
+# Every go command shares the repository's build cache with the hack/ scripts.
+export GOCACHE := $(CURDIR)/.cache/go-build
+
+BIN_DIR := $(CURDIR)/.cache/bin
+# The stack `up`, `down` and `run` act on: up (for people) or e2e (the one
+# `make test` starts and stops).
+PROFILE ?= up
+# Extra flags, e.g. `make up UP_FLAGS=--no-nodelet`, `make down DOWN_FLAGS=--purge`.
+UP_FLAGS ?=
+DOWN_FLAGS ?=
+CONTROLLER_TOOLS_VERSION ?= v0.21.0
+# The ClusterRole's name before kustomize's `nodelet-` prefix; role_binding.yaml
+# refers to it.
+RBAC_ROLE_NAME := agent
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this list of targets.
+	@awk 'BEGIN { FS = ":.*## " } \
+		/^##@/ { printf "\n%s\n", substr($$0, 5) } \
+		/^[a-zA-Z0-9_-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: build
+build: ## Build nodelet into .cache/bin/nodelet.
+	go build -o $(BIN_DIR)/nodelet .
+
+.PHONY: lint
+lint: ## Check formatting (gofmt) and run go vet.
+	hack/test.sh lint
+
+.PHONY: manifests
+manifests: ## Generate config/rbac/role.yaml from the +kubebuilder:rbac markers.
+	go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) \
+		rbac:roleName=$(RBAC_ROLE_NAME) paths=./controllers/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: run
+run: ## Run nodelet in the foreground against the up stack (root; starts the stack if needed).
+	hack/run-nodelet.sh $(PROFILE)
+
+##@ Test
+
+.PHONY: test
+test: ## Everything CI runs: setup, lint, unit and e2e tests, with each suite's time (root).
+	hack/test.sh
+
+.PHONY: test-unit
+test-unit: ## Unit and envtest tests with -race (builds envtest's binaries if missing).
+	hack/build-tools.sh
+	hack/test.sh unit
+
+.PHONY: test-e2e
+test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
+	hack/test.sh setup e2e
+
+##@ Local stack
+
+.PHONY: up
+up: ## Start the local stack with nodelet (root; PROFILE=up|e2e, UP_FLAGS=--no-nodelet).
+	hack/local-up.sh $(PROFILE) $(UP_FLAGS)
+
+.PHONY: down
+down: ## Stop the local stack and remove all it made (root; DOWN_FLAGS=--purge drops its state).
+	hack/local-down.sh $(PROFILE) $(DOWN_FLAGS)
+
+.PHONY: tools
+tools: ## Build etcd, the control plane, kubectl and the helpers into .cache/bin.
+	hack/build-tools.sh
+
+.PHONY: images
+images: ## Build the busybox and pause images into .cache/images.
+	hack/build-images.sh
+
+.PHONY: deps
+deps: ## Install the Debian packages the stack and the tests need (root).
+	hack/install-deps.sh

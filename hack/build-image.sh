@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Builds nodelet's container image without a Docker engine, as an OCI layout
+# in .cache/images/nodelet, and pushes it to a registry when given one.
+# (hack/build-images.sh builds the local stack's test images.)
+#
+#   hack/build-image.sh                  build only
+#   hack/build-image.sh PROFILE          build, then push to that profile's
+#                                        registry (up or e2e; it must be running)
+#   hack/build-image.sh HOST:PORT        build, then push to that registry
+#
+# The image is REGISTRY/nodelet:VERSION. VERSION defaults to `git describe`
+# (or "dev") and is also set into the binary (main.version).
+#
+# MODE says how to build (default auto: the first that can work here):
+#   dockerfile  `buildah bud` of the Dockerfile. Needs both of its base
+#               images from their registry.
+#   local-go    the binary from the local Go toolchain, on the Dockerfile's
+#               final base with the packages its final stage installs, by
+#               buildah. Needs only the final base image.
+#   no-base     the static binary on a minimal root filesystem (Debian's
+#               static busybox for a shell and mount(8)), assembled with
+#               umoci. Needs no registry, but the image has no iptables: in
+#               agent network mode the CNI plugins that call it fail.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MODE=${MODE:-auto}
+VERSION=${VERSION:-$(git -C "$REPO_ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)}
+DOCKERFILE=$REPO_ROOT/Dockerfile
+LAYOUT=$IMAGES_DIR/nodelet
+IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# buildah keeps its images and containers under .cache, on vfs: no overlay
+# mounts to leave behind, and nothing in the machine's own storage.
+BUILDAH=(buildah --storage-driver vfs --root "$CACHE_DIR/buildah/storage" --runroot "$CACHE_DIR/buildah/run")
+export BUILDAH_ISOLATION=chroot
+
+# The Dockerfile is the one description of the image; the other modes read
+# its base images and the packages of its final stage from it.
+build_base() { awk '$1 == "FROM" && tolower($NF) == "build" { for (i = 2; i <= NF; i++) if ($i !~ /^--/) { print $i; exit } }' "$DOCKERFILE"; }
+final_base() { awk '$1 == "FROM" { for (i = 2; i <= NF; i++) if ($i !~ /^--/) { image = $i; break } } END { print image }' "$DOCKERFILE"; }
+final_packages() { sed -n 's/.*apt-get install -y --no-install-recommends \(.*\) \\$/\1/p' "$DOCKERFILE"; }
+
+ensure_packages() {
+	local missing=() package
+	for package in "$@"; do
+		dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package")
+	done
+	((${#missing[@]} == 0)) && return 0
+	log "Installing ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
+}
+
+pullable() {
+	timeout 60 skopeo inspect --raw "docker://$1" >/dev/null 2>&1
+}
+
+pick_mode() {
+	local build final
+	build=$(build_base)
+	final=$(final_base)
+	[[ -n $build && -n $final ]] || die "cannot read the base images from $DOCKERFILE"
+	if pullable "$build" && pullable "$final"; then
+		echo dockerfile
+		return
+	fi
+	log "Cannot pull $build; not building from the Dockerfile"
+	if pullable "$final"; then
+		echo local-go
+		return
+	fi
+	log "Cannot pull $final either; building an image without a base"
+	echo no-base
+}
+
+# build_binary FILE builds nodelet as the Dockerfile's build stage does.
+build_binary() {
+	log "Building nodelet $VERSION with $(go env GOVERSION)"
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
+		-ldflags "-s -w -X main.version=$VERSION" -o "$1" .)
+}
+
+labels() {
+	printf '%s\n' \
+		org.opencontainers.image.title=nodelet \
+		"org.opencontainers.image.description=A Kubernetes node agent built as a controller-runtime operator" \
+		org.opencontainers.image.source=https://github.com/nodelet/nodelet \
+		"org.opencontainers.image.version=$VERSION"
+}
+
+build_dockerfile() {
+	ensure_packages buildah
+	# buildah 1.28 does not set TARGETARCH by itself as BuildKit does.
+	"${BUILDAH[@]}" bud --build-arg "VERSION=$VERSION" --build-arg "TARGETARCH=$(go env GOARCH)" \
+		-f "$DOCKERFILE" -t "nodelet:$VERSION" "$REPO_ROOT"
+	"${BUILDAH[@]}" push "nodelet:$VERSION" "oci:$LAYOUT:$VERSION"
+}
+
+build_local_go() {
+	ensure_packages buildah
+	local packages container label config=()
+	packages=$(final_packages)
+	[[ -n $packages ]] || die "cannot read the final stage's packages from $DOCKERFILE"
+	build_binary "$work/nodelet"
+	container=$("${BUILDAH[@]}" from --pull "$(final_base)")
+	# shellcheck disable=SC2064 # the container's name is known now
+	trap "${BUILDAH[*]} rm $container >/dev/null 2>&1 || true; rm -rf $work" EXIT
+	"${BUILDAH[@]}" run "$container" -- sh -c \
+		"export DEBIAN_FRONTEND=noninteractive && apt-get update && apt-get install -y --no-install-recommends $packages && rm -rf /var/lib/apt/lists/*"
+	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet" /usr/local/bin/nodelet
+	while IFS= read -r label; do config+=(--label "$label"); done < <(labels)
+	# As in a Dockerfile, a new entrypoint drops the base's command.
+	"${BUILDAH[@]}" config --cmd '' "$container"
+	"${BUILDAH[@]}" config "${config[@]}" --user 0:0 --entrypoint '["/usr/local/bin/nodelet"]' "$container"
+	"${BUILDAH[@]}" commit "$container" "oci:$LAYOUT:$VERSION"
+}
+
+populate_no_base() {
+	local rootfs=$1 applet
+	install -D -m 0755 "$work/nodelet" "$rootfs/usr/local/bin/nodelet"
+	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
+	for applet in $(/bin/busybox --list); do
+		[[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"
+	done
+	install -d -m 1777 "$rootfs/tmp"
+	install -d -m 0700 "$rootfs/root"
+	install -d -m 0755 "$rootfs/etc" "$rootfs/run" "$rootfs/var"
+	ln -s ../run "$rootfs/var/run"
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\n' >"$rootfs/etc/group"
+}
+
+build_no_base() {
+	# busybox-static's /bin/busybox: the image has no libc to link against.
+	ensure_packages umoci busybox-static
+	build_binary "$work/nodelet"
+	umoci init --layout "$LAYOUT"
+	umoci new --image "$LAYOUT:$VERSION"
+	umoci unpack --image "$LAYOUT:$VERSION" "$work/bundle"
+	populate_no_base "$work/bundle/rootfs"
+	umoci repack --image "$LAYOUT:$VERSION" "$work/bundle"
+	local label config=()
+	while IFS= read -r label; do config+=(--config.label "$label"); done < <(labels)
+	umoci config --image "$LAYOUT:$VERSION" "${config[@]}" \
+		--config.env "PATH=$IMAGE_PATH" --config.user 0:0 --config.entrypoint /usr/local/bin/nodelet
+	umoci gc --layout "$LAYOUT"
+}
+
+push() {
+	local registry=$1
+	curl -fsS -o /dev/null "http://$registry/v2/" ||
+		die "no registry answers at $registry (start the stack first, e.g. hack/local-up.sh e2e)"
+	log "Pushing nodelet:$VERSION to $registry"
+	skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+		"oci:$LAYOUT:$VERSION" "docker://$registry/nodelet:$VERSION"
+}
+
+main() {
+	local target=${1:-} registry=""
+	if [[ -n $target ]]; then
+		if [[ $target == *:* ]]; then
+			registry=$target
+		else
+			profile_load "$target"
+			registry=$REGISTRY
+		fi
+	fi
+	require_root
+	[[ $VERSION =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "VERSION '$VERSION' is not a valid image tag"
+	ensure_packages skopeo
+
+	local mode=$MODE
+	[[ $mode == auto ]] && mode=$(pick_mode)
+	case "$mode" in
+	dockerfile | local-go | no-base) ;;
+	*) die "unknown MODE '$mode' (want auto, dockerfile, local-go or no-base)" ;;
+	esac
+
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	mkdir -p "$IMAGES_DIR"
+	rm -rf "$LAYOUT"
+	local started=$SECONDS
+	log "Building image nodelet:$VERSION ($mode)"
+	"build_${mode//-/_}"
+	log "Built nodelet:$VERSION in $LAYOUT in $((SECONDS - started))s ($mode)"
+
+	if [[ -n $registry ]]; then
+		push "$registry"
+	fi
+	local digest
+	digest=sha256:$(skopeo inspect --raw "oci:$LAYOUT:$VERSION" | sha256sum | cut -d' ' -f1)
+	if [[ -n $registry ]]; then
+		echo "$registry/nodelet:$VERSION@$digest"
+	else
+		echo "oci:$LAYOUT:$VERSION@$digest"
+	fi
+}
+
+main "$@"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the stack's two images without a container engine and, given a
+# profile, pushes them to that profile's registry.
+#
+#   hack/build-images.sh            build into .cache/images (when missing
+#                                   or their inputs changed)
+#   hack/build-images.sh PROFILE    build, then push to the profile's
+#                                   registry (which must be running) unless
+#                                   the same image is already there
+#
+# busybox:1.35  Debian's static busybox with its applets linked in /bin,
+#               default command sh.
+# pause:3.10    the static pause program (hack/tools/cmd/pause), the
+#               sandbox image containerd is configured with.
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+populate_busybox() {
+	local rootfs=$1 applet
+	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
+	for applet in $(/bin/busybox --list); do
+		[[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"
+	done
+	install -d -m 1777 "$rootfs/tmp"
+	install -d -m 0700 "$rootfs/root"
+	install -d -m 0755 "$rootfs/etc" "$rootfs/home" "$rootfs/var"
+	# Users for tests that set runAsUser or read id's output.
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' >"$rootfs/etc/passwd"
+	printf 'root:x:0:\nnobody:x:65534:\n' >"$rootfs/etc/group"
+}
+
+populate_pause() {
+	install -D -m 0755 "$BIN_DIR/pause" "$1/pause"
+}
+
+# build_image NAME TAG INPUT populates an image with populate_NAME when the
+# hash of INPUT (the file it is made from) differs from the last build's.
+build_image() {
+	local name=$1 tag=$2 input=$3
+	local layout=$IMAGES_DIR/$name stamp=$IMAGES_DIR/$name.stamp hash
+	hash=$({
+		sha256sum "$input"
+		declare -f "populate_$name"
+		echo "$IMAGE_PATH"
+	} | sha256sum | cut -d' ' -f1)
+	if [[ -f $layout/index.json && -f $stamp && $(<"$stamp") == "$hash" ]]; then
+		return 0
+	fi
+
+	log "Building image $name:$tag in $layout"
+	rm -rf "$layout" "$stamp"
+	local work=$IMAGES_DIR/.work-$name
+	rm -rf "$work"
+	umoci init --layout "$layout"
+	umoci new --image "$layout:$tag"
+	umoci unpack --image "$layout:$tag" "$work/bundle"
+	"populate_$name" "$work/bundle/rootfs"
+	umoci repack --image "$layout:$tag" "$work/bundle"
+	case "$name" in
+	busybox) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.cmd sh ;;
+	pause) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /pause ;;
+	esac
+	umoci gc --layout "$layout"
+	rm -rf "$work"
+	echo "$hash" >"$stamp"
+}
+
+# push_image NAME TAG copies the image to the registry unless the registry
+# already has the same manifest under that tag.
+push_image() {
+	local name=$1 tag=$2
+	local layout=$IMAGES_DIR/$name local_digest remote_digest
+	local_digest=sha256:$(skopeo inspect --raw "oci:$layout:$tag" | sha256sum | cut -d' ' -f1)
+	remote_digest=$(curl -fsS -I \
+		-H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		-H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+		"http://$REGISTRY/v2/$name/manifests/$tag" 2>/dev/null |
+		tr -d '\r' | awk -F': ' 'tolower($1) == "docker-content-digest" {print $2}' || true)
+	if [[ $remote_digest == "$local_digest" ]]; then
+		return 0
+	fi
+	log "Pushing $name:$tag to $REGISTRY"
+	skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+		"oci:$layout:$tag" "docker://$REGISTRY/$name:$tag"
+}
+
+main() {
+	mkdir -p "$IMAGES_DIR"
+	"$REPO_ROOT/hack/build-tools.sh" pause
+	build_image busybox "$BUSYBOX_TAG" /bin/busybox
+	build_image pause "$PAUSE_TAG" "$BIN_DIR/pause"
+	if (($# > 0)); then
+		profile_load "$1"
+		push_image busybox "$BUSYBOX_TAG"
+		push_image pause "$PAUSE_TAG"
+	fi
+}
+
+main "$@"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs, on Debian 12 as root, the packages the local stack and the tests
+# need, skipping what is already there. The Go toolchain is not installed
+# here: it is a prerequisite (go.mod's go line says which version).
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PACKAGES=(
+	containerd                   # the CRI runtime (1.6 in Debian 12)
+	runc                         # its OCI runtime
+	containernetworking-plugins  # bridge, host-local, loopback, portmap in /usr/lib/cni
+	docker-registry              # an OCI registry on loopback for the test images
+	busybox-static               # the busybox image's userland
+	umoci                        # builds OCI images without a daemon
+	skopeo                       # pushes them to the registry
+	iproute2                     # ip, ss: bridges, veths, ports
+	iptables                     # the CNI plugins' masquerade and port rules
+	openssl                      # the stack's keys and certificates
+	curl                         # health checks
+	ca-certificates
+	gcc                          # cgo, which `go test -race` needs
+	libc6-dev
+	make                         # .ci/run calls make test
+	python3-yaml                 # check-manifests.sh compares RBAC rules
+)
+
+command -v go >/dev/null || die "the Go toolchain is not installed (see go.mod for the version)"
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+	[[ $(dpkg-query -W -f='${Status}' "$package" 2>/dev/null) == "install ok installed" ]] || missing+=("$package")
+done
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+require_root
+
+log "Installing ${missing[*]}"
+# Keep packages from starting their system services (Debian's
+# docker-registry would take port 5000; containerd would start a second,
+# system-wide runtime): the stack runs its own instances.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod +x "$policy"
+	trap 'rm -f "$policy"' EXIT
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+log "Installed ${missing[*]}"

@@ -1,0 +1,417 @@
+# shellcheck shell=bash
+# Shared by the hack/ scripts: paths, the two stack profiles, logging,
+# waiting, and the sweep that removes everything a profile's stack leaves
+# behind. Source it; it sets `set -euo pipefail`.
+#
+# Two profiles run side by side without sharing anything but the machine:
+#   up   what `make up` starts for a person to use;
+#   e2e  what `make test` starts for the e2e suite.
+# e2e's ports are up's plus 10000.
+#
+# shellcheck disable=SC2034  # the variables are for the scripts sourcing this
+
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE_DIR="$REPO_ROOT/.cache"
+BIN_DIR="$CACHE_DIR/bin"
+IMAGES_DIR="$CACHE_DIR/images"
+TOOLS_DIR="$REPO_ROOT/hack/tools"
+export GOCACHE="$CACHE_DIR/go-build"
+
+KUBE_VERSION=v1.36.3
+BUSYBOX_TAG=1.35
+PAUSE_TAG=3.10
+CNI_BIN_DIR=/usr/lib/cni
+KUBECTL="$BIN_DIR/kubectl"
+# A nodelet binary given in the environment is used as it is; otherwise the
+# scripts build the working tree into .cache/bin/nodelet.
+NODELET_BIN_GIVEN=${NODELET_BIN:+true}
+NODELET_BIN=${NODELET_BIN:-$BIN_DIR/nodelet}
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+	log "ERROR: $*"
+	exit 1
+}
+
+require_root() {
+	[[ $(id -u) -eq 0 ]] || die "$(basename "$0") must run as root (it runs containerd, mounts and network devices)"
+}
+
+# profile_load PROFILE sets every name, path and port of a profile.
+profile_load() {
+	PROFILE=${1:-}
+	local offset
+	case "$PROFILE" in
+	up)
+		offset=0
+		CLUSTER_CIDR=10.244.0.0/16
+		SERVICE_CIDR=10.96.0.0/16
+		SERVICE_IP=10.96.0.1
+		NODE_NAME=${NODE_NAME:-$(hostname | tr '[:upper:]' '[:lower:]')}
+		;;
+	e2e)
+		offset=10000
+		CLUSTER_CIDR=10.245.0.0/16
+		SERVICE_CIDR=10.97.0.0/16
+		SERVICE_IP=10.97.0.1
+		NODE_NAME=${NODE_NAME:-e2e-node}
+		;;
+	*) die "unknown profile '$PROFILE' (want up or e2e)" ;;
+	esac
+
+	STATE_DIR=${NODELET_STATE_DIR:-/var/lib/nodelet-local/$PROFILE}
+	# The sweep deletes this folder: refuse anything that is not a
+	# dedicated folder at least two levels below /.
+	[[ $STATE_DIR == /*/* && $STATE_DIR != *..* && $STATE_DIR != */ ]] ||
+		die "state folder '$STATE_DIR' must be an absolute path at least two levels deep, without a trailing /"
+
+	ETCD_PORT=$((2379 + offset))
+	ETCD_PEER_PORT=$((2380 + offset))
+	APISERVER_PORT=$((6443 + offset))
+	CONTROLLER_MANAGER_PORT=$((10257 + offset))
+	SCHEDULER_PORT=$((10259 + offset))
+	# Not 5000: Debian's docker-registry package configures a system
+	# registry there.
+	REGISTRY_PORT=$((5100 + offset))
+	CONTAINERD_METRICS_PORT=$((1338 + offset))
+	NODELET_METRICS_PORT=$((8080 + offset))
+	NODELET_HEALTH_PORT=$((8081 + offset))
+	# The node's daemon endpoint (the kubelet's 10250).
+	NODELET_PORT=$((10250 + offset))
+
+	PKI_DIR=$STATE_DIR/pki
+	KUBECONFIG_DIR=$STATE_DIR/kubeconfig
+	ADMIN_KUBECONFIG=$KUBECONFIG_DIR/admin.kubeconfig
+	NODE_KUBECONFIG=$KUBECONFIG_DIR/node.kubeconfig
+	LOG_DIR=$STATE_DIR/logs
+	RUN_DIR=$STATE_DIR/run
+	AUDIT_LOG=$LOG_DIR/audit.log
+	CONTAINERD_DIR=$STATE_DIR/containerd
+	CONTAINERD_CONFIG=$CONTAINERD_DIR/config.toml
+	CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
+	CRI_ENDPOINT=unix://$CONTAINERD_SOCK
+	CNI_CONF_DIR=$STATE_DIR/cni/net.d
+	CNI_NETWORK_NAME=nodelet-$PROFILE
+	CNI_BRIDGE=nodelet-$PROFILE
+	CGROUP_ROOT=/nodelet-$PROFILE
+	NODELET_ROOT_DIR=$STATE_DIR/nodelet
+	POD_LOG_DIR=$STATE_DIR/pod-logs
+	CONTAINER_LOG_DIR=$STATE_DIR/containers
+	NODELET_LOG=$LOG_DIR/nodelet.log
+	NODELET_ARGS_FILE=$STATE_DIR/nodelet.args
+	ENV_FILE=$STATE_DIR/env
+	API_SERVER_URL=https://127.0.0.1:$APISERVER_PORT
+	REGISTRY=127.0.0.1:$REGISTRY_PORT
+	BUSYBOX_IMAGE=$REGISTRY/busybox:$BUSYBOX_TAG
+	PAUSE_IMAGE=$REGISTRY/pause:$PAUSE_TAG
+
+	((${#CNI_BRIDGE} <= 15)) || die "bridge name $CNI_BRIDGE is longer than 15 characters"
+	# A unix socket path must fit in 108 bytes; the runtime adds ".ttrpc".
+	((${#CONTAINERD_SOCK} <= 100)) || die "state folder $STATE_DIR is too long for containerd's socket path"
+}
+
+# --- processes -------------------------------------------------------------
+
+# ancestors prints this shell's PID and its ancestors', which a sweep must
+# never kill even when their command lines name the state folder (make
+# recipes and `bash -c` lines often do).
+ancestors() {
+	local pid=$$
+	while [[ $pid -gt 1 ]]; do
+		echo "$pid"
+		pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || break
+	done
+}
+
+# state_pids prints the PIDs of processes whose command line names the state
+# folder: every daemon of the stack does, and so do containerd's shims
+# (through -address).
+state_pids() {
+	local skip file pid cmdline
+	skip=" $(ancestors | tr '\n' ' ') $BASHPID "
+	# grep narrows the candidates in one pass; the exact test follows.
+	# shellcheck disable=SC2013  # /proc paths have no spaces
+	for file in $(grep -laF -- "$STATE_DIR" /proc/[0-9]*/cmdline 2>/dev/null); do
+		pid=${file#/proc/}
+		pid=${pid%/cmdline}
+		[[ $skip == *" $pid "* ]] && continue
+		cmdline=$(cmdline_of "$pid")
+		[[ $cmdline == *"$STATE_DIR/"* || $cmdline == *"$STATE_DIR "* ]] && echo "$pid"
+	done
+	return 0
+}
+
+# pid_of NAME prints the live PID recorded for daemon NAME, if its command
+# line still names the state folder (so a recycled PID is never signalled).
+pid_of() {
+	local pidfile=$RUN_DIR/$1.pid pid
+	[[ -f $pidfile ]] || return 0
+	pid=$(<"$pidfile")
+	[[ $(cmdline_of "$pid") == *"$STATE_DIR"* ]] && echo "$pid"
+	return 0
+}
+
+# cmdline_of PID prints the command line of PID, arguments joined by spaces.
+cmdline_of() {
+	{ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null || true
+}
+
+# terminate SECONDS PID... sends SIGTERM, waits, then SIGKILLs what is left.
+terminate() {
+	local timeout=$1
+	shift
+	(($# > 0)) || return 0
+	kill -TERM "$@" 2>/dev/null || true
+	local deadline=$((SECONDS + timeout)) pid alive
+	while :; do
+		alive=()
+		for pid in "$@"; do
+			[[ -d /proc/$pid ]] && [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]] && alive+=("$pid")
+		done
+		((${#alive[@]} == 0)) && return 0
+		if ((SECONDS >= deadline)); then
+			kill -KILL "${alive[@]}" 2>/dev/null || true
+			sleep 0.2
+			return 0
+		fi
+		sleep 0.1
+	done
+}
+
+# stop_daemon NAME [SECONDS] stops a daemon started by start_daemon.
+stop_daemon() {
+	local pid
+	pid=$(pid_of "$1")
+	if [[ -n $pid ]]; then
+		log "Stopping $1 (pid $pid)"
+		terminate "${2:-10}" "$pid"
+	fi
+	rm -f "$RUN_DIR/$1.pid"
+}
+
+# start_daemon NAME COMMAND... starts COMMAND in its own session, logging to
+# LOG_DIR/NAME.log, and records its PID.
+start_daemon() {
+	local name=$1
+	shift
+	mkdir -p "$LOG_DIR" "$RUN_DIR"
+	setsid "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+	echo $! >"$RUN_DIR/$name.pid"
+}
+
+# daemon_alive NAME fails, showing the end of its log, once NAME has exited.
+daemon_alive() {
+	if [[ -z $(pid_of "$1") ]]; then
+		log "$1 exited; the end of $LOG_DIR/$1.log:"
+		tail -n 30 "$LOG_DIR/$1.log" >&2 || true
+		return 1
+	fi
+}
+
+# wait_daemon SECONDS NAME COMMAND... waits for COMMAND to succeed while
+# NAME is running.
+wait_daemon() {
+	local timeout=$1 name=$2
+	shift 2
+	local deadline=$((SECONDS + timeout))
+	until "$@" >/dev/null 2>&1; do
+		daemon_alive "$name" || return 1
+		if ((SECONDS >= deadline)); then
+			log "Timed out after ${timeout}s waiting for $name; the end of $LOG_DIR/$name.log:"
+			tail -n 30 "$LOG_DIR/$name.log" >&2 || true
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+port_free() {
+	[[ -z $(ss -Hltn "sport = :$1") ]]
+}
+
+# --- the sweep -------------------------------------------------------------
+
+cgroup_dirs() {
+	local dir
+	for dir in /sys/fs/cgroup/*"$CGROUP_ROOT"; do
+		[[ -d $dir ]] && echo "$dir"
+	done
+	return 0
+}
+
+cgroup_procs() {
+	local dir
+	for dir in $(cgroup_dirs); do
+		find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null || true
+	done | sort -u
+}
+
+# mounts_under DIR prints the mount points at or below DIR, deepest first.
+mounts_under() {
+	awk -v dir="$1" '$5 == dir || index($5, dir "/") == 1 { print $5 }' /proc/self/mountinfo |
+		awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-
+}
+
+# runtime_leftovers prints the files our containerd may have left in the
+# fixed places containerd 1.6 does not let us move, for the pods and tasks
+# its state folder still records (a crash skips their removal):
+#   /run/containerd/s/HASH  a shim's socket, HASH = sha256 of containerd's
+#                           address, the namespace and the shim's ID (the
+#                           pod sandbox's ID);
+#   /var/lib/cni/results/cni-loopback-ID-lo  libcni's cache for the
+#                           loopback network containerd adds to every pod
+#                           (the entries of our own network go by its name).
+runtime_leftovers() {
+	local dir id namespace hash
+	for dir in "$CONTAINERD_DIR"/state/io.containerd.runtime.v2.task/*/* \
+		"$CONTAINERD_DIR"/{root,state}/io.containerd.grpc.v1.cri/sandboxes/*; do
+		[[ -d $dir ]] || continue
+		id=$(basename "$dir")
+		namespace=$(basename "$(dirname "$dir")")
+		[[ $namespace == sandboxes ]] && namespace=k8s.io
+		hash=$(printf '%s' "$CONTAINERD_SOCK/$namespace/$id" | sha256sum | cut -d' ' -f1)
+		[[ -e /run/containerd/s/$hash ]] && echo "/run/containerd/s/$hash"
+		[[ -e /var/lib/cni/results/cni-loopback-$id-lo ]] && echo "/var/lib/cni/results/cni-loopback-$id-lo"
+	done
+	return 0
+}
+
+# sweep_iptables removes the rules the CNI plugins (bridge's ipMasq, portmap)
+# made for our network, found by the comment they tag them with, and the
+# per-pod chains those rules jump to.
+sweep_iptables() {
+	command -v iptables-save >/dev/null || return 0
+	local table line chain
+	local pattern="name: \\\"$CNI_NETWORK_NAME\\\""
+	for table in nat filter mangle; do
+		local -a rules=() chains=()
+		mapfile -t rules < <(iptables-save -t "$table" 2>/dev/null | grep -F -- "$pattern" || true)
+		((${#rules[@]} > 0)) || continue
+		for line in "${rules[@]}"; do
+			chain=$(grep -oE -- '-j CNI-(DN-|SN-)?[0-9a-f]{24}$' <<<"$line" | cut -d' ' -f2 || true)
+			[[ -n $chain ]] && chains+=("$chain")
+		done
+		for line in "${rules[@]}"; do
+			chain=$(awk '{print $2}' <<<"$line")
+			[[ " ${chains[*]} " == *" $chain "* ]] && continue
+			eval "iptables -t $table -D ${line#-A }" 2>/dev/null || true
+		done
+		for chain in "${chains[@]}"; do
+			iptables -t "$table" -F "$chain" 2>/dev/null || true
+			iptables -t "$table" -X "$chain" 2>/dev/null || true
+		done
+	done
+}
+
+# sweep removes everything a run of this profile may have left: nodelet,
+# the runtime's pods (through CRI, so CNI DEL runs), the runtime and its
+# shims, the control plane, the registry, then whatever a crash left behind
+# regardless of how it got there: processes naming the state folder,
+# processes in our cgroups, mounts under the state folder, our bridge and its
+# veths, our iptables rules and our entries in libcni's fixed cache.
+sweep() {
+	stop_daemon nodelet 30
+	local pid
+	for pid in $(state_pids); do
+		if [[ $(cmdline_of "$pid") == *"--root-dir=$NODELET_ROOT_DIR"* ]]; then
+			log "Stopping nodelet (pid $pid)"
+			terminate 30 "$pid"
+		fi
+	done
+
+	if [[ -S $CONTAINERD_SOCK && -x $BIN_DIR/cri-sweep ]] &&
+		"$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 5s >/dev/null 2>&1; then
+		log "Removing the runtime's pods through CRI"
+		"$BIN_DIR/cri-sweep" -endpoint "$CRI_ENDPOINT" -timeout 3m >&2 ||
+			log "Some pods could not be removed through CRI; sweeping what they left"
+	fi
+	local -a runtime_files
+	mapfile -t runtime_files < <(runtime_leftovers)
+	stop_daemon containerd 15
+
+	local name
+	for name in registry kube-scheduler kube-controller-manager kube-apiserver etcd; do
+		stop_daemon "$name" 15
+	done
+
+	local -a pids
+	mapfile -t pids < <(state_pids)
+	if ((${#pids[@]} > 0)); then
+		log "Stopping leftover processes: ${pids[*]}"
+		terminate 5 "${pids[@]}"
+	fi
+
+	local dir procs
+	if [[ -n $(cgroup_dirs) ]]; then
+		for dir in $(cgroup_dirs); do
+			# A frozen process cannot die.
+			if [[ -f $dir/freezer.state ]]; then
+				find "$dir" -name freezer.state -exec sh -c 'echo THAWED >"$1"' _ {} \; 2>/dev/null || true
+			fi
+		done
+		local deadline=$((SECONDS + 10))
+		while :; do
+			procs=$(cgroup_procs | tr '\n' ' ')
+			[[ -z ${procs// /} ]] && break
+			((SECONDS >= deadline)) && {
+				log "Processes still in $CGROUP_ROOT: $procs"
+				break
+			}
+			# shellcheck disable=SC2086
+			kill -KILL $procs 2>/dev/null || true
+			sleep 0.2
+		done
+		for dir in $(cgroup_dirs); do
+			find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+		done
+	fi
+
+	local mount
+	for mount in $(mounts_under "$STATE_DIR"); do
+		umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || log "Could not unmount $mount"
+	done
+
+	if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
+		local link
+		for link in $(ip -o link show master "$CNI_BRIDGE" | awk -F': ' '{print $2}' | cut -d@ -f1); do
+			ip link delete "$link" 2>/dev/null || true
+		done
+		ip link delete "$CNI_BRIDGE" 2>/dev/null || true
+	fi
+	sweep_iptables
+
+	rm -f /var/lib/cni/results/"$CNI_NETWORK_NAME"-* "${runtime_files[@]}"
+	rm -rf /var/lib/cni/networks/"$CNI_NETWORK_NAME"
+}
+
+# leftovers prints what of this profile is still on the machine, if anything.
+leftovers() {
+	local pids mounts
+	pids=$(state_pids | tr '\n' ' ')
+	[[ -n $pids ]] && echo "processes: $pids"
+	mounts=$(mounts_under "$STATE_DIR" | tr '\n' ' ')
+	[[ -n $mounts ]] && echo "mounts: $mounts"
+	ip link show "$CNI_BRIDGE" >/dev/null 2>&1 && echo "bridge: $CNI_BRIDGE"
+	[[ -n $(cgroup_dirs) ]] && echo "cgroups: $(cgroup_dirs | tr '\n' ' ')"
+	local results
+	results=$(compgen -G "/var/lib/cni/results/$CNI_NETWORK_NAME-*" | tr '\n' ' ' || true)
+	[[ -n $results ]] && echo "CNI results: $results"
+	local files
+	files=$(runtime_leftovers | tr '\n' ' ')
+	[[ -n $files ]] && echo "runtime files: $files"
+	command -v iptables-save >/dev/null && iptables-save 2>/dev/null | grep -F -- "name: \\\"$CNI_NETWORK_NAME\\\"" | sed 's/^/iptables: /'
+	return 0
+}
+
+# remove_tree DIR removes DIR unless something is still mounted below it, and
+# never crosses into another filesystem.
+remove_tree() {
+	local dir=$1
+	[[ -e $dir ]] || return 0
+	if [[ -n $(mounts_under "$dir") ]]; then
+		die "not removing $dir: still mounted below it: $(mounts_under "$dir" | tr '\n' ' ')"
+	fi
+	rm -rf --one-file-system "$dir"
+}

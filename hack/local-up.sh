@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# Starts a real single-node cluster on this machine, as root:
+#
+#   hack/local-up.sh PROFILE [--no-nodelet]
+#
+# PROFILE is `up` (for people) or `e2e` (for the e2e suite); both can run at
+# once. It first sweeps whatever an earlier run of the same profile left,
+# then starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# an OCI registry holding the test images, a private containerd and, unless
+# --no-nodelet, nodelet itself. Everything it writes lives under the state
+# folder (/var/lib/nodelet-local/PROFILE, or $NODELET_STATE_DIR), apart from
+# the entries containerd 1.6 keeps in fixed places (/var/lib/cni/results,
+# /run/containerd/s), which the sweep removes by name.
+#
+# nodelet is built from the working tree into .cache/bin/nodelet, unless
+# $NODELET_BIN names a binary to run instead. The node is named after the
+# machine (profile up) or e2e-node (profile e2e), unless $NODE_NAME says.
+#
+# It writes STATE/env, one VAR=value per line, for the e2e suite and for
+# people, and STATE/nodelet.args, nodelet's flags one per line, and ends by
+# printing `export KUBECONFIG=...`.
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+	echo "usage: $0 up|e2e [--no-nodelet]" >&2
+	exit 2
+}
+
+(($# >= 1)) || usage
+profile_load "$1"
+shift
+START_NODELET=true
+for arg in "$@"; do
+	case "$arg" in
+	--no-nodelet) START_NODELET=false ;;
+	*) usage ;;
+	esac
+done
+
+require_root
+trap 'log "local-up.sh failed; hack/local-down.sh $PROFILE stops what it started"' ERR
+"$REPO_ROOT/hack/install-deps.sh"
+"$REPO_ROOT/hack/build-tools.sh"
+"$REPO_ROOT/hack/build-images.sh"
+
+# --- 0. sweep ----------------------------------------------------------------
+
+log "Sweeping what an earlier run of profile $PROFILE left behind"
+sweep
+# Start from an empty state folder, keeping the registry's storage so the
+# images need not be pushed again.
+if [[ -d $STATE_DIR ]]; then
+	for entry in "$STATE_DIR"/* "$STATE_DIR"/.[!.]*; do
+		[[ -e $entry && $entry != "$STATE_DIR/registry" ]] && remove_tree "$entry"
+	done
+fi
+leaks=$(leftovers)
+[[ -z $leaks ]] || die "the sweep left: $leaks"
+
+for port in $ETCD_PORT $ETCD_PEER_PORT $APISERVER_PORT $CONTROLLER_MANAGER_PORT $SCHEDULER_PORT \
+	$REGISTRY_PORT $CONTAINERD_METRICS_PORT $NODELET_METRICS_PORT $NODELET_HEALTH_PORT $NODELET_PORT; do
+	port_free "$port" || die "port $port is taken: $(ss -Hltnp "sport = :$port" | head -n1)"
+done
+
+mkdir -p "$PKI_DIR" "$KUBECONFIG_DIR" "$LOG_DIR" "$RUN_DIR" "$CONTAINERD_DIR" "$CNI_CONF_DIR" \
+	"$NODELET_ROOT_DIR" "$POD_LOG_DIR" "$CONTAINER_LOG_DIR" "$STATE_DIR/registry"
+chmod 0700 "$PKI_DIR" "$KUBECONFIG_DIR"
+
+# --- 1. keys, certificates, tokens, kubeconfigs ------------------------------
+
+log "Generating keys, certificates and tokens in $PKI_DIR"
+openssl_quiet() { openssl "$@" 2>/dev/null; }
+
+# sign NAME SUBJECT EXTENSIONS makes NAME.key and NAME.crt signed by the CA.
+sign() {
+	local name=$1 subject=$2 extensions=$3
+	openssl_quiet genrsa -out "$PKI_DIR/$name.key" 2048
+	openssl_quiet req -new -key "$PKI_DIR/$name.key" -subj "$subject" -out "$PKI_DIR/$name.csr"
+	openssl_quiet x509 -req -in "$PKI_DIR/$name.csr" -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" \
+		-CAcreateserial -CAserial "$PKI_DIR/ca.srl" -days 3650 -sha256 \
+		-extfile <(printf '%b' "$extensions") -out "$PKI_DIR/$name.crt"
+	rm -f "$PKI_DIR/$name.csr"
+}
+
+openssl_quiet genrsa -out "$PKI_DIR/ca.key" 2048
+openssl_quiet req -x509 -new -key "$PKI_DIR/ca.key" -subj "/CN=nodelet-local-$PROFILE-ca" -days 3650 -sha256 \
+	-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+	-out "$PKI_DIR/ca.crt"
+sign apiserver "/CN=kube-apiserver" \
+	"subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+# The API server's identity towards node agents (logs, exec, port-forward).
+sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" \
+	"extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+openssl_quiet genrsa -out "$PKI_DIR/sa.key" 2048
+openssl_quiet rsa -in "$PKI_DIR/sa.key" -pubout -out "$PKI_DIR/sa.pub"
+
+ADMIN_TOKEN=$(openssl rand -hex 16)
+NODE_TOKEN=$(openssl rand -hex 16)
+CONTROLLER_MANAGER_TOKEN=$(openssl rand -hex 16)
+SCHEDULER_TOKEN=$(openssl rand -hex 16)
+cat >"$PKI_DIR/tokens.csv" <<EOF
+$ADMIN_TOKEN,admin,admin,system:masters
+$NODE_TOKEN,system:node:$NODE_NAME,$NODE_NAME,system:nodes
+$CONTROLLER_MANAGER_TOKEN,system:kube-controller-manager,system:kube-controller-manager
+$SCHEDULER_TOKEN,system:kube-scheduler,system:kube-scheduler
+EOF
+chmod 0600 "$PKI_DIR"/*.key "$PKI_DIR/tokens.csv"
+
+# write_kubeconfig FILE USER TOKEN
+write_kubeconfig() {
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: nodelet-$PROFILE
+  cluster:
+    server: $API_SERVER_URL
+    certificate-authority-data: $(base64 -w0 "$PKI_DIR/ca.crt")
+users:
+- name: $2
+  user:
+    token: $3
+contexts:
+- name: nodelet-$PROFILE
+  context:
+    cluster: nodelet-$PROFILE
+    user: $2
+current-context: nodelet-$PROFILE
+EOF
+	chmod 0600 "$1"
+}
+write_kubeconfig "$ADMIN_KUBECONFIG" admin "$ADMIN_TOKEN"
+write_kubeconfig "$NODE_KUBECONFIG" "system:node:$NODE_NAME" "$NODE_TOKEN"
+write_kubeconfig "$KUBECONFIG_DIR/controller-manager.kubeconfig" system:kube-controller-manager "$CONTROLLER_MANAGER_TOKEN"
+write_kubeconfig "$KUBECONFIG_DIR/scheduler.kubeconfig" system:kube-scheduler "$SCHEDULER_TOKEN"
+
+# --- 2. etcd and the control plane -----------------------------------------
+
+log "Starting etcd on 127.0.0.1:$ETCD_PORT"
+start_daemon etcd "$BIN_DIR/etcd" \
+	--name="$PROFILE" \
+	--data-dir="$STATE_DIR/etcd" \
+	--listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+	--advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+	--listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+	--initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+	--initial-cluster="$PROFILE=http://127.0.0.1:$ETCD_PEER_PORT" \
+	--log-level=warn
+wait_daemon 30 etcd curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+
+cat >"$STATE_DIR/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+EOF
+
+log "Starting kube-apiserver on $API_SERVER_URL"
+start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
+	--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+	--bind-address=127.0.0.1 \
+	--advertise-address=127.0.0.1 \
+	--secure-port="$APISERVER_PORT" \
+	--cert-dir="$PKI_DIR/apiserver-generated" \
+	--tls-cert-file="$PKI_DIR/apiserver.crt" \
+	--tls-private-key-file="$PKI_DIR/apiserver.key" \
+	--client-ca-file="$PKI_DIR/ca.crt" \
+	--token-auth-file="$PKI_DIR/tokens.csv" \
+	--service-account-key-file="$PKI_DIR/sa.pub" \
+	--service-account-signing-key-file="$PKI_DIR/sa.key" \
+	--service-account-issuer=https://kubernetes.default.svc \
+	--authorization-mode=Node,RBAC \
+	--enable-admission-plugins=NodeRestriction \
+	--service-cluster-ip-range="$SERVICE_CIDR" \
+	--allow-privileged=true \
+	--kubelet-preferred-address-types=InternalIP \
+	--kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt" \
+	--kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key" \
+	--audit-policy-file="$STATE_DIR/audit-policy.yaml" \
+	--audit-log-path="$AUDIT_LOG" \
+	--audit-log-maxsize=200 \
+	--audit-log-maxbackup=1
+wait_daemon 60 kube-apiserver curl -fsS --cacert "$PKI_DIR/ca.crt" "$API_SERVER_URL/readyz"
+
+log "Starting kube-controller-manager and kube-scheduler"
+start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+	--kubeconfig="$KUBECONFIG_DIR/controller-manager.kubeconfig" \
+	--authentication-kubeconfig="$KUBECONFIG_DIR/controller-manager.kubeconfig" \
+	--authorization-kubeconfig="$KUBECONFIG_DIR/controller-manager.kubeconfig" \
+	--bind-address=127.0.0.1 \
+	--secure-port="$CONTROLLER_MANAGER_PORT" \
+	--leader-elect=false \
+	--use-service-account-credentials \
+	--service-account-private-key-file="$PKI_DIR/sa.key" \
+	--root-ca-file="$PKI_DIR/ca.crt" \
+	--cluster-signing-cert-file="$PKI_DIR/ca.crt" \
+	--cluster-signing-key-file="$PKI_DIR/ca.key" \
+	--allocate-node-cidrs \
+	--cluster-cidr="$CLUSTER_CIDR" \
+	--node-cidr-mask-size=24 \
+	--service-cluster-ip-range="$SERVICE_CIDR"
+start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
+	--kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \
+	--authentication-kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \
+	--authorization-kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \
+	--bind-address=127.0.0.1 \
+	--secure-port="$SCHEDULER_PORT" \
+	--leader-elect=false
+wait_daemon 60 kube-controller-manager curl -fsSk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
+wait_daemon 60 kube-scheduler curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
+# Pods cannot be created before the namespace's default ServiceAccount.
+wait_daemon 60 kube-controller-manager "$KUBECTL" --kubeconfig="$ADMIN_KUBECONFIG" get serviceaccount default --namespace=default
+
+# --- 3. the registry and its images ----------------------------------------
+
+log "Starting the registry on $REGISTRY"
+cat >"$STATE_DIR/registry.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $STATE_DIR/registry
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY
+EOF
+start_daemon registry docker-registry serve "$STATE_DIR/registry.yml"
+wait_daemon 30 registry curl -fsS "http://$REGISTRY/v2/"
+"$REPO_ROOT/hack/build-images.sh" "$PROFILE"
+
+# --- 4. containerd -----------------------------------------------------------
+
+log "Starting containerd at $CONTAINERD_SOCK"
+cat >"$CONTAINERD_CONFIG" <<EOF
+# containerd for the nodelet-local profile $PROFILE: every path under
+# $STATE_DIR, so that two profiles (and a system containerd) never meet.
+version = 2
+root = "$CONTAINERD_DIR/root"
+state = "$CONTAINERD_DIR/state"
+# Snapshotters this machine has no use for; they only probe and complain.
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[metrics]
+  address = "127.0.0.1:$CONTAINERD_METRICS_PORT"
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "$CONTAINERD_DIR/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "$PAUSE_IMAGE"
+    # Lowering a process's oom_score_adj is denied on these machines; without
+    # this every RunPodSandbox fails in runc.
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    systemd_cgroup = false
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "overlayfs"
+      default_runtime_name = "runc"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = "$CONTAINERD_DIR/runc"
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "$CNI_BIN_DIR"
+      conf_dir = "$CNI_CONF_DIR"
+
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REGISTRY"]
+      endpoint = ["http://$REGISTRY"]
+EOF
+start_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
+wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
+
+# --- 5. nodelet's flags and the env file -----------------------------------
+
+# Both are written before nodelet starts, so that a failed start can be
+# looked into with them.
+
+cat >"$NODELET_ARGS_FILE" <<EOF
+--kubeconfig=$NODE_KUBECONFIG
+--node-name=$NODE_NAME
+--node-ip=127.0.0.1
+--container-runtime-endpoint=$CRI_ENDPOINT
+--root-dir=$NODELET_ROOT_DIR
+--pod-log-dir=$POD_LOG_DIR
+--container-log-dir=$CONTAINER_LOG_DIR
+--cgroup-root=$CGROUP_ROOT
+--cni-conf-dir=$CNI_CONF_DIR
+--cni-bin-dir=$CNI_BIN_DIR
+--cni-network-name=$CNI_NETWORK_NAME
+--cni-bridge=$CNI_BRIDGE
+--metrics-bind-address=127.0.0.1:$NODELET_METRICS_PORT
+--health-probe-bind-address=127.0.0.1:$NODELET_HEALTH_PORT
+--port=$NODELET_PORT
+--resolv-conf=/etc/resolv.conf
+EOF
+
+cat >"$ENV_FILE" <<EOF
+PROFILE=$PROFILE
+STATE_DIR=$STATE_DIR
+ADMIN_KUBECONFIG=$ADMIN_KUBECONFIG
+NODE_KUBECONFIG=$NODE_KUBECONFIG
+NODE_NAME=$NODE_NAME
+NODE_IP=127.0.0.1
+CRI_ENDPOINT=$CRI_ENDPOINT
+NODELET_ROOT_DIR=$NODELET_ROOT_DIR
+POD_LOG_DIR=$POD_LOG_DIR
+CONTAINER_LOG_DIR=$CONTAINER_LOG_DIR
+CGROUP_ROOT=$CGROUP_ROOT
+CNI_CONF_DIR=$CNI_CONF_DIR
+CNI_BIN_DIR=$CNI_BIN_DIR
+CNI_NETWORK_NAME=$CNI_NETWORK_NAME
+CNI_BRIDGE=$CNI_BRIDGE
+CLUSTER_CIDR=$CLUSTER_CIDR
+SERVICE_CIDR=$SERVICE_CIDR
+REGISTRY=$REGISTRY
+BUSYBOX_IMAGE=$BUSYBOX_IMAGE
+PAUSE_IMAGE=$PAUSE_IMAGE
+NODELET_METRICS_ADDR=127.0.0.1:$NODELET_METRICS_PORT
+NODELET_HEALTH_ADDR=127.0.0.1:$NODELET_HEALTH_PORT
+NODELET_PORT=$NODELET_PORT
+NODELET_LOG=$NODELET_LOG
+NODELET_BIN=$NODELET_BIN
+NODELET_ARGS_FILE=$NODELET_ARGS_FILE
+NODELET_STARTED=$START_NODELET
+KUBECTL=$KUBECTL
+API_SERVER_URL=$API_SERVER_URL
+CA_FILE=$PKI_DIR/ca.crt
+AUDIT_LOG=$AUDIT_LOG
+LOG_DIR=$LOG_DIR
+CONTAINERD_CONFIG=$CONTAINERD_CONFIG
+CONTAINERD_ROOT=$CONTAINERD_DIR/root
+CONTAINERD_STATE=$CONTAINERD_DIR/state
+CONTAINERD_LOG=$LOG_DIR/containerd.log
+CONTAINERD_METRICS_ADDR=127.0.0.1:$CONTAINERD_METRICS_PORT
+EOF
+
+# --- 6. nodelet --------------------------------------------------------------
+
+node_ready() {
+	local ready taints
+	ready=$("$KUBECTL" --kubeconfig="$ADMIN_KUBECONFIG" get node "$NODE_NAME" \
+		-o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') || return 1
+	taints=$("$KUBECTL" --kubeconfig="$ADMIN_KUBECONFIG" get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}') || return 1
+	[[ $ready == True && $taints != *node.kubernetes.io/not-ready* ]]
+}
+
+if $START_NODELET; then
+	if [[ -z $NODELET_BIN_GIVEN ]]; then
+		log "Building nodelet"
+		(cd "$REPO_ROOT" && go build -o "$NODELET_BIN" .)
+	fi
+	log "Starting nodelet for node $NODE_NAME (log: $NODELET_LOG)"
+	mapfile -t nodelet_args <"$NODELET_ARGS_FILE"
+	start_daemon nodelet "$NODELET_BIN" "${nodelet_args[@]}"
+	wait_daemon 120 nodelet node_ready
+fi
+
+log "Profile $PROFILE is up: node $NODE_NAME, API $API_SERVER_URL, runtime $CRI_ENDPOINT, env $ENV_FILE"
+echo "export KUBECONFIG=$ADMIN_KUBECONFIG"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs nodelet's test suites, printing each one's wall time, and fails if
+# any failed (all of them run regardless, so one report shows everything).
+#
+#   hack/test.sh                 setup, lint, unit, e2e (what `make test` runs)
+#   hack/test.sh SUITE...        only those: setup lint unit e2e
+#
+# setup  installs missing packages, builds the tools and images when missing
+# lint   gofmt check and go vet
+# unit   go test -race on every package but test/e2e, with envtest's
+#        binaries (kube-apiserver, etcd, kubectl) from .cache/bin
+# e2e    starts the e2e stack without nodelet, checks the kustomize and
+#        Helm manifests against it, builds nodelet, runs test/e2e (which
+#        starts nodelet itself) and always stops the stack
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT" || exit
+
+suite_setup() {
+	"$REPO_ROOT/hack/install-deps.sh" &&
+		"$REPO_ROOT/hack/build-tools.sh" &&
+		"$REPO_ROOT/hack/build-images.sh"
+}
+
+suite_lint() {
+	local unformatted rc=0
+	unformatted=$(find . -name '*.go' -not -path './.cache/*' -print0 | xargs -0 gofmt -l)
+	if [[ -n $unformatted ]]; then
+		echo "gofmt would change:" >&2
+		echo "$unformatted" >&2
+		rc=1
+	fi
+	go vet ./... || rc=1
+	return $rc
+}
+
+suite_unit() {
+	local packages
+	packages=$(go list ./... | grep -v '/test/e2e') || return 1
+	# shellcheck disable=SC2086
+	KUBEBUILDER_ASSETS=$BIN_DIR go test -race $packages
+}
+
+E2E_STACK_UP=false
+stop_e2e_stack() {
+	if $E2E_STACK_UP; then
+		E2E_STACK_UP=false
+		"$REPO_ROOT/hack/local-down.sh" e2e
+	fi
+}
+trap stop_e2e_stack EXIT
+
+suite_e2e() {
+	local rc=0
+	profile_load e2e
+	E2E_STACK_UP=true
+	"$REPO_ROOT/hack/local-up.sh" e2e --no-nodelet || rc=$?
+	if ((rc == 0)) && [[ -z $NODELET_BIN_GIVEN ]]; then
+		log "Building nodelet"
+		go build -o "$NODELET_BIN" . || rc=$?
+	fi
+	if ((rc == 0)); then
+		# The kustomize and Helm renderings, validated by this API server.
+		local started=$SECONDS
+		"$REPO_ROOT/hack/check-manifests.sh" "$ADMIN_KUBECONFIG" || rc=$?
+		log "manifests checked in $((SECONDS - started))s"
+	fi
+	if ((rc == 0)); then
+		NODELET_E2E_ENV=$ENV_FILE go test -timeout 40m -count=1 -v ./test/e2e/ || rc=$?
+	fi
+	stop_e2e_stack || rc=$?
+	return $rc
+}
+
+main() {
+	local suites=("$@") suite started rc failed=0 report=()
+	((${#suites[@]} > 0)) || suites=(setup lint unit e2e)
+	for suite in "${suites[@]}"; do
+		declare -F "suite_$suite" >/dev/null || die "unknown suite $suite (want setup, lint, unit or e2e)"
+	done
+	for suite in "${suites[@]}"; do
+		log "=== $suite"
+		started=$SECONDS
+		rc=0
+		"suite_$suite" || rc=$?
+		if ((rc == 0)); then
+			report+=("$(printf '%-6s ok      %4ds' "$suite" $((SECONDS - started)))")
+		else
+			report+=("$(printf '%-6s FAILED  %4ds' "$suite" $((SECONDS - started)))")
+			failed=1
+			# Nothing else can run without the tools and packages.
+			[[ $suite == setup ]] && break
+		fi
+		log "=== $suite took $((SECONDS - started))s"
+	done
+	echo
+	printf '%s\n' "${report[@]}"
+	return $failed
+}
+
+main "$@"
