@@ -1,0 +1,44 @@
+# nodelet's image.
+#
+# Base: debian:bookworm-slim, not kubebuilder's distroless/static:nonroot.
+# nodelet is a node agent: it runs as root and privileged, talks to the CRI
+# socket, enters network namespaces through the host's /proc, and makes
+# mounts under its root folder. Most of that is system calls from a static
+# binary, but in agent network mode nodelet executes the CNI plugins (bridge,
+# portmap, ...) mounted from the host, and those execute iptables and expect
+# a normal Linux userland around them. So the image carries iptables and
+# iproute2 (mount(8) from util-linux is already in bookworm-slim), and a
+# shell for debugging a node. Debian's iptables defaults to the nft backend;
+# a host still on iptables-legacy needs the legacy alternative selected.
+#
+# Build: docker build --build-arg VERSION=v0.1.0 -t nodelet:v0.1.0 .
+# Without a Docker engine: hack/build-image.sh.
+
+# The binary is cross-compiled on the build machine's platform.
+FROM --platform=$BUILDPLATFORM docker.io/library/golang:1.26-bookworm AS build
+ARG TARGETOS=linux
+ARG TARGETARCH
+# Set into main.version (`var version = "dev"` in main.go).
+ARG VERSION=dev
+WORKDIR /src
+# Modules first, so a source change does not download them again.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nodelet .
+
+FROM docker.io/library/debian:bookworm-slim
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="nodelet" \
+      org.opencontainers.image.description="A Kubernetes node agent built as a controller-runtime operator" \
+      org.opencontainers.image.source="https://github.com/nodelet/nodelet" \
+      org.opencontainers.image.version="${VERSION}"
+RUN export DEBIAN_FRONTEND=noninteractive \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends iptables iproute2 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/nodelet /usr/local/bin/nodelet
+# Root: the CRI socket, mounts, cgroups and network namespaces need it.
+USER 0:0
+ENTRYPOINT ["/usr/local/bin/nodelet"]

@@ -1,0 +1,95 @@
+{{/*
+The chart's name, overridable with nameOverride.
+*/}}
+{{- define "nodelet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of the release's objects: the release name, with the chart's name
+appended unless the release name already holds it. Cut to 63 characters,
+the limit of a label value.
+*/}}
+{{- define "nodelet.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "nodelet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "nodelet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodelet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end }}
+
+{{- define "nodelet.labels" -}}
+helm.sh/chart: {{ include "nodelet.chart" . }}
+{{ include "nodelet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "nodelet.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "nodelet.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "nodelet.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+The folder of the runtime's unix socket, which the DaemonSet mounts.
+*/}}
+{{- define "nodelet.runtimeSocketDir" -}}
+{{- $endpoint := .Values.containerRuntime.endpoint }}
+{{- if not (hasPrefix "unix:///" $endpoint) }}
+{{- fail (printf "containerRuntime.endpoint must be a unix socket (unix:///path), got %q" $endpoint) }}
+{{- end }}
+{{- dir (trimPrefix "unix://" $endpoint) }}
+{{- end }}
+
+{{/*
+The suffix of the companion Node's name. Empty would make nodelet claim the
+node its own kubelet runs.
+*/}}
+{{- define "nodelet.nodeNameSuffix" -}}
+{{- if not .Values.nodeName.suffix }}
+{{- fail "nodeName.suffix must not be empty: the node's own name belongs to the kubelet that runs the nodelet pod, and two agents must never own one node" }}
+{{- end }}
+{{- .Values.nodeName.suffix }}
+{{- end }}
+
+{{/*
+The values' affinity with one rule added to every required node selector
+term (terms are ORed, so it must be in each): never run on a Node that
+nodelet registered itself, which carries the label nodelet.dev/agent.
+*/}}
+{{- define "nodelet.affinity" -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) }}
+{{- $nodeAffinity := $affinity.nodeAffinity | default dict }}
+{{- $required := $nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution | default dict }}
+{{- $terms := list }}
+{{- range ($required.nodeSelectorTerms | default (list dict)) }}
+{{- $expressions := append (.matchExpressions | default list) (dict "key" "nodelet.dev/agent" "operator" "DoesNotExist") }}
+{{- $terms = append $terms (set (deepCopy .) "matchExpressions" $expressions) }}
+{{- end }}
+{{- $_ := set $required "nodeSelectorTerms" $terms }}
+{{- $_ = set $nodeAffinity "requiredDuringSchedulingIgnoredDuringExecution" $required }}
+{{- $_ = set $affinity "nodeAffinity" $nodeAffinity }}
+{{- toYaml $affinity }}
+{{- end }}
