@@ -364,11 +364,18 @@ func (v statusView) instanceStatus(container *corev1.Container, c *noderuntime.C
 				reason = reasonCompleted
 			}
 		}
+		startedAt := apiTime(c.StartedAt)
+		if startedAt.IsZero() && !c.FinishedAt.IsZero() {
+			// Never started (StartError): the runtime's zero start time,
+			// which the kubelet shows as the Unix epoch. A finish without
+			// a start would read as a status going backwards.
+			startedAt = metav1.NewTime(time.Unix(0, 0).UTC())
+		}
 		status.State.Terminated = &corev1.ContainerStateTerminated{
 			ExitCode:    c.ExitCode,
 			Reason:      reason,
 			Message:     c.Message,
-			StartedAt:   apiTime(c.StartedAt),
+			StartedAt:   startedAt,
 			FinishedAt:  apiTime(c.FinishedAt),
 			ContainerID: id,
 		}
