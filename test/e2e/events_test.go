@@ -1,0 +1,48 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	pod := f.createPod(t, newPod(ns, "eventful").obj())
+	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+
+	// Events are sent asynchronously; they may trail the status a little.
+	want := []string{"Pulled", "Created", "Started"}
+	var seen []string
+	err := poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
+		})
+		if err != nil {
+			return false, err
+		}
+		seen = nil
+		var reasons []string
+		for _, e := range events.Items {
+			seen = append(seen, fmt.Sprintf("%s from %q", e.Reason, e.Source.Component))
+			if e.Source.Component == "nodelet" {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		for _, reason := range want {
+			if !slices.Contains(reasons, reason) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("events of the pod = %v, want %v from component nodelet: %v", seen, want, err)
+	}
+}

@@ -1,0 +1,338 @@
+// Package e2e tests nodelet end to end on a real stack: kube-apiserver,
+// etcd, kube-controller-manager and kube-scheduler, a local registry and a
+// private containerd, as brought up by `hack/local-up.sh e2e --no-nodelet`.
+// The suite starts nodelet itself, as a subprocess it can kill and restart,
+// and acts on the cluster as an admin user would with kubectl.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	cri "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+)
+
+// Env is what the stack script writes to <state>/env: where everything of
+// the stack lives and what nodelet is started with.
+type Env struct {
+	StateDir           string
+	AdminKubeconfig    string
+	NodeKubeconfig     string
+	NodeName           string
+	CRIEndpoint        string
+	NodeletRootDir     string
+	PodLogDir          string
+	ContainerLogDir    string
+	CgroupRoot         string
+	CNIConfDir         string
+	CNIBinDir          string
+	CNINetworkName     string
+	CNIBridge          string
+	ClusterCIDR        string
+	ServiceCIDR        string
+	Registry           string
+	BusyboxImage       string
+	PauseImage         string
+	NodeletMetricsAddr string
+	NodeletHealthAddr  string
+	NodeletLog         string
+	NodeletBin         string
+	// NodeletArgsFile holds the flags that point nodelet at the stack, one
+	// a line, as the stack's own scripts start it.
+	NodeletArgsFile       string
+	Kubectl               string
+	APIServerURL          string
+	AuditLog              string
+	ContainerdMetricsAddr string
+	// NodeletStarted tells that the stack runs a nodelet of its own, which
+	// the suite's must not run beside.
+	NodeletStarted bool
+}
+
+// LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
+// comments, an optional leading `export` and optional quotes allowed.
+func LoadEnv(path string) (Env, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return Env{}, fmt.Errorf("opening the stack's env file: %w", err)
+	}
+	defer file.Close()
+
+	vars := map[string]string{}
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		line := strings.TrimSpace(scanner.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return Env{}, fmt.Errorf("env file %s: line %q is not VAR=value", path, line)
+		}
+		if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
+			value = value[1 : len(value)-1]
+		}
+		vars[strings.TrimSpace(key)] = value
+	}
+	if err := scanner.Err(); err != nil {
+		return Env{}, fmt.Errorf("reading env file %s: %w", path, err)
+	}
+
+	var missing []string
+	get := func(key string, required bool) string {
+		value := vars[key]
+		if value == "" && required {
+			missing = append(missing, key)
+		}
+		return value
+	}
+	env := Env{
+		StateDir:              get("STATE_DIR", true),
+		AdminKubeconfig:       get("ADMIN_KUBECONFIG", true),
+		NodeKubeconfig:        get("NODE_KUBECONFIG", true),
+		NodeName:              get("NODE_NAME", true),
+		CRIEndpoint:           get("CRI_ENDPOINT", true),
+		NodeletRootDir:        get("NODELET_ROOT_DIR", true),
+		PodLogDir:             get("POD_LOG_DIR", true),
+		ContainerLogDir:       get("CONTAINER_LOG_DIR", true),
+		CgroupRoot:            get("CGROUP_ROOT", true),
+		CNIConfDir:            get("CNI_CONF_DIR", true),
+		CNIBinDir:             get("CNI_BIN_DIR", true),
+		CNINetworkName:        get("CNI_NETWORK_NAME", true),
+		CNIBridge:             get("CNI_BRIDGE", true),
+		ClusterCIDR:           get("CLUSTER_CIDR", false),
+		ServiceCIDR:           get("SERVICE_CIDR", false),
+		Registry:              get("REGISTRY", true),
+		BusyboxImage:          get("BUSYBOX_IMAGE", true),
+		PauseImage:            get("PAUSE_IMAGE", false),
+		NodeletMetricsAddr:    get("NODELET_METRICS_ADDR", true),
+		NodeletHealthAddr:     get("NODELET_HEALTH_ADDR", true),
+		NodeletLog:            get("NODELET_LOG", true),
+		NodeletBin:            get("NODELET_BIN", false),
+		NodeletArgsFile:       get("NODELET_ARGS_FILE", true),
+		Kubectl:               get("KUBECTL", false),
+		APIServerURL:          get("API_SERVER_URL", false),
+		AuditLog:              get("AUDIT_LOG", false),
+		ContainerdMetricsAddr: get("CONTAINERD_METRICS_ADDR", false),
+		NodeletStarted:        get("NODELET_STARTED", false) == "true",
+	}
+	if len(missing) > 0 {
+		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))
+	}
+	return env, nil
+}
+
+// Framework is the suite's handle on the stack: the admin's clients, the
+// runtime nodelet drives, and nodelet itself.
+type Framework struct {
+	Env     Env
+	Client  kubernetes.Interface
+	Runtime cri.RuntimeService
+	Nodelet *Nodelet
+}
+
+// NewFramework connects to the API server as the admin and to the runtime.
+func NewFramework(ctx context.Context, env Env) (*Framework, error) {
+	config, err := clientcmd.BuildConfigFromFlags("", env.AdminKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the admin kubeconfig: %w", err)
+	}
+	// Many tests wait in parallel; the default 5 QPS would make them
+	// queue behind each other's polls.
+	config.QPS, config.Burst = 100, 200
+	config.UserAgent = rest.DefaultKubernetesUserAgent() + " nodelet-e2e"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("building the admin client: %w", err)
+	}
+	runtimeService, err := remote.NewRemoteRuntimeService(ctx, env.CRIEndpoint, 30*time.Second, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the container runtime at %s: %w", env.CRIEndpoint, err)
+	}
+	return &Framework{Env: env, Client: client, Runtime: runtimeService}, nil
+}
+
+// NewNamespace creates a namespace named after the test, waits until the
+// controller-manager has given it a `default` ServiceAccount (pods are
+// refused before that), and deletes it when the test ends. A failed test
+// first logs the namespace's pods and events and nodelet's log about them.
+func (f *Framework) NewNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := t.Context()
+	ns, err := f.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: namespacePrefix(t.Name())},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the test namespace: %v", err)
+	}
+	name := ns.Name
+	t.Cleanup(func() { f.deleteNamespace(t, name) })
+
+	err = poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := f.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the default ServiceAccount of namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// namespacePrefix turns a test name into a namespace's GenerateName:
+// lowercase letters, digits and dashes, short enough for the random suffix.
+func namespacePrefix(testName string) string {
+	name := strings.ToLower(strings.TrimPrefix(testName, "Test"))
+	name = regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(name, "-")
+	name = strings.Trim(name, "-")
+	if len(name) > 40 {
+		name = strings.TrimRight(name[:40], "-")
+	}
+	return "e2e-" + name + "-"
+}
+
+// deleteNamespace deletes the test's namespace and waits until it is gone,
+// which needs nodelet to have stopped and removed every pod in it.
+func (f *Framework) deleteNamespace(t *testing.T, name string) {
+	// The test's context is already cancelled when cleanups run.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	if t.Failed() {
+		f.logNamespaceState(ctx, t, name)
+	}
+	if err := f.Nodelet.UnexpectedExit(); err != nil {
+		t.Errorf("nodelet exited on its own during the test: %v", err)
+	}
+
+	err := f.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Errorf("cleanup: deleting namespace %s: %v", name, err)
+		return
+	}
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := f.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		pods, _ := f.Client.CoreV1().Pods(name).List(context.Background(), metav1.ListOptions{})
+		var left []string
+		if pods != nil {
+			for i := range pods.Items {
+				left = append(left, describePod(&pods.Items[i]))
+			}
+		}
+		t.Errorf("cleanup: namespace %s still exists 3m after its deletion; pods left: %v", name, left)
+	}
+}
+
+// logNamespaceState logs what a failed test left: its pods' status, its
+// events and the lines of nodelet's log that name the namespace.
+func (f *Framework) logNamespaceState(ctx context.Context, t *testing.T, ns string) {
+	pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing pods of %s: %v", ns, err)
+	} else {
+		for i := range pods.Items {
+			status, _ := json.MarshalIndent(pods.Items[i].Status, "", "  ")
+			t.Logf("pod %s/%s (uid %s, deletionTimestamp %v) status:\n%s",
+				ns, pods.Items[i].Name, pods.Items[i].UID, pods.Items[i].DeletionTimestamp, status)
+		}
+	}
+	events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing events of %s: %v", ns, err)
+	} else {
+		var lines []string
+		for _, e := range events.Items {
+			// Events written through events.k8s.io (the scheduler's) have
+			// an eventTime and a reporting controller instead.
+			when, from := e.LastTimestamp.Time, e.Source.Component
+			if when.IsZero() {
+				when = e.EventTime.Time
+			}
+			if from == "" {
+				from = e.ReportingController
+			}
+			lines = append(lines, fmt.Sprintf("%s %s %s/%s %s (%s, x%d): %s",
+				when.Format(time.RFC3339), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name,
+				e.Reason, from, e.Count, e.Message))
+		}
+		t.Logf("events in %s:\n%s", ns, strings.Join(lines, "\n"))
+	}
+	t.Logf("nodelet log lines naming %s (last 150):\n%s", ns, f.Nodelet.LogLines(ns, 150))
+	t.Logf("nodelet log (last 60 lines):\n%s", f.Nodelet.LogLines("", 60))
+}
+
+// podLogDir is the folder of a pod's container logs.
+func (f *Framework) podLogDir(pod *corev1.Pod) string {
+	return filepath.Join(f.Env.PodLogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+}
+
+// podDir is nodelet's folder for a pod.
+func (f *Framework) podDir(pod *corev1.Pod) string {
+	return filepath.Join(f.Env.NodeletRootDir, "pods", string(pod.UID))
+}
+
+// podCgroups are the pod's cgroup folders: one per hierarchy under cgroup
+// v1, the one folder under v2.
+func (f *Framework) podCgroups(pod *corev1.Pod) []string {
+	name := "pod" + string(pod.UID)
+	v1, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", f.Env.CgroupRoot, name))
+	v2 := filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, name)
+	if _, err := os.Stat(v2); err == nil {
+		return append(v1, v2)
+	}
+	return v1
+}
+
+// createPod creates a pod as the admin and returns it as created, with the
+// resourceVersion from which waitForPod sees all its states.
+func (f *Framework) createPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	created, err := f.Client.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	return created
+}
+
+// deletePod deletes a pod (this very UID) with the given grace period; nil
+// means the pod's own.
+func (f *Framework) deletePod(t *testing.T, pod *corev1.Pod, gracePeriodSeconds *int64) {
+	t.Helper()
+	err := f.Client.CoreV1().Pods(pod.Namespace).Delete(t.Context(), pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: gracePeriodSeconds,
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+	})
+	if err != nil {
+		t.Fatalf("deleting pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+}
+
+// runningAndReady is a waitForPod condition.
+func runningAndReady(pod *corev1.Pod) (bool, error) {
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return false, fmt.Errorf("the pod ended in phase %s", pod.Status.Phase)
+	}
+	return pod.Status.Phase == corev1.PodRunning && podReady(pod), nil
+}

@@ -1,0 +1,106 @@
+// These tests run against the real stack named by $NODELET_E2E_ENV (the
+// env file `hack/local-up.sh e2e --no-nodelet` writes): a real API server,
+// scheduler and controller-manager, a real containerd with runc and CNI,
+// and nodelet itself, which TestMain builds if needed and starts.
+//
+// Every test but TestRestartSafety calls t.Parallel. go test runs all
+// sequential top-level tests before it releases the parallel ones, so
+// TestRestartSafety, which kills nodelet, always runs alone.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// f is the suite's framework, set up by TestMain.
+var f *Framework
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	flag.Parse()
+	envPath := os.Getenv("NODELET_E2E_ENV")
+	if envPath == "" {
+		fmt.Println("e2e: NODELET_E2E_ENV is not set, so no stack to test against: not running the e2e tests (make test-e2e brings one up)")
+		return 0
+	}
+	// The tests spend their time waiting on the cluster, not on the CPU:
+	// run them all at once unless -parallel says otherwise.
+	if !flagGiven("test.parallel") {
+		_ = flag.Set("test.parallel", "32")
+	}
+
+	env, err := LoadEnv(envPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if env.NodeletStarted {
+		fmt.Fprintln(os.Stderr, "e2e: the stack already runs a nodelet; the suite starts its own, and two must never share a node: bring the stack up with --no-nodelet")
+		return 1
+	}
+	busyboxImage = env.BusyboxImage
+	ctx := context.Background()
+	f, err = NewFramework(ctx, env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+
+	bin := env.NodeletBin
+	if _, err := os.Stat(bin); bin == "" || err != nil {
+		dir, err := os.MkdirTemp("", "nodelet-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		fmt.Printf("e2e: NODELET_BIN %q is not there; building nodelet\n", env.NodeletBin)
+		if bin, err = BuildNodelet(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+	}
+	if f.Nodelet, err = NewNodelet(bin, env); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := f.Nodelet.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer func() {
+		if err := f.Nodelet.Stop(30 * time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stopping nodelet:", err)
+		}
+	}()
+
+	// Users wait for the node to be Ready before they create pods; so
+	// does the suite.
+	start := time.Now()
+	if _, err := f.waitForNodeReady(ctx, 2*time.Minute); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\nnodelet log (last 80 lines):\n%s\n", err, f.Nodelet.LogLines("", 80))
+		return 1
+	}
+	fmt.Printf("e2e: node %s Ready %s after nodelet started (nodelet %s, log %s)\n",
+		env.NodeName, time.Since(start).Round(time.Millisecond), bin, env.NodeletLog)
+
+	return m.Run()
+}
+
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			given = true
+		}
+	})
+	return given
+}

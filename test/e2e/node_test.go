@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+
+	node, err := f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting node %s: %v", f.Env.NodeName, err)
+	}
+	if !nodeReady(node) {
+		t.Errorf("node conditions = %v, want Ready=True", nodeConditions(node))
+	}
+	if hasTaint(node, corev1.TaintNodeNotReady) {
+		t.Errorf("node taints = %v, want no %s", nodeTaints(node), corev1.TaintNodeNotReady)
+	}
+	hasInternalIP := false
+	for _, address := range node.Status.Addresses {
+		if address.Type == corev1.NodeInternalIP && address.Address == "127.0.0.1" {
+			hasInternalIP = true
+		}
+	}
+	if !hasInternalIP {
+		t.Errorf("node addresses = %v, want InternalIP 127.0.0.1", node.Status.Addresses)
+	}
+	if version := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(version, "containerd://") {
+		t.Errorf("nodeInfo.containerRuntimeVersion = %q, want containerd://...", version)
+	}
+
+	leases := f.Client.CoordinationV1().Leases("kube-node-lease")
+	lease, err := leases.Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting the node's lease: %v", err)
+	}
+	if lease.Spec.RenewTime == nil {
+		t.Fatalf("lease kube-node-lease/%s has no renewTime", lease.Name)
+	}
+	first := lease.Spec.RenewTime.Time
+	// The kubelet renews every quarter of the 40s lease; give it two
+	// whole leases.
+	eventually(t, 80*time.Second, "the node's lease renewTime to advance past "+first.Format(time.RFC3339Nano), func(ctx context.Context) (bool, error) {
+		lease, err := leases.Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(first), nil
+	})
+}
