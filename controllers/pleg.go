@@ -4,10 +4,13 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +48,7 @@ type PodLifecycleEvent struct {
 type runtimeLister interface {
 	ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
 	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
+	WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error
 }
 
 var (
@@ -64,59 +68,123 @@ func init() {
 }
 
 // PLEG relists the runtime every period, diffs the result with the previous
-// relist and sends a GenericEvent for every pod whose runtime state changed.
-// containerd 1.6 answers GetContainerEvents with Unimplemented, so relisting
-// is the mechanism; it also keeps the pod cache fresh for reconciles.
+// relist and sends a GenericEvent for every pod whose runtime state changed;
+// it also keeps the pod cache fresh for reconciles. Where the runtime
+// streams container events, each event refreshes its pod at once and
+// relisting slows to a safety net; where it answers Unimplemented
+// (containerd 1.6), relisting carries on alone.
 type PLEG struct {
 	runtime runtimeLister
 	cache   *podCache
 	events  chan event.GenericEvent
 	period  time.Duration
-	// resyncEvery relists send an event for every runtime pod, making up for
-	// events dropped on a full channel.
-	resyncEvery int
-	clock       clock.WithTicker
-	log         logr.Logger
+	clock   clock.WithTicker
+	log     logr.Logger
+
+	// evented is true while the runtime's container events flow.
+	evented atomic.Bool
 
 	mu         sync.Mutex
 	lastRelist time.Time
+	lastResync time.Time
 	previous   map[types.UID]*noderuntime.PodStatus
 }
 
-// relistThreshold is how long without a successful relist before the PLEG
-// reports itself unhealthy.
-const relistThreshold = 3 * time.Minute
+const (
+	// relistThreshold is how long without a successful relist before the
+	// PLEG reports itself unhealthy.
+	relistThreshold = 3 * time.Minute
+	// resyncPeriod is how often every runtime pod gets an event, changed or
+	// not, making up for events dropped on a full channel.
+	resyncPeriod = time.Minute
+	// eventedRelistPeriod is the relist period while container events flow.
+	eventedRelistPeriod = 10 * time.Second
+	// eventsRetryPeriod is how soon a broken event stream is opened again.
+	eventsRetryPeriod = 5 * time.Second
+)
 
 // NewPLEG returns a PLEG sending into events. period defaults to 1s.
 func NewPLEG(runtime runtimeLister, cache *podCache, events chan event.GenericEvent, period time.Duration, clk clock.WithTicker, log logr.Logger) *PLEG {
 	if period <= 0 {
 		period = time.Second
 	}
+	now := clk.Now()
 	return &PLEG{
+		runtime: runtime,
+		cache:   cache,
+		events:  events,
+		period:  period,
+		clock:   clk,
+		log:     log,
 		// Healthy until the first relist is overdue.
-		lastRelist:  clk.Now(),
-		runtime:     runtime,
-		cache:       cache,
-		events:      events,
-		period:      period,
-		resyncEvery: int(time.Minute / period),
-		clock:       clk,
-		log:         log,
+		lastRelist: now,
+		lastResync: now,
 	}
 }
 
-// Start relists until ctx ends. It implements manager.Runnable.
+// Start relists until ctx ends, and consumes container events where the
+// runtime has them. It implements manager.Runnable.
 func (p *PLEG) Start(ctx context.Context) error {
+	go p.watchEvents(ctx)
 	ticker := p.clock.NewTicker(p.period)
 	defer ticker.Stop()
-	for n := 1; ; n++ {
-		p.Relist(ctx, n%p.resyncEvery == 0)
+	p.Relist(ctx, false)
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C():
 		}
+		p.mu.Lock()
+		now := p.clock.Now()
+		due := !p.evented.Load() || now.Sub(p.lastRelist) >= eventedRelistPeriod
+		resync := now.Sub(p.lastResync) >= resyncPeriod
+		if due && resync {
+			p.lastResync = now
+		}
+		p.mu.Unlock()
+		if due {
+			p.Relist(ctx, resync)
+		}
 	}
+}
+
+// watchEvents consumes the runtime's container events until ctx ends or
+// the runtime says it has none.
+func (p *PLEG) watchEvents(ctx context.Context) {
+	for {
+		err := p.runtime.WatchContainerEvents(ctx, func(id noderuntime.PodIdentity) {
+			p.evented.Store(true)
+			p.refresh(ctx, id)
+		})
+		p.evented.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		if status.Code(err) == codes.Unimplemented {
+			p.log.Info("The container runtime streams no container events; relisting alone", "period", p.period)
+			return
+		}
+		p.log.Error(err, "Lost the container runtime's event stream; relisting until it is back")
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.clock.After(eventsRetryPeriod):
+		}
+	}
+}
+
+// refresh reads one pod the runtime reported a container event for, caches
+// it and requeues it at once.
+func (p *PLEG) refresh(ctx context.Context, id noderuntime.PodIdentity) {
+	timestamp := p.clock.Now()
+	podStatus, err := p.runtime.GetPodStatus(ctx, id.UID)
+	if err != nil {
+		p.log.Error(err, "Failed to read pod status from the runtime", "pod", client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
+		return
+	}
+	p.cache.set(id.UID, podStatus, timestamp)
+	p.send(PodLifecycleEvent{ID: id.UID, Namespace: id.Namespace, Name: id.Name, Type: ContainerChanged})
 }
 
 // NeedLeaderElection is false: every node runs its own PLEG.
@@ -156,7 +224,7 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 			p.cache.delete(uid, timestamp)
 			continue
 		}
-		status, err := p.runtime.GetPodStatus(ctx, uid)
+		podStatus, err := p.runtime.GetPodStatus(ctx, uid)
 		if err != nil {
 			// Leave the pod's record as it was; the next relist sees the
 			// change again because previous is not advanced for it.
@@ -169,7 +237,7 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 			delete(changed, uid)
 			continue
 		}
-		p.cache.set(uid, status, timestamp)
+		p.cache.set(uid, podStatus, timestamp)
 	}
 	p.cache.updateTime(timestamp)
 

@@ -7,12 +7,15 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -96,11 +99,15 @@ type fakeRuntime struct {
 	listed      map[types.UID]*noderuntime.PodStatus
 	truth       map[types.UID]*noderuntime.PodStatus
 	directReads int
+	listCalls   int
+	// containerEvents, when set, is the runtime's container event stream.
+	containerEvents chan noderuntime.PodIdentity
 }
 
 func (f *fakeRuntime) ListPods(context.Context) (map[types.UID]*noderuntime.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.listCalls++
 	out := map[types.UID]*noderuntime.PodStatus{}
 	for uid, p := range f.listed {
 		out[uid] = p
@@ -116,6 +123,28 @@ func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID) (*noderunti
 		return p, nil
 	}
 	return &noderuntime.PodStatus{UID: uid}, nil
+}
+
+// WatchContainerEvents answers as containerd 1.6 does unless the test
+// gives the fake a stream.
+func (f *fakeRuntime) WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error {
+	if f.containerEvents == nil {
+		return status.Error(codes.Unimplemented, "unknown method GetContainerEvents")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case id := <-f.containerEvents:
+			onEvent(id)
+		}
+	}
+}
+
+func (f *fakeRuntime) lists() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listCalls
 }
 
 func (f *fakeRuntime) reads() int {
@@ -252,5 +281,75 @@ func TestPodCacheKeepsTheNewerRecord(t *testing.T) {
 	c.updateTime(t0.Add(3 * time.Second))
 	if got, ok := c.getNewerThan("b", t0.Add(2*time.Second)); !ok || len(got.Sandboxes) != 0 {
 		t.Errorf("an unknown pod after a fresh relist should be an empty record, got %v, %v", got, ok)
+	}
+}
+
+// startPLEG runs a PLEG over rt with a fake clock until the test ends.
+func startPLEG(t *testing.T, rt *fakeRuntime, events chan event.GenericEvent) (*clocktesting.FakeClock, *podCache) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	cache := newPodCache()
+	pleg := NewPLEG(rt, cache, events, time.Second, clk, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		_ = pleg.Start(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return clk, cache
+}
+
+func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
+	rt := &fakeRuntime{listed: map[types.UID]*noderuntime.PodStatus{}}
+	clk, _ := startPLEG(t, rt, make(chan event.GenericEvent, 10))
+	eventually(t, 10*time.Second, "first relist", func() error {
+		if rt.lists() < 1 {
+			return fmt.Errorf("no relist yet")
+		}
+		return nil
+	})
+	for want := 2; want <= 4; want++ {
+		// Step the clock only once the PLEG waits on its ticker.
+		eventually(t, 10*time.Second, "PLEG waiting", func() error {
+			if !clk.HasWaiters() {
+				return fmt.Errorf("no waiter")
+			}
+			return nil
+		})
+		clk.Step(time.Second)
+		eventually(t, 10*time.Second, fmt.Sprintf("relist %d", want), func() error {
+			if got := rt.lists(); got < want {
+				return fmt.Errorf("%d relists", got)
+			}
+			return nil
+		})
+	}
+}
+
+func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
+	truth := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run})
+	rt := &fakeRuntime{
+		listed:          map[types.UID]*noderuntime.PodStatus{},
+		truth:           map[types.UID]*noderuntime.PodStatus{"a": truth},
+		containerEvents: make(chan noderuntime.PodIdentity),
+	}
+	events := make(chan event.GenericEvent, 10)
+	_, cache := startPLEG(t, rt, events)
+	// The clock never moves: only the container event can bring the pod.
+	rt.containerEvents <- noderuntime.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
+	select {
+	case e := <-events:
+		if e.Object.GetName() != "pod-a" || e.Object.GetNamespace() != "ns" {
+			t.Errorf("event for %s/%s, want ns/pod-a", e.Object.GetNamespace(), e.Object.GetName())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event for the pod after its container event")
+	}
+	if got, ok := cache.getNewerThan("a", time.Time{}); !ok || len(got.Containers) != 1 {
+		t.Errorf("cache after the event = %v, %v; want the pod with its container", got, ok)
 	}
 }

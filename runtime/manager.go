@@ -268,3 +268,23 @@ func sortNewestFirst(status *PodStatus) {
 		return status.Containers[i].CreatedAt.After(status.Containers[j].CreatedAt)
 	})
 }
+
+// WatchContainerEvents streams the runtime's container events, calling
+// onEvent with the pod each concerns, until ctx ends or the stream fails.
+// A runtime without events (containerd 1.6) answers codes.Unimplemented.
+func (m *Manager) WatchContainerEvents(ctx context.Context, onEvent func(PodIdentity)) error {
+	events := make(chan *runtimeapi.ContainerEventResponse, 64)
+	done := make(chan error, 1)
+	go func() { done <- m.runtime.GetContainerEvents(ctx, events, nil) }()
+	for {
+		select {
+		case e := <-events:
+			md := e.GetPodSandboxStatus().GetMetadata()
+			if md.GetUid() != "" {
+				onEvent(PodIdentity{UID: types.UID(md.GetUid()), Name: md.GetName(), Namespace: md.GetNamespace()})
+			}
+		case err := <-done:
+			return err
+		}
+	}
+}
