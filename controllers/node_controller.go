@@ -227,17 +227,25 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 	if !r.registerWithBackoff(ctx, log, facts) {
 		return nil
 	}
-	ticker := r.opts.Clock.NewTicker(r.opts.UpdateFrequency)
-	defer ticker.Stop()
 	for {
-		r.sync(ctx, log, facts)
+		// Until the node is Ready (a runtime coming up, a conflist just
+		// written), look again every second, as the kubelet's fast status
+		// updates do: pods wait for the not-ready taint to go.
+		next := r.opts.UpdateFrequency
+		if !r.sync(ctx, log, facts) && next > notReadyUpdateFrequency {
+			next = notReadyUpdateFrequency
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C():
+		case <-r.opts.Clock.After(next):
 		}
 	}
 }
+
+// notReadyUpdateFrequency is how often the status of a node that is not
+// Ready is refreshed.
+const notReadyUpdateFrequency = time.Second
 
 func (r *NodeStatusReporter) addresses() ([]corev1.NodeAddress, error) {
 	ips := r.opts.NodeIPs
@@ -302,8 +310,9 @@ func (r *NodeStatusReporter) register(ctx context.Context, log logr.Logger, fact
 
 // sync compares the status the node should have with the API server's and
 // patches the difference, then makes sure the runtime has a CNI
-// configuration for the node's pod CIDRs.
-func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts nodeFacts) {
+// configuration for the node's pod CIDRs. It reports whether the node is
+// Ready.
+func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts nodeFacts) bool {
 	r.observeRuntime(ctx, log)
 
 	ctx, cancel := context.WithTimeout(ctx, nodeCallTimeout)
@@ -323,11 +332,11 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 		if err := r.register(ctx, log, facts); err != nil {
 			log.Error(err, "Failed to register the node")
 		}
-		return
+		return false
 	}
 	if err != nil {
 		log.Error(err, "Failed to read the node")
-		return
+		return false
 	}
 
 	status, changed := nodeStatus(node, facts, r.lastRuntime, r.opts.Clock.Now(), r.opts.ReportFrequency)
@@ -339,6 +348,16 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 		}
 	}
 	r.ensureNetworkConfig(ctx, log, node)
+	return nodeReady(status)
+}
+
+func nodeReady(status corev1.NodeStatus) bool {
+	for _, c := range status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (r *NodeStatusReporter) patchStatus(ctx context.Context, node *corev1.Node, status corev1.NodeStatus) error {
