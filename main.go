@@ -84,6 +84,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	restConfig.UserAgent = "nodelet/" + version
+	restConfig.QPS, restConfig.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)

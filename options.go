@@ -27,6 +27,11 @@ type Options struct {
 	NodeIP string `json:"nodeIP,omitempty"`
 	// ContainerRuntimeEndpoint is the CRI socket.
 	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
+	// KubeAPIQPS and KubeAPIBurst limit nodelet's requests to the API
+	// server, the kubelet's defaults: a burst of pod starts writes statuses
+	// and events at once.
+	KubeAPIQPS   float32 `json:"kubeAPIQPS,omitempty"`
+	KubeAPIBurst int     `json:"kubeAPIBurst,omitempty"`
 	// RuntimeRequestTimeout bounds every CRI call but pulls and stops.
 	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
 	// RootDir holds nodelet's state: pod folders, volumes, the lock file.
@@ -74,6 +79,8 @@ func defaultOptions() Options {
 		// Node names are lowercase, host names need not be.
 		NodeName:                  strings.ToLower(host),
 		ContainerRuntimeEndpoint:  "unix:///run/containerd/containerd.sock",
+		KubeAPIQPS:                50,
+		KubeAPIBurst:              100,
 		RuntimeRequestTimeout:     metav1.Duration{Duration: 2 * time.Minute},
 		RootDir:                   "/var/lib/nodelet",
 		PodLogDir:                 "/var/log/pods",
@@ -99,6 +106,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig to reach the API server as the node (default: in-cluster config or $KUBECONFIG).")
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of the Node to register and run pods for.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The Node's InternalIP (default: the first non-loopback address).")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server, events included.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server above --kube-api-qps.")
 	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "CRI endpoint of the container runtime.")
 	fs.DurationVar(&o.RuntimeRequestTimeout.Duration, "runtime-request-timeout", o.RuntimeRequestTimeout.Duration, "Timeout of CRI calls other than image pulls and container stops.")
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Folder for nodelet's state: pod folders, volumes, the lock file.")

@@ -82,6 +82,8 @@ type PodReconciler struct {
 	lastSync map[types.UID]time.Time
 	// cleaning holds the runtime pods whose removal is under way.
 	cleaning map[types.UID]bool
+	// prepareFailures counts each pod's failed volume set-ups in a row.
+	prepareFailures map[types.UID]int
 }
 
 // NewPodReconciler completes r with its private state (the PLEG's channel
@@ -93,6 +95,7 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	r.events = make(chan event.GenericEvent, 1024)
 	r.lastSync = map[types.UID]time.Time{}
 	r.cleaning = map[types.UID]bool{}
+	r.prepareFailures = map[types.UID]int{}
 	return r
 }
 
@@ -189,12 +192,16 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	env, refreshAt, prepErr := r.preparePod(ctx, pod)
 	requeue.at(refreshAt)
 	if prepErr != nil {
-		requeue.in(now, retryPeriod)
+		requeue.in(now, r.prepareRetryDelay(pod.UID))
 		if err := r.writeStatus(ctx, pod, status, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return requeue.result(now), nil
 	}
+
+	r.mu.Lock()
+	delete(r.prepareFailures, pod.UID)
+	r.mu.Unlock()
 
 	actions := noderuntime.ComputePodActions(pod, status, now)
 	for _, b := range actions.ContainersInBackOff {
@@ -227,6 +234,19 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		return ctrl.Result{}, err
 	}
 	return requeue.result(r.Clock.Now()), nil
+}
+
+// prepareRetryDelay is how soon a pod whose volumes could not be set up is
+// tried again: quickly at first — the Node authorizer learns of a pod's
+// binding a moment after nodelet does, and refuses its token until then —
+// then backing off to the usual retry period for errors that last.
+func (r *PodReconciler) prepareRetryDelay(uid types.UID) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	failures := r.prepareFailures[uid]
+	r.prepareFailures[uid] = failures + 1
+	delay := 250 * time.Millisecond << min(failures, 6)
+	return min(delay, retryPeriod)
 }
 
 // preparePod makes the pod's cgroup and volumes ready. A volume the pod
@@ -379,6 +399,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.cache.delete(uid, r.Clock.Now())
 	r.mu.Lock()
 	delete(r.lastSync, uid)
+	delete(r.prepareFailures, uid)
 	r.mu.Unlock()
 	r.reasons.forget(uid)
 	r.starts.forget(uid)
