@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/fieldpath"
 )
 
 // generateContainerConfig maps one container of a pod to the runtime's
@@ -123,45 +125,13 @@ func containerEnv(pod *corev1.Pod, container *corev1.Container) ([]envVar, error
 // a later change.
 func envValueFrom(pod *corev1.Pod, container *corev1.Container, e corev1.EnvVar) (string, error) {
 	if ref := e.ValueFrom.FieldRef; ref != nil {
-		if value, ok := podFieldValue(pod, ref.FieldPath); ok {
-			return value, nil
+		value, err := fieldpath.PodField(pod, ref.FieldPath)
+		if err != nil {
+			return "", fmt.Errorf("env %q of container %q: %w", e.Name, container.Name, err)
 		}
-		return "", fmt.Errorf("env %q of container %q: fieldRef %q is not supported yet", e.Name, container.Name, ref.FieldPath)
+		return value, nil
 	}
 	return "", fmt.Errorf("env %q of container %q: valueFrom other than fieldRef is not supported yet", e.Name, container.Name)
-}
-
-// podFieldValue reads the downward API fields that need nothing but the
-// Pod object.
-func podFieldValue(pod *corev1.Pod, fieldPath string) (string, bool) {
-	switch fieldPath {
-	case "metadata.name":
-		return pod.Name, true
-	case "metadata.namespace":
-		return pod.Namespace, true
-	case "metadata.uid":
-		return string(pod.UID), true
-	case "spec.nodeName":
-		return pod.Spec.NodeName, true
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, true
-	}
-	if key, ok := subscript(fieldPath, "metadata.labels"); ok {
-		return pod.Labels[key], true
-	}
-	if key, ok := subscript(fieldPath, "metadata.annotations"); ok {
-		return pod.Annotations[key], true
-	}
-	return "", false
-}
-
-// subscript parses `<prefix>['<key>']`.
-func subscript(fieldPath, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(fieldPath, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
 }
 
 func envMap(envs []envVar) map[string]string {

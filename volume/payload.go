@@ -3,11 +3,11 @@ package volume
 import (
 	"fmt"
 	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/fieldpath"
 )
 
 // What a volume's files hold, computed from plain values: the objects
@@ -133,77 +133,13 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		if item.FieldRef == nil {
 			continue
 		}
-		value, err := podFieldValue(pod, item.FieldRef.FieldPath)
+		value, err := fieldpath.PodField(pod, item.FieldRef.FieldPath)
 		if err != nil {
 			return nil, err
 		}
 		payload[item.Path] = fileProjection{Data: []byte(value), Mode: modeOr(item.Mode, defaultMode)}
 	}
 	return payload, nil
-}
-
-// podFieldValue is the text of one field of the pod, as the downward API
-// shows it. Label and annotation maps are written one `key="value"` line
-// per entry, sorted by key, values quoted as Go quotes them.
-func podFieldValue(pod *corev1.Pod, fieldPath string) (string, error) {
-	if field, key, ok := splitSubscript(fieldPath); ok {
-		switch field {
-		case "metadata.labels":
-			return pod.Labels[key], nil
-		case "metadata.annotations":
-			return pod.Annotations[key], nil
-		}
-		return "", fmt.Errorf("fieldPath %q does not support subscript", fieldPath)
-	}
-	switch fieldPath {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath: %s", fieldPath)
-}
-
-// splitSubscript splits "metadata.labels['app']" into the field and the
-// key.
-func splitSubscript(fieldPath string) (field, key string, ok bool) {
-	rest, found := strings.CutSuffix(fieldPath, "']")
-	if !found {
-		return "", "", false
-	}
-	field, key, found = strings.Cut(rest, "['")
-	if !found || field == "" {
-		return "", "", false
-	}
-	return field, key, true
-}
-
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(m[k]))
-	}
-	return b.String()
 }
 
 func modeOr(mode *int32, defaultMode int32) int32 {
