@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,8 @@ import (
 var version = "dev"
 
 func main() {
-	zapOpts := zap.Options{}
+	// Millisecond timestamps: a pod starts in a fraction of a second.
+	zapOpts := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
 	goFlags := flag.NewFlagSet("log", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
 	opts, err := parseOptions(os.Args[1:], goFlags)
