@@ -59,8 +59,24 @@ func (h *Housekeeping) Start(ctx context.Context) error {
 // NeedLeaderElection is false: each node keeps its own house.
 func (h *Housekeeping) NeedLeaderElection() bool { return false }
 
-// Sweep runs one round.
+// Sweep runs one round. What the node holds is listed before the Pods it
+// is judged against: a pod folder, cgroup or runtime pod is only made for a
+// Pod already in the cache, so listing in this order never mistakes a pod
+// started meanwhile for a leftover.
 func (h *Housekeeping) Sweep(ctx context.Context) {
+	folders, err := h.Volumes.ListPods()
+	if err != nil {
+		h.Log.Error(err, "Failed to list pod folders")
+	}
+	cgroups, err := h.Cgroups.ListPods()
+	if err != nil {
+		h.Log.Error(err, "Failed to list pod cgroups")
+	}
+	runtimePods, err := h.Runtime.ListPods(ctx)
+	if err != nil {
+		h.Log.Error(err, "Failed to list runtime pods for housekeeping")
+		return
+	}
 	var pods corev1.PodList
 	// The cache holds only this node's pods.
 	if err := h.Reconciler.Client.List(ctx, &pods); err != nil {
@@ -71,40 +87,29 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 	for i := range pods.Items {
 		owned[pods.Items[i].UID] = true
 	}
-	runtimePods, err := h.Runtime.ListPods(ctx)
-	if err != nil {
-		h.Log.Error(err, "Failed to list runtime pods for housekeeping")
-		return
-	}
+
 	for uid := range runtimePods {
 		if !owned[uid] {
 			h.Reconciler.startOrphanRemoval(ctx, uid)
 		}
 	}
-	// Folders and cgroups of pods the runtime no longer holds either.
+	// Folders and cgroups of pods the runtime no longer holds either; the
+	// others go with their runtime pod.
 	leftover := func(uid types.UID) bool {
 		_, inRuntime := runtimePods[uid]
 		return !owned[uid] && !inRuntime
 	}
-	if uids, err := h.Volumes.ListPods(); err != nil {
-		h.Log.Error(err, "Failed to list pod folders")
-	} else {
-		for _, uid := range uids {
-			if leftover(uid) {
-				if err := h.Volumes.TearDownPod(ctx, uid); err != nil {
-					h.Log.Error(err, "Failed to remove folder of a pod that is gone", "podUID", uid)
-				}
+	for _, uid := range folders {
+		if leftover(uid) {
+			if err := h.Volumes.TearDownPod(ctx, uid); err != nil {
+				h.Log.Error(err, "Failed to remove folder of a pod that is gone", "podUID", uid)
 			}
 		}
 	}
-	if uids, err := h.Cgroups.ListPods(); err != nil {
-		h.Log.Error(err, "Failed to list pod cgroups")
-	} else {
-		for _, uid := range uids {
-			if leftover(uid) {
-				if err := h.Cgroups.RemovePod(uid); err != nil {
-					h.Log.Error(err, "Failed to remove cgroup of a pod that is gone", "podUID", uid)
-				}
+	for _, uid := range cgroups {
+		if leftover(uid) {
+			if err := h.Cgroups.RemovePod(uid); err != nil {
+				h.Log.Error(err, "Failed to remove cgroup of a pod that is gone", "podUID", uid)
 			}
 		}
 	}
