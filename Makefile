@@ -15,6 +15,8 @@ PROFILE ?= up
 UP_FLAGS ?=
 DOWN_FLAGS ?=
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
+# nodelet's version, shown as the Node's nodeInfo.kubeletVersion.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The ClusterRole's name before kustomize's `nodelet-` prefix; role_binding.yaml
 # refers to it.
 RBAC_ROLE_NAME := agent
@@ -33,7 +35,7 @@ help: ## Show this list of targets.
 
 .PHONY: build
 build: ## Build nodelet into .cache/bin/nodelet.
-	go build -o $(BIN_DIR)/nodelet .
+	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/nodelet .
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.

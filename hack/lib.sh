@@ -29,6 +29,14 @@ KUBECTL="$BIN_DIR/kubectl"
 NODELET_BIN_GIVEN=${NODELET_BIN:+true}
 NODELET_BIN=${NODELET_BIN:-$BIN_DIR/nodelet}
 
+# build_nodelet builds the working tree into $NODELET_BIN, stamped with a
+# version from git (the Node's nodeInfo.kubeletVersion shows it).
+build_nodelet() {
+	local version
+	version=$(git -C "$REPO_ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
+	(cd "$REPO_ROOT" && go build -ldflags "-X main.version=$version" -o "$NODELET_BIN" .)
+}
+
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() {
 	log "ERROR: $*"

@@ -367,7 +367,7 @@ node_ready() {
 if $START_NODELET; then
 	if [[ -z $NODELET_BIN_GIVEN ]]; then
 		log "Building nodelet"
-		(cd "$REPO_ROOT" && go build -o "$NODELET_BIN" .)
+		build_nodelet
 	fi
 	log "Starting nodelet for node $NODE_NAME (log: $NODELET_LOG)"
 	mapfile -t nodelet_args <"$NODELET_ARGS_FILE"

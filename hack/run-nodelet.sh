@@ -26,7 +26,7 @@ stop_daemon nodelet 30
 
 if [[ -z $NODELET_BIN_GIVEN ]]; then
 	log "Building nodelet"
-	(cd "$REPO_ROOT" && go build -o "$NODELET_BIN" .)
+	build_nodelet
 fi
 mapfile -t args <"$NODELET_ARGS_FILE"
 log "Running nodelet for node $NODE_NAME; KUBECONFIG=$ADMIN_KUBECONFIG"

@@ -57,7 +57,7 @@ suite_e2e() {
 	"$REPO_ROOT/hack/local-up.sh" e2e --no-nodelet || rc=$?
 	if ((rc == 0)) && [[ -z $NODELET_BIN_GIVEN ]]; then
 		log "Building nodelet"
-		go build -o "$NODELET_BIN" . || rc=$?
+		build_nodelet || rc=$?
 	fi
 	if ((rc == 0)); then
 		# The kustomize and Helm renderings, validated by this API server.
