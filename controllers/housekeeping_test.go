@@ -68,8 +68,8 @@ func (l *podLeftovers) remove(uid types.UID) error {
 	return nil
 }
 func (l *podLeftovers) TearDownPod(_ context.Context, uid types.UID) error { return l.remove(uid) }
-func (l *podLeftovers) RemovePod(uid types.UID) error                     { return l.remove(uid) }
-func (l *podLeftovers) PodDir(uid types.UID) string                       { return string(uid) }
+func (l *podLeftovers) RemovePod(uid types.UID) error                      { return l.remove(uid) }
+func (l *podLeftovers) PodDir(uid types.UID) string                        { return string(uid) }
 func (l *podLeftovers) SetUpPod(context.Context, *corev1.Pod) (map[string]string, time.Time, error) {
 	panic("not used")
 }

@@ -210,6 +210,12 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			"Back-off restarting failed container %s in pod %s", b.Name, formatPod(pod))
 	}
 	var result noderuntime.SyncResult
+	if actions.CreateSandbox {
+		// The sandbox's cgroup parent must exist before the sandbox.
+		if err := r.Cgroups.EnsurePod(pod.UID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating cgroup of pod %s: %w", klog.KObj(pod), err)
+		}
+	}
 	if !actions.NoChange() {
 		log.V(1).Info("Syncing pod", "pod", klog.KObj(pod), "actions", actions)
 		result = r.Runtime.SyncPod(ctx, pod, status, actions, env)
@@ -249,13 +255,10 @@ func (r *PodReconciler) prepareRetryDelay(uid types.UID) time.Duration {
 	return min(delay, retryPeriod)
 }
 
-// preparePod makes the pod's cgroup and volumes ready. A volume the pod
+// preparePod makes the pod's volumes ready. A volume the pod
 // cannot have is the user's to fix: it is reported as the kubelet reports
 // it, with a FailedMount event, and the pod waits.
 func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noderuntime.PodEnv, time.Time, error) {
-	if err := r.Cgroups.EnsurePod(pod.UID); err != nil {
-		return nil, time.Time{}, fmt.Errorf("creating cgroup of pod %s: %w", klog.KObj(pod), err)
-	}
 	paths, refreshAt, err := r.Volumes.SetUpPod(ctx, pod)
 	if err != nil {
 		// One event per volume that failed, worded as the kubelet's.
