@@ -5,6 +5,7 @@ package controllers
 // scheduler).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 var setEnvtestLogger sync.Once
@@ -67,4 +69,20 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// runManager starts mgr and stops it, checking its error, when the test
+// ends. It returns the context the manager runs under.
+func runManager(t *testing.T, mgr manager.Manager) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return ctx
 }

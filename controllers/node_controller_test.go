@@ -7,7 +7,6 @@ package controllers
 // stand-in CNI plugins and real files in t.TempDir().
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -566,15 +565,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	ctx := runManager(t, mgr)
 
 	admin, err := client.New(cfg, client.Options{})
 	if err != nil {

@@ -109,7 +109,7 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 	if err := os.WriteFile(resolvConf, []byte("nameserver 10.0.0.10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	recorder := record.NewFakeRecorder(1000)
 	go func() { // The recorder's channel must not fill up.
 		for range recorder.Events {
@@ -140,14 +140,7 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 	if err := mgr.Add(r.NewPLEG(runtimeManager, 100*time.Millisecond, logr.Discard())); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	runManager(t, mgr)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
