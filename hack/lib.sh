@@ -3,10 +3,11 @@
 # waiting, and the sweep that removes everything a profile's stack leaves
 # behind. Source it; it sets `set -euo pipefail`.
 #
-# Two profiles run side by side without sharing anything but the machine:
-#   up   what `make up` starts for a person to use;
-#   e2e  what `make test` starts for the e2e suite.
-# e2e's ports are up's plus 10000.
+# Profiles run side by side without sharing anything but the machine:
+#   up          what `make up` starts for a person to use;
+#   e2e         what `make test` starts for the e2e suite;
+#   e2e-1..9    more e2e stacks, for e2e suites run at once (E2E_PROFILE).
+# e2e's ports are up's plus 10000; e2e-N's are e2e's plus N*100.
 #
 # shellcheck disable=SC2034  # the variables are for the scripts sourcing this
 
@@ -66,7 +67,17 @@ profile_load() {
 		SERVICE_IP=10.97.0.1
 		NODE_NAME=${NODE_NAME:-e2e-node}
 		;;
-	*) die "unknown profile '$PROFILE' (want up or e2e)" ;;
+	e2e-[1-9])
+		# More e2e stacks, for running several e2e suites at once: each
+		# shifts e2e's ports by a hundred and its CIDRs by one.
+		local n=${PROFILE#e2e-}
+		offset=$((10000 + n * 100))
+		CLUSTER_CIDR=10.$((245 + n)).0.0/16
+		SERVICE_CIDR=10.$((97 + n)).0.0/16
+		SERVICE_IP=10.$((97 + n)).0.1
+		NODE_NAME=${NODE_NAME:-e2e-node}
+		;;
+	*) die "unknown profile '$PROFILE' (want up, e2e or e2e-1 to e2e-9)" ;;
 	esac
 
 	STATE_DIR=${NODELET_STATE_DIR:-/var/lib/nodelet-local/$PROFILE}
@@ -101,7 +112,9 @@ profile_load() {
 	CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
 	CRI_ENDPOINT=unix://$CONTAINERD_SOCK
 	CNI_CONF_DIR=$STATE_DIR/cni/net.d
-	CNI_NETWORK_NAME=nodelet-$PROFILE
+	# libcni's result files start with the network's name: the "-net"
+	# suffix keeps one profile's name from being the prefix of another's.
+	CNI_NETWORK_NAME=nodelet-$PROFILE-net
 	CNI_BRIDGE=nodelet-$PROFILE
 	CGROUP_ROOT=/nodelet-$PROFILE
 	NODELET_ROOT_DIR=$STATE_DIR/nodelet

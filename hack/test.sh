@@ -41,20 +41,23 @@ suite_unit() {
 	KUBEBUILDER_ASSETS=$BIN_DIR go test -race $packages
 }
 
+# The stack the e2e suite runs on; E2E_PROFILE=e2e-1 (to e2e-9) runs a
+# second suite beside one already running.
+E2E_PROFILE=${E2E_PROFILE:-e2e}
 E2E_STACK_UP=false
 stop_e2e_stack() {
 	if $E2E_STACK_UP; then
 		E2E_STACK_UP=false
-		"$REPO_ROOT/hack/local-down.sh" e2e
+		"$REPO_ROOT/hack/local-down.sh" "$E2E_PROFILE"
 	fi
 }
 trap stop_e2e_stack EXIT
 
 suite_e2e() {
 	local rc=0
-	profile_load e2e
+	profile_load "$E2E_PROFILE"
 	E2E_STACK_UP=true
-	"$REPO_ROOT/hack/local-up.sh" e2e --no-nodelet || rc=$?
+	"$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || rc=$?
 	if ((rc == 0)) && [[ -z $NODELET_BIN_GIVEN ]]; then
 		log "Building nodelet"
 		build_nodelet || rc=$?
