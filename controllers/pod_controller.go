@@ -203,7 +203,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	delete(r.prepareFailures, pod.UID)
 	r.mu.Unlock()
 
-	actions := noderuntime.ComputePodActions(pod, status, now)
+	actions := noderuntime.ComputePodActions(pod, status, nil, now)
 	for _, b := range actions.ContainersInBackOff {
 		requeue.at(b.Until)
 		r.Recorder.Eventf(containerRefByName(pod, b.Name), corev1.EventTypeWarning, "BackOff",
