@@ -172,10 +172,10 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *corev1.PodStatus) {
 				go w.run(m.ctx)
 				continue
 			}
-			// A readiness probe yet to report on the current instance runs
-			// now rather than at its next tick, so that a pod turns Ready
-			// as soon as it is.
-			if t == readiness && !m.hasResultLocked(pod.UID, status, c.container.Name, t) {
+			// A container that is not ready is probed now rather than at
+			// the next tick, as the kubelet does, so that a pod turns
+			// Ready as soon as it is.
+			if t == readiness && !m.readyLocked(pod.UID, status, c.container.Name) {
 				w.trigger()
 			}
 		}
@@ -290,15 +290,15 @@ func (m *Manager) removeWorker(key workerKey, w *worker) {
 	}
 }
 
-// hasResultLocked reports whether the named container's current instance
-// has a result of type t.
-func (m *Manager) hasResultLocked(uid types.UID, status *corev1.PodStatus, name string, t probeType) bool {
+// readyLocked reports whether the named container's current instance has
+// passed its readiness probe (or does not run, so that there is nothing to
+// probe).
+func (m *Manager) readyLocked(uid types.UID, status *corev1.PodStatus, name string) bool {
 	cs := containerStatus(status, name)
-	if cs == nil || cs.ContainerID == "" {
+	if cs == nil || cs.State.Running == nil {
 		return true
 	}
-	entry := m.results[uid][noderuntime.ParseContainerID(cs.ContainerID)]
-	return *resultField(&entry, t) != noderuntime.ProbeUnknown
+	return m.results[uid][noderuntime.ParseContainerID(cs.ContainerID)].Readiness == noderuntime.ProbeSuccess
 }
 
 // probedContainer is a container whose probes the prober runs.
