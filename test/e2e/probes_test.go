@@ -126,7 +126,6 @@ func TestStartupProbeHoldsTheLivenessProbeBack(t *testing.T) {
 	app.StartupProbe = execProbe("cat", "/tmp/started")
 	app.StartupProbe.FailureThreshold = 60
 	app.LivenessProbe = execProbe("cat", "/tmp/started")
-	app.ReadinessProbe = execProbe("cat", "/tmp/started")
 	pod = f.createPod(t, pod)
 
 	notStarted := f.waitForPod(t, pod, podStartTimeout, "to run its container, not started yet", func(p *corev1.Pod) (bool, error) {
