@@ -176,14 +176,15 @@ func ephemeralStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 func TestShorterGracePeriodOfASecondDeleteWins(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
+	// Kept to its first delete's 120s, the pod would stay two minutes.
 	pod := newPod(ns, "stubborn").
 		withShell(`trap "echo TERM ignored" TERM; while true; do sleep 0.2; done`).
-		withGracePeriod(120).
+		withGracePeriod(300).
 		obj()
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 
-	f.deletePod(t, pod, ptr.To[int64](60))
+	f.deletePod(t, pod, ptr.To[int64](120))
 	logPath := filepath.Join(f.podLogDir(pod), "app", "0.log")
 	eventually(t, 30*time.Second, "the container to get SIGTERM", func(ctx context.Context) (bool, error) {
 		data, err := os.ReadFile(logPath)
@@ -192,10 +193,12 @@ func TestShorterGracePeriodOfASecondDeleteWins(t *testing.T) {
 
 	start := time.Now()
 	f.deletePod(t, pod, ptr.To[int64](2))
-	gone := f.waitForPodGone(t, pod, time.Minute)
+	gone := f.waitForPodGone(t, pod, 2*time.Minute)
 	took := gone.Sub(start)
 	t.Logf("the pod left the API %s after the second delete", took.Round(time.Millisecond))
-	if limit := 30 * time.Second; took > limit {
-		t.Errorf("the pod left the API %s after a delete with grace 2s following one with 60s, want within %s", took, limit)
+	// Half the first grace period: a wide margin for a loaded machine,
+	// and still far from what the first delete would have taken.
+	if limit := 60 * time.Second; took > limit {
+		t.Errorf("the pod left the API %s after a delete with grace 2s following one with 120s, want within %s", took, limit)
 	}
 }
