@@ -58,8 +58,10 @@ var invariantPods = []func(b *podBuilder) *podBuilder{
 	},
 }
 
+// TestStatusInvariantsHoldForPodsDeletedAtRandomMoments does not call
+// t.Parallel: its burst of pods runs alone, before the parallel tests,
+// rather than slowing down those that time their pods (see main_test.go).
 func TestStatusInvariantsHoldForPodsDeletedAtRandomMoments(t *testing.T) {
-	t.Parallel()
 	ns := f.NewNamespace(t)
 	seed := time.Now().UnixNano()
 	t.Logf("random seed %d", seed)

@@ -4,9 +4,9 @@
 // and nodelet itself, which TestMain builds if needed and starts.
 //
 // Every test but those that kill nodelet (TestRestartSafety,
-// TestRestartKeepsProbedPodsReady) calls t.Parallel. go test runs all
-// sequential top-level tests before it releases the parallel ones, so
-// those always run alone.
+// TestRestartKeepsProbedPodsReady) and the burst of the status invariants
+// checker calls t.Parallel. go test runs all sequential top-level tests
+// before it releases the parallel ones, so those always run alone.
 package e2e
 
 import (
