@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -41,6 +42,7 @@ import (
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/network"
+	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -178,12 +180,25 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
+	// The prober requeues a pod whose probe result changed; the reconciler
+	// reads the prober's results.
+	var pods *controllers.PodReconciler
+	probes := prober.NewManager(prober.Options{
+		Runner:   runtimeService,
+		Recorder: recorder,
+		Clock:    clk,
+		Log:      log.WithName("prober"),
+		OnChange: func(ctx context.Context, namespace, name string, uid types.UID) {
+			pods.EnqueuePod(ctx, namespace, name, uid)
+		},
+	})
+	pods = controllers.NewPodReconciler(&controllers.PodReconciler{
 		Client:   mgr.GetClient(),
 		Runtime:  runtimeManager,
 		Volumes:  podVolumes,
 		Cgroups:  podCgroups,
 		Recorder: recorder,
+		Prober:   probes,
 		Clock:    clk,
 		NodeName: opts.NodeName,
 		HostIPs:  nodeReporter.NodeIPs,
@@ -200,7 +215,7 @@ func run(ctx context.Context, opts Options) error {
 		Clock:      clk,
 		Log:        log.WithName("housekeeping"),
 	}
-	for _, runnable := range []manager.Runnable{nodeReporter, leases, pleg, housekeeping} {
+	for _, runnable := range []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes} {
 		if err := mgr.Add(runnable); err != nil {
 			return err
 		}

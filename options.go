@@ -57,7 +57,10 @@ type Options struct {
 	// RelistPeriod is how often the PLEG relists the runtime.
 	RelistPeriod metav1.Duration `json:"relistPeriod,omitempty"`
 	// ConcurrentReconciles is how many pods are worked on at once. A pod
-	// waiting out a grace period or an image pull holds one.
+	// waiting out a grace period, a lifecycle hook or an image pull holds
+	// one; the default, as many as the node's default capacity, gives
+	// every pod its own, as the kubelet's pod workers do, so that no pod
+	// waits for another.
 	ConcurrentReconciles int `json:"concurrentReconciles,omitempty"`
 	// MaxPods is the Node's pod capacity.
 	MaxPods int `json:"maxPods,omitempty"`
@@ -71,6 +74,9 @@ type Options struct {
 	// HealthProbeBindAddress serves /healthz and /readyz.
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
 }
+
+// defaultMaxPods is the Node's pod capacity by default (the kubelet's).
+const defaultMaxPods = 110
 
 // defaultOptions are nodelet's defaults, documented on the flags.
 func defaultOptions() Options {
@@ -92,8 +98,8 @@ func defaultOptions() Options {
 		CNIBridge:                 "nodelet0",
 		ResolvConf:                "/etc/resolv.conf",
 		RelistPeriod:              metav1.Duration{Duration: time.Second},
-		ConcurrentReconciles:      16,
-		MaxPods:                   110,
+		ConcurrentReconciles:      defaultMaxPods,
+		MaxPods:                   defaultMaxPods,
 		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
 		Port:                      10250,
 		MetricsBindAddress:        "127.0.0.1:10290",

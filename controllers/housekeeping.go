@@ -93,6 +93,7 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 			h.Reconciler.startOrphanRemoval(ctx, uid)
 		}
 	}
+	h.Reconciler.Prober.CleanupPods(owned)
 	// Folders and cgroups of pods the runtime no longer holds either; the
 	// others go with their runtime pod.
 	leftover := func(uid types.UID) bool {

@@ -18,10 +18,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -70,6 +72,8 @@ type PodReconciler struct {
 	NodeName string
 	// HostIPs returns the node's IPs, primary first, for pods' hostIPs.
 	HostIPs func() []string
+	// Prober runs the pods' probes; nil runs none.
+	Prober podProber
 
 	cache   *podCache
 	reasons *reasonCache
@@ -84,6 +88,8 @@ type PodReconciler struct {
 	cleaning map[types.UID]bool
 	// prepareFailures counts each pod's failed volume set-ups in a row.
 	prepareFailures map[types.UID]int
+	// kills holds the kill under way of each pod being deleted.
+	kills map[types.UID]podKill
 }
 
 // NewPodReconciler completes r with its private state (the PLEG's channel
@@ -96,6 +102,10 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	r.lastSync = map[types.UID]time.Time{}
 	r.cleaning = map[types.UID]bool{}
 	r.prepareFailures = map[types.UID]int{}
+	r.kills = map[types.UID]podKill{}
+	if r.Prober == nil {
+		r.Prober = noProbes{}
+	}
 	return r
 }
 
@@ -105,11 +115,13 @@ func (r *PodReconciler) NewPLEG(runtime runtimeLister, period time.Duration, log
 }
 
 // SetupWithManager registers the reconciler: Pods from the field-selected
-// cache, and the PLEG's events.
+// cache, and the PLEG's (and the prober's) events. A Pod update that
+// shortens the grace period of a deletion under way interrupts it, so
+// that the shorter one applies at once.
 func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pod").
-		For(&corev1.Pod{}).
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: r.noticeGracePeriod})).
 		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
@@ -189,6 +201,11 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	now := r.Clock.Now()
 	var requeue requeueAfter
 
+	if failure := deadlineFailure(pod, now); failure != nil {
+		return r.failPod(ctx, pod, status, failure)
+	}
+	requeue.at(activeDeadline(pod))
+
 	env, refreshAt, prepErr := r.preparePod(ctx, pod)
 	requeue.at(refreshAt)
 	if prepErr != nil {
@@ -203,7 +220,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	delete(r.prepareFailures, pod.UID)
 	r.mu.Unlock()
 
-	actions := noderuntime.ComputePodActions(pod, status, now)
+	actions := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), now)
 	for _, b := range actions.ContainersInBackOff {
 		requeue.at(b.Until)
 		r.Recorder.Eventf(containerRefByName(pod, b.Name), corev1.EventTypeWarning, "BackOff",
@@ -222,6 +239,10 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		r.markSynced(pod.UID)
 		if len(result.Started) > 0 {
 			r.starts.started(pod.UID, result.ImagePullTime)
+		}
+		if startedSidecar(pod, result.Started) {
+			// What comes after a sidecar may start as soon as it runs.
+			requeue.in(now, 0)
 		}
 		if result.Err != nil {
 			log.Info("Failed to sync pod", "pod", klog.KObj(pod), "err", result.Err.Error())
@@ -282,11 +303,18 @@ func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noder
 // removes all it left on the node, and then deletes the Pod for good.
 func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
 	log := klog.FromContext(ctx)
-	if err := r.Runtime.KillPod(ctx, pod, status, pod.DeletionGracePeriodSeconds); err != nil {
+	killCtx, shortened := r.startKill(ctx, pod)
+	err := r.Runtime.KillPod(killCtx, pod, status, pod.DeletionGracePeriodSeconds)
+	r.endKill(pod.UID)
+	if shortened() {
+		log.V(1).Info("Restarting the pod's termination with its shortened grace period", "pod", klog.KObj(pod))
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)
 	}
 	r.markSynced(pod.UID)
-	status, err := r.readPodStatus(ctx, pod.UID)
+	status, err = r.readPodStatus(ctx, pod.UID)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -406,22 +434,29 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.mu.Unlock()
 	r.reasons.forget(uid)
 	r.starts.forget(uid)
+	r.Prober.RemovePod(uid)
 }
 
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
 func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
 	now := r.Clock.Now()
+	probes := r.Prober.Results(pod.UID)
+	started, ready := r.Prober.StartedAndReady(pod, status, probes)
 	generated := generatePodStatus(podStatusInput{
 		Pod:      pod,
 		Runtime:  status,
 		Waiting:  r.reasons.get(pod.UID),
+		Started:  started,
+		Ready:    ready,
 		HostIPs:  r.HostIPs(),
 		Terminal: terminal,
+		Failure:  deadlineFailure(pod, now),
 		Now:      now,
 	})
 	merged := mergeStatus(pod.Status, generated)
 	r.starts.observe(pod, &merged, now)
+	r.Prober.UpdatePod(pod, &merged)
 	if statusEqual(pod.Status, merged) {
 		return nil
 	}

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -124,7 +125,16 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 		t.Fatal(err)
 	}
 	cgroups := &fakeCgroups{pods: map[types.UID]bool{}}
-	r := NewPodReconciler(&PodReconciler{
+	// Exec probes run through the fake's ExecSync.
+	var r *PodReconciler
+	probes := prober.NewManager(prober.Options{
+		Runner:   fakeRuntime,
+		Recorder: recorder,
+		OnChange: func(ctx context.Context, namespace, name string, uid types.UID) {
+			r.EnqueuePod(ctx, namespace, name, uid)
+		},
+	})
+	r = NewPodReconciler(&PodReconciler{
 		Client:   mgr.GetClient(),
 		Runtime:  runtimeManager,
 		Volumes:  fakeVolumes{root: t.TempDir()},
@@ -133,8 +143,12 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 		Clock:    clock.RealClock{},
 		NodeName: testNodeName,
 		HostIPs:  func() []string { return []string{"10.1.1.1"} },
+		Prober:   probes,
 	})
 	if err := r.SetupWithManager(mgr, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(probes); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.Add(r.NewPLEG(runtimeManager, 100*time.Millisecond, logr.Discard())); err != nil {

@@ -72,7 +72,11 @@ type podStatusInput struct {
 	// or ran to completion): once no container runs, the phase is then
 	// Succeeded or Failed and no container is left without a final state.
 	Terminal bool
-	Now      time.Time
+	// Failure, when set, is why nodelet fails the pod whatever its
+	// containers did (it ran past its activeDeadlineSeconds): once no
+	// container runs, the phase is Failed with its reason and message.
+	Failure *podFailure
+	Now     time.Time
 }
 
 // generatePodStatus returns the pod's status: generated from the runtime's
@@ -113,6 +117,9 @@ func generatePodStatus(in podStatusInput) corev1.PodStatus {
 	s.Phase = phaseOf(pod, s.InitContainerStatuses, s.ContainerStatuses, terminal, v.activeRegularContainerExists())
 	if terminal && !isTerminalPhase(s.Phase) {
 		s.Phase = corev1.PodFailed
+	}
+	if in.Failure != nil && terminal {
+		s.Phase, s.Reason, s.Message = corev1.PodFailed, in.Failure.Reason, in.Failure.Message
 	}
 
 	s.Conditions = v.conditions(&s)

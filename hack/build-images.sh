@@ -9,7 +9,8 @@
 #                                   the same image is already there
 #
 # busybox:1.35  Debian's static busybox with its applets linked in /bin,
-#               default command sh.
+#               default command sh, and grpc-health-server
+#               (hack/tools/cmd/grpc-health-server) for gRPC probe tests.
 # pause:3.10    the static pause program (hack/tools/cmd/pause), the
 #               sandbox image containerd is configured with.
 # shellcheck source=hack/lib.sh
@@ -20,6 +21,7 @@ IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 populate_busybox() {
 	local rootfs=$1 applet
 	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
+	install -D -m 0755 "$BIN_DIR/grpc-health-server" "$rootfs/bin/grpc-health-server"
 	for applet in $(/bin/busybox --list); do
 		[[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"
 	done
@@ -35,13 +37,15 @@ populate_pause() {
 	install -D -m 0755 "$BIN_DIR/pause" "$1/pause"
 }
 
-# build_image NAME TAG INPUT populates an image with populate_NAME when the
-# hash of INPUT (the file it is made from) differs from the last build's.
+# build_image NAME TAG INPUT... populates an image with populate_NAME when
+# the hash of the INPUTs (the files it is made from) differs from the last
+# build's.
 build_image() {
-	local name=$1 tag=$2 input=$3
+	local name=$1 tag=$2
+	shift 2
 	local layout=$IMAGES_DIR/$name stamp=$IMAGES_DIR/$name.stamp hash
 	hash=$({
-		sha256sum "$input"
+		sha256sum "$@"
 		declare -f "populate_$name"
 		echo "$IMAGE_PATH"
 	} | sha256sum | cut -d' ' -f1)
@@ -88,8 +92,8 @@ push_image() {
 
 main() {
 	mkdir -p "$IMAGES_DIR"
-	"$REPO_ROOT/hack/build-tools.sh" pause
-	build_image busybox "$BUSYBOX_TAG" /bin/busybox
+	"$REPO_ROOT/hack/build-tools.sh" pause grpc-health-server
+	build_image busybox "$BUSYBOX_TAG" /bin/busybox "$BIN_DIR/grpc-health-server"
 	build_image pause "$PAUSE_TAG" "$BIN_DIR/pause"
 	if (($# > 0)); then
 		profile_load "$1"

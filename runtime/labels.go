@@ -98,15 +98,19 @@ func newContainerAnnotations(pod *corev1.Pod, container *corev1.Container, resta
 // annotations. Values it cannot parse decode as zero: a runtime object with
 // damaged annotations is treated as a fresh container, never as a crash.
 type containerAnnotations struct {
-	Hash                   string
-	RestartCount           int
-	RestartBackoff         time.Duration
-	TerminationGracePeriod time.Duration
+	Hash                     string
+	RestartCount             int
+	RestartBackoff           time.Duration
+	TerminationGracePeriod   time.Duration
+	TerminationMessagePath   string
+	TerminationMessagePolicy corev1.TerminationMessagePolicy
 }
 
 func decodeContainerAnnotations(annotations map[string]string) containerAnnotations {
 	var info containerAnnotations
 	info.Hash = annotations[AnnotationContainerHash]
+	info.TerminationMessagePath = annotations[AnnotationTerminationMessagePath]
+	info.TerminationMessagePolicy = corev1.TerminationMessagePolicy(annotations[AnnotationTerminationMessagePolicy])
 	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && n >= 0 {
 		info.RestartCount = n
 	}

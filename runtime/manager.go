@@ -237,6 +237,9 @@ func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerS
 		TerminationGracePeriod: info.TerminationGracePeriod,
 		LogPath:                s.LogPath,
 	}
+	if cs.State == ContainerExited {
+		cs.Message = withTerminationMessage(cs.Message, s, info)
+	}
 	return cs
 }
 

@@ -20,7 +20,8 @@ const (
 // plain values and carried out by SyncPod in the order of its fields.
 type PodActions struct {
 	// KillPod stops every container and the sandbox before anything else:
-	// the sandbox is gone or broken and will be created again.
+	// the sandbox is gone or broken and will be created again, or (without
+	// CreateSandbox) the pod has nothing left to run but its sidecars.
 	KillPod bool
 	// CreateSandbox runs a new sandbox with the given Attempt number.
 	CreateSandbox bool
@@ -30,8 +31,13 @@ type PodActions struct {
 
 	// ContainersToKill are running containers that must stop, by ID.
 	ContainersToKill map[ContainerID]ContainerToKill
-	// InitContainersToStart are started first, in order; today at most one,
-	// the next one the pod needs. Indices into pod.Spec.InitContainers.
+	// EphemeralContainersToStart are started first, even while the pod
+	// initializes, and never again once they ran. Indices into
+	// pod.Spec.EphemeralContainers.
+	EphemeralContainersToStart []ContainerToStart
+	// InitContainersToStart are started in order: the next init container
+	// the pod needs, and sidecars (init containers that restart always)
+	// that must run again. Indices into pod.Spec.InitContainers.
 	InitContainersToStart []ContainerToStart
 	// ContainersToStart are started once the init containers are done.
 	// Indices into pod.Spec.Containers.
@@ -42,7 +48,8 @@ type PodActions struct {
 
 // ContainerToStart is one container instance to create and start.
 type ContainerToStart struct {
-	// Index into pod.Spec.InitContainers or pod.Spec.Containers.
+	// Index into pod.Spec.InitContainers, pod.Spec.Containers or
+	// pod.Spec.EphemeralContainers.
 	Index int
 	// RestartCount of the new instance: one more than the previous one.
 	RestartCount int
@@ -51,10 +58,21 @@ type ContainerToStart struct {
 	Backoff time.Duration
 }
 
+// KillReason says why a running container is stopped, where that changes
+// how: a container killed for a failed probe stops within the probe's own
+// terminationGracePeriodSeconds when it has one.
+type KillReason string
+
+const (
+	KillReasonLivenessProbe KillReason = "LivenessProbe"
+	KillReasonStartupProbe  KillReason = "StartupProbe"
+)
+
 // ContainerToKill says why a running container is stopped.
 type ContainerToKill struct {
 	Name    string
 	Message string
+	Reason  KillReason
 }
 
 // ContainerBackOff is a restart held back until Until.
@@ -67,13 +85,14 @@ type ContainerBackOff struct {
 // NoChange reports whether the plan does nothing.
 func (a PodActions) NoChange() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
-		len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0
+		len(a.EphemeralContainersToStart) == 0 && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0
 }
 
 // ComputePodActions decides what to do with a pod that should be running
 // (not being deleted, not in a terminal phase), given what the runtime holds
-// for it. It reads nothing else: the clock is an argument.
-func ComputePodActions(pod *corev1.Pod, status *PodStatus, now time.Time) PodActions {
+// for it and what its probes last found. It reads nothing else: the clock
+// is an argument.
+func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, now time.Time) PodActions {
 	actions := PodActions{ContainersToKill: map[ContainerID]ContainerToKill{}}
 
 	createSandbox, attempt, sandboxID := sandboxChanged(pod, status)
@@ -91,6 +110,9 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, now time.Time) PodAct
 	for i := range pod.Spec.Containers {
 		wanted[pod.Spec.Containers[i].Name] = true
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		wanted[pod.Spec.EphemeralContainers[i].Name] = true
+	}
 	for _, c := range status.Containers {
 		if c.SandboxID != sandboxID || c.State != ContainerRunning {
 			continue
@@ -102,10 +124,21 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, now time.Time) PodAct
 		}
 	}
 
-	if !computeInitContainerActions(pod, status, sandboxID, now, &actions) {
+	// Ephemeral containers run once, whatever the state of the others.
+	for i := range pod.Spec.EphemeralContainers {
+		name := pod.Spec.EphemeralContainers[i].Name
+		if status.LatestContainer(name) == nil {
+			actions.EphemeralContainersToStart = append(actions.EphemeralContainersToStart, ContainerToStart{Index: i})
+		}
+	}
+
+	if !computeInitContainerActions(pod, status, sandboxID, probes, now, &actions) {
 		return actions
 	}
 
+	// kept counts the regular containers left running as they are; waiting
+	// those in back-off.
+	kept, waiting := 0, 0
 	for i := range pod.Spec.Containers {
 		container := &pod.Spec.Containers[i]
 		latest := status.LatestContainer(container.Name)
@@ -113,15 +146,32 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, now time.Time) PodAct
 		case latest == nil:
 			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
 		case latest.State == ContainerRunning:
-			if latest.Hash != HashContainer(container) {
+			restart := pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+			var kill ContainerToKill
+			switch {
+			case latest.Hash != HashContainer(container):
 				// The spec changed (a new image): restart whatever the
 				// restart policy, as the kubelet does.
-				actions.ContainersToKill[latest.ID] = ContainerToKill{
-					Name:    container.Name,
-					Message: fmt.Sprintf("Container %s definition changed", container.Name),
-				}
-				actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+				kill = ContainerToKill{Message: fmt.Sprintf("Container %s definition changed", container.Name)}
+				restart = true
+			case probes[latest.ID].Liveness == ProbeFailure:
+				kill = ContainerToKill{Message: fmt.Sprintf("Container %s failed liveness probe", container.Name), Reason: KillReasonLivenessProbe}
+			case probes[latest.ID].Startup == ProbeFailure:
+				kill = ContainerToKill{Message: fmt.Sprintf("Container %s failed startup probe", container.Name), Reason: KillReasonStartupProbe}
+			default:
+				kept++
+				continue
 			}
+			kill.Name = container.Name
+			if restart {
+				kill.Message += ", will be restarted"
+				if kill.Reason == "" {
+					actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+				} else if restartKilled(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now) {
+					waiting++
+				}
+			}
+			actions.ContainersToKill[latest.ID] = kill
 		case latest.State == ContainerCreated:
 			// Created and never started: the start failed or nodelet died
 			// between the two calls. Replace it without back-off.
@@ -133,53 +183,145 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, now time.Time) PodAct
 			if !shouldRestart(pod.Spec.RestartPolicy, latest) {
 				continue
 			}
-			addRestart(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+			if addRestart(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now) {
+				waiting++
+			}
 		}
+	}
+	// Nothing left to run but sidecars: they are stopped, so that the pod
+	// can complete, as the kubelet does.
+	if kept == 0 && len(actions.ContainersToStart) == 0 && waiting == 0 {
+		actions.KillPod = true
+		actions.InitContainersToStart = nil
 	}
 	return actions
 }
 
 // computeInitContainerActions plans the init containers of a kept sandbox,
-// and reports whether they are all done so that regular containers may run.
-func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID string, now time.Time, actions *PodActions) bool {
-	for i := range pod.Spec.InitContainers {
+// and reports whether the pod is initialized so that regular containers
+// may run. It follows the kubelet: the init containers are read from the
+// last, because a finished one may be gone from the runtime; the first one
+// found to have run tells which comes next, and every sidecar before it
+// is kept running. A sidecar counts as done once it runs and, if it has a
+// startup probe, has passed it.
+func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID string, probes ProbeResults, now time.Time, actions *PodActions) bool {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	// A regular container made in this sandbox means the init containers
+	// have all run here, even if their records are gone.
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if latestInSandbox(status, pod.Spec.Containers[i].Name, sandboxID) != nil {
+			initialized = true
+			break
+		}
+	}
+	restartOnFailure := pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+
+	// toStart collects indices from the last to the first.
+	var toStart []ContainerToStart
+	start := func(i int, latest *ContainerStatus) {
+		restartCount := nextRestartCount(pod, status, pod.Spec.InitContainers[i].Name)
+		if latest != nil {
+			restartCount = latest.RestartCount + 1
+		}
+		toStart = append(toStart, ContainerToStart{Index: i, RestartCount: restartCount})
+	}
+	// reached turns true at the last init container that has run: those
+	// before it have run too.
+	reached := initialized
+	last := len(pod.Spec.InitContainers) - 1
+	for i := last; i >= 0; i-- {
 		container := &pod.Spec.InitContainers[i]
+		sidecar := isSidecar(container)
 		// Init containers count only in the sandbox they ran in: a new
 		// sandbox runs them all again.
 		latest := latestInSandbox(status, container.Name, sandboxID)
 		if latest == nil {
-			actions.InitContainersToStart = append(actions.InitContainersToStart,
-				ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
-			return false
+			// Gone from the runtime after the pod got past it: a sidecar
+			// must run again, a finished init container need not.
+			if reached && sidecar {
+				start(i, nil)
+			}
+			continue
+		}
+		if reached && !sidecar {
+			continue
 		}
 		switch latest.State {
-		case ContainerRunning:
-			if latest.Hash != HashContainer(container) {
-				actions.ContainersToKill[latest.ID] = ContainerToKill{
-					Name:    container.Name,
-					Message: fmt.Sprintf("Init container %s definition changed", container.Name),
-				}
-				actions.InitContainersToStart = append(actions.InitContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
-			}
-			return false
 		case ContainerCreated:
-			actions.InitContainersToStart = append(actions.InitContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
-			return false
-		case ContainerExited:
-			if latest.ExitCode == 0 {
-				continue
+			// Created and never started: replace it.
+			start(i, latest)
+		case ContainerRunning:
+			if !sidecar {
+				break
 			}
-		case ContainerUnknown:
+			result := probes[latest.ID]
+			if container.StartupProbe != nil && result.Startup != ProbeSuccess {
+				// Until its startup probe passes, nothing after it starts.
+				if result.Startup == ProbeFailure {
+					actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
+						Message: fmt.Sprintf("Init container %s failed startup probe", container.Name), Reason: KillReasonStartupProbe}
+					restartKilled(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+				}
+				break
+			}
+			if i == last {
+				initialized = true
+			} else if !reached {
+				start(i+1, nil)
+			}
+			switch {
+			case latest.Hash != HashContainer(container):
+				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
+					Message: fmt.Sprintf("Init container %s definition changed", container.Name)}
+				toStart = append(toStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+			case result.Liveness == ProbeFailure:
+				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
+					Message: fmt.Sprintf("Init container %s failed liveness probe", container.Name), Reason: KillReasonLivenessProbe}
+				restartKilled(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+			}
+		case ContainerExited:
+			switch {
+			case sidecar:
+				addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+			case latest.ExitCode != 0:
+				// A failed init container: under Never the pod has failed
+				// (its phase says so and the reconciler stops it);
+				// otherwise it is retried.
+				if !restartOnFailure {
+					return false
+				}
+				addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+			case i == last:
+				initialized = true
+			default:
+				start(i+1, nil)
+			}
+		default: // Unknown
+			if !sidecar && !restartOnFailure {
+				return false
+			}
 			actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name, Message: "Init container is in unknown state"}
+			addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
 		}
-		// A failed init container: under Never the pod has failed (its
-		// phase says so and the pod is stopped); otherwise it is retried.
-		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
-			addRestart(&actions.InitContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
-		}
-		return false
+		reached = true
 	}
-	return true
+	if !reached {
+		// No init container has run in this sandbox yet.
+		start(0, nil)
+	}
+	for i := len(toStart) - 1; i >= 0; i-- {
+		actions.InitContainersToStart = append(actions.InitContainersToStart, toStart[i])
+	}
+	return initialized
+}
+
+// isSidecar reports whether an init container is a sidecar: restarted
+// whenever it stops, and running beside the regular containers.
+func isSidecar(container *corev1.Container) bool {
+	return container.RestartPolicy != nil && *container.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // actionsForNewSandbox plans a pod whose sandbox must be (re)created: all
@@ -262,14 +404,25 @@ func shouldRestart(policy corev1.RestartPolicy, latest *ContainerStatus) bool {
 }
 
 // addRestart plans the restart of a stopped container, now or after its
-// crash-loop back-off.
-func addRestart(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *ContainerStatus, now time.Time) {
+// crash-loop back-off; it reports whether the restart waits.
+func addRestart(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *ContainerStatus, now time.Time) bool {
 	delay, until, wait := RestartBackoff(latest, now)
 	if wait {
 		*backoff = append(*backoff, ContainerBackOff{Name: name, Delay: latest.RestartBackoff, Until: until})
-		return
+		return true
 	}
 	*start = append(*start, ContainerToStart{Index: index, RestartCount: latest.RestartCount + 1, Backoff: delay})
+	return false
+}
+
+// restartKilled plans the restart of a running container that is killed
+// because a probe failed. It is taken to have exited now, so that a
+// container failing its probes again and again backs off as one that
+// crashes does.
+func restartKilled(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *ContainerStatus, now time.Time) bool {
+	dead := *latest
+	dead.State, dead.FinishedAt = ContainerExited, now
+	return addRestart(start, backoff, index, name, &dead, now)
 }
 
 // RestartBackoff applies crash-loop back-off to a stopped container

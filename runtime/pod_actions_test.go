@@ -52,6 +52,12 @@ func exited(c *ContainerStatus, exitCode int32, finishedAgo time.Duration) *Cont
 	return c
 }
 
+// sidecarSpec is an init container that restarts always: a sidecar.
+func sidecarSpec(name string) corev1.Container {
+	always := corev1.ContainerRestartPolicyAlways
+	return corev1.Container{Name: name, Image: "busybox:1", RestartPolicy: &always}
+}
+
 // baseStatus is the runtime's record of basePod running happily.
 func baseStatus(pod *corev1.Pod) *PodStatus {
 	return &PodStatus{
@@ -70,6 +76,7 @@ func TestComputePodActions(t *testing.T) {
 	cases := map[string]struct {
 		mutatePod    func(*corev1.Pod)
 		mutateStatus func(*corev1.Pod, *PodStatus)
+		probes       ProbeResults
 		want         PodActions
 	}{
 		"a running pod needs nothing": {
@@ -179,7 +186,7 @@ func TestComputePodActions(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) { p.Spec.Containers[1].Image = "busybox:2" },
 			want: PodActions{SandboxID: "sb1",
 				ContainersToKill: map[ContainerID]ContainerToKill{
-					{Type: "containerd", ID: "sidecar-0"}: {Name: "sidecar", Message: "Container sidecar definition changed"},
+					{Type: "containerd", ID: "sidecar-0"}: {Name: "sidecar", Message: "Container sidecar definition changed, will be restarted"},
 				},
 				ContainersToStart: []ContainerToStart{{Index: 1, RestartCount: 1}}},
 		},
@@ -250,6 +257,174 @@ func TestComputePodActions(t *testing.T) {
 			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
 				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 5}}},
 		},
+		"a failed liveness probe kills and restarts the container": {
+			probes: ProbeResults{{Type: "containerd", ID: "app-0"}: {Liveness: ProbeFailure}},
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "app-0"}: {Name: "app", Message: "Container app failed liveness probe, will be restarted", Reason: KillReasonLivenessProbe},
+				},
+				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"a container failing its liveness probe again waits out its back-off": {
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
+				s.Containers[0].RestartCount = 1
+				s.Containers[0].RestartBackoff = InitialRestartBackoff
+				s.Containers[0].StartedAt = testNow.Add(-30 * time.Second)
+			},
+			probes: ProbeResults{{Type: "containerd", ID: "app-0"}: {Liveness: ProbeFailure}},
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "app-0"}: {Name: "app", Message: "Container app failed liveness probe, will be restarted", Reason: KillReasonLivenessProbe},
+				},
+				ContainersInBackOff: []ContainerBackOff{{Name: "app", Delay: InitialRestartBackoff, Until: testNow.Add(InitialRestartBackoff)}}},
+		},
+		"a failed startup probe kills and restarts the container": {
+			probes: ProbeResults{{Type: "containerd", ID: "sidecar-0"}: {Startup: ProbeFailure}},
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "sidecar-0"}: {Name: "sidecar", Message: "Container sidecar failed startup probe, will be restarted", Reason: KillReasonStartupProbe},
+				},
+				ContainersToStart: []ContainerToStart{{Index: 1, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"a failed liveness probe under Never stops the pod": {
+			mutatePod:    func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[1], 0, time.Second) },
+			probes:       ProbeResults{{Type: "containerd", ID: "app-0"}: {Liveness: ProbeFailure}},
+			want: PodActions{KillPod: true, SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "app-0"}: {Name: "app", Message: "Container app failed liveness probe", Reason: KillReasonLivenessProbe},
+				}},
+		},
+		"a failed readiness probe or a probe result of an older instance changes nothing": {
+			probes: ProbeResults{
+				{Type: "containerd", ID: "app-0"}:     {Readiness: ProbeFailure},
+				{Type: "containerd", ID: "sidecar-9"}: {Liveness: ProbeFailure},
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a new pod with a sidecar starts the sidecar first": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy"), {Name: "init", Image: "busybox:1"}}
+			},
+			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Containers = nil },
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				InitContainersToStart: []ContainerToStart{{Index: 0}}},
+		},
+		"a running sidecar lets the next init container start": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy"), {Name: "init", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) { s.Containers = []*ContainerStatus{running("proxy", "sb1", 0, p)} },
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				InitContainersToStart: []ContainerToStart{{Index: 1}}},
+		},
+		"a sidecar whose startup probe has not passed holds the rest back": {
+			mutatePod: func(p *corev1.Pod) {
+				proxy := sidecarSpec("proxy")
+				proxy.StartupProbe = &corev1.Probe{}
+				p.Spec.InitContainers = []corev1.Container{proxy}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) { s.Containers = []*ContainerStatus{running("proxy", "sb1", 0, p)} },
+			want:         PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a sidecar that passed its startup probe lets the regular containers start": {
+			mutatePod: func(p *corev1.Pod) {
+				proxy := sidecarSpec("proxy")
+				proxy.StartupProbe = &corev1.Probe{}
+				p.Spec.InitContainers = []corev1.Container{proxy}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) { s.Containers = []*ContainerStatus{running("proxy", "sb1", 0, p)} },
+			probes:       ProbeResults{{Type: "containerd", ID: "proxy-0"}: {Startup: ProbeSuccess}},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersToStart: []ContainerToStart{{Index: 0}, {Index: 1}}},
+		},
+		"a sidecar failing its startup probe is restarted": {
+			mutatePod: func(p *corev1.Pod) {
+				proxy := sidecarSpec("proxy")
+				proxy.StartupProbe = &corev1.Probe{}
+				p.Spec.InitContainers = []corev1.Container{proxy}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) { s.Containers = []*ContainerStatus{running("proxy", "sb1", 0, p)} },
+			probes:       ProbeResults{{Type: "containerd", ID: "proxy-0"}: {Startup: ProbeFailure}},
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "proxy-0"}: {Name: "proxy", Message: "Init container proxy failed startup probe", Reason: KillReasonStartupProbe},
+				},
+				InitContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"a sidecar that exited beside running containers is restarted": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy"), {Name: "init", Image: "busybox:1"}}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = append(s.Containers,
+					exited(running("proxy", "sb1", 0, p), 1, time.Second),
+					exited(running("init", "sb1", 0, p), 0, time.Minute))
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				InitContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"a sidecar failing its liveness probe is restarted": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy")}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) { s.Containers = append(s.Containers, running("proxy", "sb1", 0, p)) },
+			probes:       ProbeResults{{Type: "containerd", ID: "proxy-0"}: {Liveness: ProbeFailure}},
+			want: PodActions{SandboxID: "sb1",
+				ContainersToKill: map[ContainerID]ContainerToKill{
+					{Type: "containerd", ID: "proxy-0"}: {Name: "proxy", Message: "Init container proxy failed liveness probe", Reason: KillReasonLivenessProbe},
+				},
+				InitContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
+		},
+		"a sidecar gone from the runtime after the pod initialized runs again": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy"), {Name: "init", Image: "busybox:1"}}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				InitContainersToStart: []ContainerToStart{{Index: 0}}},
+		},
+		"when the regular containers are done for good the sidecars are stopped": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy")}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				exited(s.Containers[0], 0, time.Second)
+				exited(s.Containers[1], 0, time.Second)
+				s.Containers = append(s.Containers, running("proxy", "sb1", 0, p))
+			},
+			want: PodActions{KillPod: true, SandboxID: "sb1", ContainersToKill: noKills()},
+		},
+		"a container in back-off keeps the sidecars running": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Containers = p.Spec.Containers[:1]
+				p.Spec.InitContainers = []corev1.Container{sidecarSpec("proxy")}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers[0].RestartBackoff = 20 * time.Second
+				exited(s.Containers[0], 1, time.Second)
+				s.Containers = []*ContainerStatus{s.Containers[0], running("proxy", "sb1", 0, p)}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				ContainersInBackOff: []ContainerBackOff{{Name: "app", Delay: 20 * time.Second, Until: testNow.Add(19 * time.Second)}}},
+		},
+		"an ephemeral container is started once, even while the pod initializes": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1"}}
+				p.Spec.EphemeralContainers = []corev1.EphemeralContainer{
+					{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox:1"}},
+					{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "done", Image: "busybox:1"}},
+				}
+			},
+			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
+				s.Containers = []*ContainerStatus{
+					running("init", "sb1", 0, p),
+					exited(&ContainerStatus{ID: ContainerID{Type: "containerd", ID: "done-0"}, Name: "done", SandboxID: "sb1"}, 1, time.Second),
+				}
+			},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
+				EphemeralContainersToStart: []ContainerToStart{{Index: 0}}},
+		},
 		"a container in unknown state is killed and restarted": {
 			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { s.Containers[0].State = ContainerUnknown },
 			want: PodActions{SandboxID: "sb1",
@@ -269,7 +444,7 @@ func TestComputePodActions(t *testing.T) {
 			if tc.mutateStatus != nil {
 				tc.mutateStatus(pod, status)
 			}
-			got := ComputePodActions(pod, status, testNow)
+			got := ComputePodActions(pod, status, tc.probes, testNow)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ComputePodActions() mismatch (-want +got):\n%s", diff)
 			}

@@ -65,6 +65,12 @@ func (c ContainerID) String() string {
 	return fmt.Sprintf("%s://%s", c.Type, c.ID)
 }
 
+// MarshalText writes the ID as the API shows it, so that maps keyed by
+// container (a plan's ContainersToKill) can be logged as JSON.
+func (c ContainerID) MarshalText() ([]byte, error) {
+	return []byte(c.String()), nil
+}
+
 // ContainerStatus is one container instance as the runtime reports it,
 // decoded together with the labels and annotations nodelet wrote on it.
 type ContainerStatus struct {

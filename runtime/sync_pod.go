@@ -46,14 +46,17 @@ type SyncResult struct {
 
 // SyncPod carries out a plan computed by ComputePodActions, in the order of
 // PodActions' fields:
-//  1. kill the pod if its sandbox is to be replaced;
+//  1. kill the pod if its sandbox is to be replaced (or it has nothing left
+//     to run);
 //  2. kill the containers that must stop;
 //  3. create the sandbox if needed;
-//  4. start the next init container;
-//  5. start the regular containers, once the init containers are done.
+//  4. start the ephemeral containers;
+//  5. start the init containers: the next one, and sidecars;
+//  6. start the regular containers, once the init containers are done.
 //
-// It goes on after a failed step where later steps still make sense, and
-// reports every failure in the result.
+// Each container's postStart hook runs right after its start. SyncPod goes
+// on after a failed step where later steps still make sense, and reports
+// every failure in the result.
 func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, actions PodActions, env *PodEnv) SyncResult {
 	log := klog.FromContext(ctx)
 	result := SyncResult{ContainerErrors: map[string]*ContainerError{}}
@@ -62,19 +65,21 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	// Step 1: kill the pod.
 	if actions.KillPod {
 		if err := m.KillPod(ctx, pod, podStatus, nil); err != nil {
-			result.Err = fmt.Errorf("killing pod %s before creating a new sandbox: %w", klog.KObj(pod), err)
+			result.Err = fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)
 			return result
 		}
 	} else {
 		// Step 2: kill containers.
+		podIP := firstIP(podStatus.IPs())
 		for id, kill := range actions.ContainersToKill {
-			if err := m.killContainer(ctx, pod, id, kill.Name, kill.Message, nil); err != nil {
+			if err := m.killContainer(ctx, pod, containerKill{ID: id, Name: kill.Name, Message: kill.Message, Reason: kill.Reason}, podIP, nil); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 
-	if !actions.CreateSandbox && len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 {
+	if !actions.CreateSandbox && len(actions.EphemeralContainersToStart) == 0 &&
+		len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 {
 		result.Err = errors.Join(errs...)
 		return result
 	}
@@ -89,6 +94,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		return result
 	}
 	sandboxID := actions.SandboxID
+	podIPs := podStatus.IPs()
 	if actions.CreateSandbox {
 		id, err := m.createSandbox(ctx, pod, sandboxConfig)
 		if err != nil {
@@ -98,14 +104,19 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		}
 		sandboxID = id
 		log.V(1).Info("Created pod sandbox", "pod", klog.KObj(pod), "sandbox", id, "attempt", actions.Attempt)
+		podIPs = nil
+		if needsPodIP(pod) {
+			podIPs = m.sandboxIPs(ctx, id)
+		}
 	}
 	if sandboxID == "" {
 		result.Err = errors.Join(errs...)
 		return result
 	}
 
-	start := func(container *corev1.Container, plan ContainerToStart) bool {
-		pullTime, cerr := m.startContainer(ctx, pod, sandboxID, sandboxConfig, container, plan, env)
+	target := containerTarget{sandboxID: sandboxID, sandboxConfig: sandboxConfig, env: env, podIP: firstIP(podIPs)}
+	start := func(container *corev1.Container, plan ContainerToStart, pidTarget string) bool {
+		pullTime, cerr := m.startContainer(ctx, pod, target, container, plan, pidTarget)
 		result.ImagePullTime += pullTime
 		if cerr != nil {
 			result.ContainerErrors[container.Name] = cerr
@@ -116,19 +127,46 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		return true
 	}
 
-	// Step 4: the next init container. Regular containers wait for it.
+	// Step 4: ephemeral containers, first so that a pod stuck initializing
+	// can be debugged.
+	for _, plan := range actions.EphemeralContainersToStart {
+		ec := &pod.Spec.EphemeralContainers[plan.Index]
+		container := (*corev1.Container)(&ec.EphemeralContainerCommon)
+		pidTarget, err := targetContainerID(podStatus, ec.TargetContainerName)
+		if err != nil {
+			m.recorder.Eventf(containerRef(pod, container), corev1.EventTypeWarning, "Failed", "Error: %v", err)
+			result.ContainerErrors[container.Name] = &ContainerError{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			errs = append(errs, fmt.Errorf("starting ephemeral container %q of pod %s: %w", container.Name, klog.KObj(pod), err))
+			continue
+		}
+		start(container, plan, pidTarget)
+	}
+
+	// Step 5: init containers. A sidecar that fails to start does not hold
+	// back the others; any other init container does.
 	for _, plan := range actions.InitContainersToStart {
-		if !start(&pod.Spec.InitContainers[plan.Index], plan) {
+		container := &pod.Spec.InitContainers[plan.Index]
+		if !start(container, plan, "") && !isSidecar(container) {
 			break
 		}
 	}
 
-	// Step 5: regular containers, each independent of the others' failures.
+	// Step 6: regular containers, each independent of the others' failures.
 	for _, plan := range actions.ContainersToStart {
-		start(&pod.Spec.Containers[plan.Index], plan)
+		start(&pod.Spec.Containers[plan.Index], plan, "")
 	}
 	result.Err = errors.Join(errs...)
 	return result
+}
+
+// containerTarget is where SyncPod starts containers: the sandbox and what
+// containers are created with.
+type containerTarget struct {
+	sandboxID     string
+	sandboxConfig *runtimeapi.PodSandboxConfig
+	env           *PodEnv
+	// podIP is what an httpGet hook without a host calls.
+	podIP string
 }
 
 // createSandbox runs a new sandbox for the pod.
@@ -144,34 +182,49 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *ru
 	return id, nil
 }
 
+// sandboxIPs reads a new sandbox's IPs, for hooks that call the pod. A
+// failure leaves those hooks without an address, which they report.
+func (m *Manager) sandboxIPs(ctx context.Context, sandboxID string) []string {
+	resp, err := m.runtime.PodSandboxStatus(ctx, sandboxID, false)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to read the new sandbox's IPs", "sandbox", sandboxID)
+		return nil
+	}
+	return sandboxFromStatus(resp.GetStatus()).IPs
+}
+
 // startContainer pulls the image, then creates and starts one container,
-// recording the kubelet's events along the way.
-func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, container *corev1.Container, plan ContainerToStart, env *PodEnv) (time.Duration, *ContainerError) {
+// recording the kubelet's events along the way. pidTarget is the container
+// whose process namespace an ephemeral container joins, if any.
+func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, target containerTarget, container *corev1.Container, plan ContainerToStart, pidTarget string) (time.Duration, *ContainerError) {
 	ref := containerRef(pod, container)
 
 	pullStart := m.clock.Now()
-	imageRef, cerr := m.puller.ensureImage(ctx, ref, pod, container, sandboxConfig)
+	imageRef, cerr := m.puller.ensureImage(ctx, ref, pod, container, target.sandboxConfig)
 	pullTime := m.clock.Since(pullStart)
 	if cerr != nil {
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", cerr.Reason)
 		return pullTime, cerr
 	}
-	cerr = m.createAndStart(ctx, pod, sandboxID, sandboxConfig, container, ref, plan, imageRef, env)
+	cerr = m.createAndStart(ctx, pod, target, container, ref, plan, imageRef, pidTarget)
 	return pullTime, cerr
 }
 
-// createAndStart creates and starts a container whose image is present.
-func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, container *corev1.Container, ref *corev1.ObjectReference, plan ContainerToStart, imageRef string, env *PodEnv) *ContainerError {
-	config, err := m.generateContainerConfig(pod, container, plan, imageRef, env)
+// createAndStart creates and starts a container whose image is present,
+// then runs its postStart hook: a hook that fails kills the container.
+func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target containerTarget, container *corev1.Container, ref *corev1.ObjectReference, plan ContainerToStart, imageRef, pidTarget string) *ContainerError {
+	sandboxConfig := target.sandboxConfig
+	config, err := m.generateContainerConfig(pod, container, plan, imageRef, target.env)
 	if err != nil {
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &ContainerError{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
 	}
+	joinProcessNamespace(config, pidTarget)
 	if err := ensureDir(containerLogDir(sandboxConfig.LogDirectory, container.Name)); err != nil {
 		return &ContainerError{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
 	}
 
-	id, err := m.runtime.CreateContainer(ctx, sandboxID, config, sandboxConfig)
+	id, err := m.runtime.CreateContainer(ctx, target.sandboxID, config, sandboxConfig)
 	if err != nil {
 		msg := grpcMessage(err)
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", msg)
@@ -187,30 +240,73 @@ func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, sandboxID
 	m.recorder.Eventf(ref, corev1.EventTypeNormal, "Started", "Container started")
 
 	m.linkContainerLog(ctx, pod, container.Name, id, sandboxConfig.LogDirectory, config.LogPath)
+
+	if container.Lifecycle != nil && container.Lifecycle.PostStart != nil {
+		if cerr := m.runPostStartHook(ctx, pod, container, ContainerID{Type: m.runtimeName, ID: id}, target.podIP); cerr != nil {
+			return cerr
+		}
+	}
 	return nil
 }
 
-// KillPod stops every running container of the pod, all at once, each
-// within its grace period, then stops its sandboxes. pod may be nil for a
-// runtime pod whose Pod is gone: the grace period then comes from the
-// containers' annotations. gracePeriodOverride, when set, replaces the
-// pod's grace period (a delete's own).
+// joinProcessNamespace puts an ephemeral container into the process
+// namespace of the container it targets, unless the pod shares one
+// namespace (or the host's) among all its containers anyway.
+func joinProcessNamespace(config *runtimeapi.ContainerConfig, targetID string) {
+	namespaces := config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if targetID == "" || namespaces == nil || namespaces.Pid != runtimeapi.NamespaceMode_CONTAINER {
+		return
+	}
+	namespaces.Pid = runtimeapi.NamespaceMode_TARGET
+	namespaces.TargetId = targetID
+}
+
+// targetContainerID is the runtime ID of the container an ephemeral
+// container targets ("" for none).
+func targetContainerID(status *PodStatus, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	target := status.LatestContainer(name)
+	if target == nil {
+		return "", fmt.Errorf("unable to find target container %v", name)
+	}
+	return target.ID.ID, nil
+}
+
+// KillPod stops every running container of the pod, each within its grace
+// period, then stops its sandboxes. The containers stop all at once, but
+// sidecars wait (within their grace period) for the regular containers to
+// stop, and each sidecar for those after it, as in the kubelet. pod may be
+// nil for a runtime pod whose Pod is gone: the grace period then comes from
+// the containers' annotations. gracePeriodOverride, when set, replaces the
+// pod's grace period.
 func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, gracePeriodOverride *int64) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
-	for _, c := range podStatus.RunningContainers() {
+	running := podStatus.RunningContainers()
+	var order *terminationOrder
+	if pod != nil && hasSidecar(pod) {
+		names := make([]string, 0, len(running))
+		for _, c := range running {
+			names = append(names, c.Name)
+		}
+		order = newTerminationOrder(pod, names, m.clock)
+	}
+	podIP := firstIP(podStatus.IPs())
+	for _, c := range running {
 		wg.Add(1)
 		go func(c *ContainerStatus) {
 			defer wg.Done()
-			grace := gracePeriodOverride
-			if pod == nil && grace == nil {
+			kill := containerKill{ID: c.ID, Name: c.Name, GracePeriodOverride: gracePeriodOverride}
+			if pod == nil && kill.GracePeriodOverride == nil {
 				seconds := int64(c.TerminationGracePeriod.Seconds())
-				grace = &seconds
+				kill.GracePeriodOverride = &seconds
 			}
-			if err := m.killContainer(ctx, pod, c.ID, c.Name, "", grace); err != nil {
+			if err := m.killContainer(ctx, pod, kill, podIP, order); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -236,35 +332,90 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 // altogether, as in the kubelet.
 const minimumGracePeriodSeconds = 2
 
-// killContainer stops one container within its grace period.
-func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, id ContainerID, name, message string, gracePeriodOverride *int64) error {
+// containerKill is one container to stop, and why.
+type containerKill struct {
+	ID   ContainerID
+	Name string
+	// Message is the Killing event's; empty means "Stopping container NAME".
+	Message string
+	Reason  KillReason
+	// GracePeriodOverride replaces the grace period the pod gives.
+	GracePeriodOverride *int64
+}
+
+// killContainer stops one container as the kubelet does: its preStop hook
+// first, then the stop signal with whatever is left of the grace period
+// (at least minimumGracePeriodSeconds), then SIGKILL when that runs out.
+// With an order, it also waits its turn after the containers that must
+// stop before it. podIP is what an httpGet preStop hook without a host
+// calls.
+func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, kill containerKill, podIP string, order *terminationOrder) error {
+	if order != nil {
+		// Whatever happens, those waiting for this container go on.
+		defer order.stopped(kill.Name)
+	}
+	var container *corev1.Container
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if pod != nil {
-		grace = terminationGracePeriodSeconds(pod)
+		container = containerSpec(pod, kill.Name)
+		grace = containerGracePeriodSeconds(pod, container, kill.Reason)
 	}
-	if gracePeriodOverride != nil {
-		grace = *gracePeriodOverride
+	if kill.GracePeriodOverride != nil {
+		grace = *kill.GracePeriodOverride
+	}
+	message := kill.Message
+	if message == "" {
+		message = fmt.Sprintf("Stopping container %s", kill.Name)
+	}
+	if container != nil {
+		m.recorder.Eventf(containerRef(pod, container), corev1.EventTypeNormal, "Killing", "%s", message)
+	}
+
+	if container != nil && container.Lifecycle != nil && container.Lifecycle.PreStop != nil && grace > 0 {
+		grace -= m.runPreStopHook(ctx, pod, container, kill.ID, grace, podIP)
+	}
+	if order != nil && grace > 0 {
+		grace -= order.waitForTurn(kill.Name, grace)
 	}
 	if grace < minimumGracePeriodSeconds {
 		grace = minimumGracePeriodSeconds
 	}
-	if message == "" {
-		message = fmt.Sprintf("Stopping container %s", name)
-	}
-	if pod != nil {
-		if container := containerSpec(pod, name); container != nil {
-			m.recorder.Eventf(containerRef(pod, container), corev1.EventTypeNormal, "Killing", "%s", message)
-		}
-	}
-	klog.FromContext(ctx).V(1).Info("Stopping container", "container", name, "containerID", id.ID, "gracePeriod", grace)
-	if err := m.runtime.StopContainer(ctx, id.ID, grace); err != nil && !crierrors.IsNotFound(err) {
-		return fmt.Errorf("stopping container %q (%s): %w", name, id.ID, err)
+	klog.FromContext(ctx).V(1).Info("Stopping container", "container", kill.Name, "containerID", kill.ID.ID, "gracePeriod", grace)
+	if err := m.runtime.StopContainer(ctx, kill.ID.ID, grace); err != nil && !crierrors.IsNotFound(err) {
+		return fmt.Errorf("stopping container %q (%s): %w", kill.Name, kill.ID.ID, err)
 	}
 	return nil
 }
 
-// containerSpec finds a container of the pod by name, init containers
-// included.
+// containerGracePeriodSeconds is how long a container of the pod gets to
+// stop: a delete's own grace period, else the failed probe's own
+// terminationGracePeriodSeconds when that is why it is killed, else the
+// pod's.
+func containerGracePeriodSeconds(pod *corev1.Pod, container *corev1.Container, reason KillReason) int64 {
+	if pod.DeletionTimestamp == nil && container != nil {
+		var probe *corev1.Probe
+		switch reason {
+		case KillReasonLivenessProbe:
+			probe = container.LivenessProbe
+		case KillReasonStartupProbe:
+			probe = container.StartupProbe
+		}
+		if probe != nil && probe.TerminationGracePeriodSeconds != nil {
+			return *probe.TerminationGracePeriodSeconds
+		}
+	}
+	return terminationGracePeriodSeconds(pod)
+}
+
+func firstIP(ips []string) string {
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[0]
+}
+
+// containerSpec finds a container of the pod by name, init and ephemeral
+// containers included.
 func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
@@ -274,6 +425,11 @@ func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
 			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil

@@ -108,7 +108,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetPodStatus() before error = %v", err)
 	}
-	actions := ComputePodActions(pod, before, e.clock.Now())
+	actions := ComputePodActions(pod, before, nil, e.clock.Now())
 	if !actions.CreateSandbox || len(actions.ContainersToStart) != 1 {
 		t.Fatalf("ComputePodActions() = %+v, want a new sandbox and one container", actions)
 	}
@@ -195,7 +195,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	}
 
 	// With everything running, there is nothing left to do.
-	if next := ComputePodActions(pod, after, e.clock.Now()); !next.NoChange() {
+	if next := ComputePodActions(pod, after, nil, e.clock.Now()); !next.NoChange() {
 		t.Errorf("ComputePodActions() after the sync = %+v, want no change", next)
 	}
 
@@ -217,7 +217,7 @@ func TestSyncPodReportsContainerConfigErrors(t *testing.T) {
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "missing", Image: "nginx:1", ImagePullPolicy: corev1.PullNever})
 
 	status := &PodStatus{UID: pod.UID}
-	result := e.m.SyncPod(ctx, pod, status, ComputePodActions(pod, status, e.clock.Now()), &PodEnv{})
+	result := e.m.SyncPod(ctx, pod, status, ComputePodActions(pod, status, nil, e.clock.Now()), &PodEnv{})
 
 	want := map[string]*ContainerError{
 		"app":     {Reason: ReasonCreateContainerConfigError, Message: `cannot find volume "data" to mount into container "app"`},

@@ -3,9 +3,10 @@
 // scheduler and controller-manager, a real containerd with runc and CNI,
 // and nodelet itself, which TestMain builds if needed and starts.
 //
-// Every test but TestRestartSafety calls t.Parallel. go test runs all
-// sequential top-level tests before it releases the parallel ones, so
-// TestRestartSafety, which kills nodelet, always runs alone.
+// Every test but those that kill nodelet (TestRestartSafety,
+// TestRestartKeepsProbedPodsReady) and the burst of the status invariants
+// checker calls t.Parallel. go test runs all sequential top-level tests
+// before it releases the parallel ones, so those always run alone.
 package e2e
 
 import (

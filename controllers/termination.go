@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+// podKill is the kill under way of a pod being deleted: the grace period
+// it was started with, and how to interrupt it.
+type podKill struct {
+	grace  int64
+	cancel context.CancelFunc
+	// shortened is set when a shorter grace period interrupted it.
+	shortened *bool
+}
+
+// startKill registers the kill of a pod being deleted and returns its
+// context, which ends if the pod's grace period is shortened meanwhile
+// (a second delete with a shorter one), and a function that tells whether
+// that happened. As in the kubelet, a grace period only ever shrinks, and
+// the shorter one wins.
+func (r *PodReconciler) startKill(ctx context.Context, pod *corev1.Pod) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	shortened := new(bool)
+	r.mu.Lock()
+	r.kills[pod.UID] = podKill{grace: deletionGracePeriod(pod), cancel: cancel, shortened: shortened}
+	r.mu.Unlock()
+	// The cache may have seen the shorter grace period before the kill was
+	// registered; its update event then found nothing to interrupt.
+	current := &corev1.Pod{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pod), current); err == nil && current.UID == pod.UID {
+		r.shortenKill(current)
+	}
+	return ctx, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return *shortened
+	}
+}
+
+// endKill forgets a pod's kill once it returned.
+func (r *PodReconciler) endKill(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k, ok := r.kills[uid]; ok {
+		k.cancel()
+		delete(r.kills, uid)
+	}
+}
+
+// noticeGracePeriod is the Pod update predicate: it interrupts a kill
+// whose grace period the update shortened, and lets every update through.
+func (r *PodReconciler) noticeGracePeriod(e event.UpdateEvent) bool {
+	if pod, ok := e.ObjectNew.(*corev1.Pod); ok && pod.DeletionTimestamp != nil {
+		r.shortenKill(pod)
+	}
+	return true
+}
+
+func (r *PodReconciler) shortenKill(pod *corev1.Pod) {
+	if pod.DeletionTimestamp == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k, ok := r.kills[pod.UID]; ok && deletionGracePeriod(pod) < k.grace {
+		*k.shortened = true
+		k.cancel()
+	}
+}
+
+// deletionGracePeriod is the grace period a pod being deleted gets: the
+// delete's own, else its spec's.
+func deletionGracePeriod(pod *corev1.Pod) int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+// failPod fails a pod that must not run on (it ran past its
+// activeDeadlineSeconds): its containers are stopped within its grace
+// period, then its status says Failed with the failure's reason.
+func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, failure *podFailure) (ctrl.Result, error) {
+	r.Recorder.Eventf(pod, corev1.EventTypeNormal, failure.Reason, "%s", failure.Message)
+	if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
+		return ctrl.Result{}, fmt.Errorf("stopping pod %s (%s): %w", klog.KObj(pod), failure.Reason, err)
+	}
+	r.markSynced(pod.UID)
+	status, err := r.readPodStatus(ctx, pod.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The pod is terminal now; the update of its status brings it back to
+	// be torn down.
+	return ctrl.Result{}, nil
+}
+
+// startedSidecar reports whether a sidecar is among the containers a sync
+// started.
+func startedSidecar(pod *corev1.Pod, started []string) bool {
+	for _, name := range started {
+		for i := range pod.Spec.InitContainers {
+			if pod.Spec.InitContainers[i].Name == name && isSidecar(&pod.Spec.InitContainers[i]) {
+				return true
+			}
+		}
+	}
+	return false
+}
