@@ -12,6 +12,7 @@ import (
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -84,8 +85,10 @@ func newImagePuller(images cri.ImageManagerService, recorder record.EventRecorde
 
 // ensureImage returns the runtime's reference (ID) of the container's
 // image, pulling it when the pull policy says so, or the reason it cannot.
-// Events go to ref, the container.
-func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReference, pod *corev1.Pod, container *corev1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (string, *ContainerError) {
+// A pull logs in with the credentials in pullSecrets (the pod's
+// imagePullSecrets) that serve the image's registry. Events go to ref, the
+// container.
+func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReference, pod *corev1.Pod, container *corev1.Container, sandboxConfig *runtimeapi.PodSandboxConfig, pullSecrets []corev1.Secret) (string, *ContainerError) {
 	requested := container.Image
 	image, err := applyDefaultImageTag(requested)
 	if err != nil {
@@ -128,9 +131,15 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		return "", &ContainerError{Reason: ReasonImagePullBackOff, Message: msg}
 	}
 
+	creds, credErrs := credentialsFromSecrets(pullSecrets)
+	for _, err := range credErrs {
+		klog.FromContext(ctx).Info("Ignored an unreadable image pull secret", "pod", klog.KObj(pod), "err", err.Error())
+	}
+	auths := pullCredentials(creds, image)
+
 	p.recorder.Event(ref, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", requested))
 	start := p.clock.Now()
-	result, owner := p.pullShared(ctx, key, spec, sandboxConfig)
+	result, owner := p.pullShared(ctx, key, spec, auths, sandboxConfig)
 	if result.err != nil {
 		p.recorder.Event(ref, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", requested, result.err))
 		reason, msg := pullFailure(requested, result.err)
@@ -168,7 +177,7 @@ func (p *imagePuller) forgetExpired() {
 
 // pullShared pulls an image, or waits for the pull of it already running
 // for the same key. owner is true for the caller that ran the pull.
-func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (result pullResult, owner bool) {
+func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (result pullResult, owner bool) {
 	p.mu.Lock()
 	if running, ok := p.pulls[key]; ok {
 		running.waiters++
@@ -184,7 +193,7 @@ func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimea
 	p.pulls[key] = current
 	p.mu.Unlock()
 
-	current.result = p.pullImage(ctx, spec, sandboxConfig)
+	current.result = p.pullImage(ctx, spec, auths, sandboxConfig)
 
 	p.mu.Lock()
 	delete(p.pulls, key)
@@ -193,11 +202,12 @@ func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimea
 	return current.result, true
 }
 
-// pullImage runs one CRI pull, then asks the image's size and user.
-func (p *imagePuller) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) pullResult {
+// pullImage runs a CRI pull, then asks the image's size and user. With
+// credentials, it tries each in turn until one pulls, as the kubelet does;
+// without, the runtime's own configuration applies.
+func (p *imagePuller) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) pullResult {
 	start := p.clock.Now()
-	// No pull secrets yet: the runtime's own credentials apply.
-	imageRef, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
+	imageRef, err := p.pullWithCredentials(ctx, spec, auths, sandboxConfig)
 	if err != nil {
 		return pullResult{err: err}
 	}
@@ -213,6 +223,24 @@ func (p *imagePuller) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec,
 		p.rememberUser(resp.GetImage())
 	}
 	return result
+}
+
+func (p *imagePuller) pullWithCredentials(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	if len(auths) == 0 {
+		return p.images.PullImage(ctx, spec, nil, sandboxConfig)
+	}
+	var errs []error
+	for _, auth := range auths {
+		imageRef, err := p.images.PullImage(ctx, spec, auth, sandboxConfig)
+		if err == nil {
+			return imageRef, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return "", errs[0]
+	}
+	return "", utilerrors.NewAggregate(errs)
 }
 
 // rememberUser keeps the image's user for the runAsNonRoot check of

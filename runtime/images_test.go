@@ -50,7 +50,7 @@ func newImageTestEnv(present ...string) *imageTestEnv {
 
 func (e *imageTestEnv) ensure(pod *corev1.Pod) (string, *ContainerError) {
 	container := &pod.Spec.Containers[0]
-	return e.puller.ensureImage(context.Background(), containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{})
+	return e.puller.ensureImage(context.Background(), containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{}, nil)
 }
 
 func (e *imageTestEnv) pulls() int {
@@ -360,7 +360,7 @@ type ensureResult struct {
 func ensureInBackground(ctx context.Context, puller *imagePuller, pod *corev1.Pod, container *corev1.Container) <-chan ensureResult {
 	done := make(chan ensureResult, 1)
 	go func() {
-		ref, err := puller.ensureImage(ctx, containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{})
+		ref, err := puller.ensureImage(ctx, containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{}, nil)
 		done <- ensureResult{ref, err}
 	}()
 	return done

@@ -25,6 +25,26 @@ type PodEnv struct {
 	// PodDir is the pod's own folder under nodelet's root folder. Each
 	// container's termination message file is made under it.
 	PodDir string
+
+	// HostIPs are the node's IPs, primary first: status.hostIP(s) in env,
+	// and the pod's own IPs when it uses the host's network.
+	HostIPs []string
+	// Objects are the ConfigMaps and Secrets the env and envFrom of the
+	// containers to start refer to.
+	Objects EnvObjects
+	// ServiceEnv are the variables that tell containers where services are
+	// (KUBERNETES_SERVICE_HOST and the rest), enableServiceLinks honoured.
+	ServiceEnv map[string]string
+	// NodeAllocatable stands in for the limits a container leaves unset,
+	// in resourceFieldRefs; nil when the Node could not be read.
+	NodeAllocatable corev1.ResourceList
+	// PullSecrets are the pod's imagePullSecrets that could be read; the
+	// registry credentials in them go with the pulls of the pod's images.
+	PullSecrets []corev1.Secret
+
+	// podIPs are the pod's IPs, which SyncPod fills in once the sandbox
+	// exists, for status.podIP(s) in env.
+	podIPs []string
 }
 
 // SyncResult tells what SyncPod could not do.
@@ -103,6 +123,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		result.Err = errors.Join(errs...)
 		return result
 	}
+	if env, err = m.withPodIPs(ctx, pod, podStatus, actions.CreateSandbox, sandboxID, env); err != nil {
+		result.Err = errors.Join(append(errs, err)...)
+		return result
+	}
 
 	start := func(container *corev1.Container, plan ContainerToStart) bool {
 		pullTime, cerr := m.startContainer(ctx, pod, sandboxID, sandboxConfig, container, plan, env)
@@ -131,6 +155,35 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	return result
 }
 
+// withPodIPs returns env with the pod's IPs, which containers may read
+// through the downward API: the node's for a pod on the host's network, else
+// the new sandbox's, else the kept one's as last read. As in the kubelet, no
+// container starts when a new sandbox's IPs cannot be read; the next sync
+// finds them on the kept sandbox.
+func (m *Manager) withPodIPs(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, created bool, sandboxID string, env *PodEnv) (*PodEnv, error) {
+	var withIPs PodEnv
+	if env != nil {
+		withIPs = *env
+	}
+	switch {
+	case pod.Spec.HostNetwork:
+		withIPs.podIPs = withIPs.HostIPs
+	case created:
+		resp, err := m.runtime.PodSandboxStatus(ctx, sandboxID, false)
+		if err == nil && resp.GetStatus() == nil {
+			err = errors.New("pod sandbox status is nil")
+		}
+		if err != nil {
+			m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedStatusPodSandBox", "Unable to get pod sandbox status: %v", grpcMessage(err))
+			return nil, fmt.Errorf("getting status of new sandbox %s of pod %s: %w", sandboxID, klog.KObj(pod), err)
+		}
+		withIPs.podIPs = sandboxFromStatus(resp.GetStatus()).IPs
+	default:
+		withIPs.podIPs = podStatus.IPs()
+	}
+	return &withIPs, nil
+}
+
 // createSandbox runs a new sandbox for the pod.
 func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := ensureDir(config.LogDirectory); err != nil {
@@ -150,7 +203,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, sandboxID
 	ref := containerRef(pod, container)
 
 	pullStart := m.clock.Now()
-	imageRef, cerr := m.puller.ensureImage(ctx, ref, pod, container, sandboxConfig)
+	imageRef, cerr := m.puller.ensureImage(ctx, ref, pod, container, sandboxConfig, env.PullSecrets)
 	pullTime := m.clock.Since(pullStart)
 	if cerr != nil {
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", cerr.Reason)
