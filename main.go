@@ -41,6 +41,7 @@ import (
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/network"
+	"github.com/nodelet/nodelet/podenv"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -178,6 +179,12 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	// The service environment variables come from an informer over every
+	// Service, started with the manager: one LIST and WATCH per node, as
+	// the kubelet keeps, and no API call per pod start.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Service{}); err != nil {
+		return fmt.Errorf("setting up the Service informer: %w", err)
+	}
 	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
 		Client:   mgr.GetClient(),
 		Runtime:  runtimeManager,
@@ -187,6 +194,12 @@ func run(ctx context.Context, opts Options) error {
 		Clock:    clk,
 		NodeName: opts.NodeName,
 		HostIPs:  nodeReporter.NodeIPs,
+		EnvSources: &podenv.Gatherer{
+			APIReader: mgr.GetAPIReader(),
+			Cache:     mgr.GetClient(),
+			NodeName:  opts.NodeName,
+			Recorder:  recorder,
+		},
 	})
 	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up pod controller: %w", err)

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/podenv"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -133,6 +134,9 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 		Clock:    clock.RealClock{},
 		NodeName: testNodeName,
 		HostIPs:  func() []string { return []string{"10.1.1.1"} },
+		EnvSources: &podenv.Gatherer{
+			APIReader: mgr.GetAPIReader(), Cache: mgr.GetClient(), NodeName: testNodeName, Recorder: recorder,
+		},
 	})
 	if err := r.SetupWithManager(mgr, 4); err != nil {
 		t.Fatal(err)
