@@ -81,6 +81,12 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer unlock()
+	if err := volume.MakeRShared(opts.RootDir); err != nil {
+		// Only volumes mounted with HostToContainer or Bidirectional
+		// propagation need it; their containers then fail to start with
+		// the runtime's error, the other pods run.
+		log.Error(err, "Could not make the root dir a shared mount; mount propagation will fail", "rootDir", opts.RootDir)
+	}
 
 	restConfig, err := loadRestConfig(opts.Kubeconfig)
 	if err != nil {
@@ -138,7 +144,10 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
 	}
-	podVolumes := volume.NewManager(volume.Options{RootDir: opts.RootDir}, clientset, clk, log.WithName("volume"))
+	podVolumes := volume.NewManager(volume.Options{
+		RootDir:         opts.RootDir,
+		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
+	}, clientset, clk, log.WithName("volume"))
 
 	var nodeIPs []string
 	if opts.NodeIP != "" {
@@ -234,6 +243,18 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// nodeAllocatable reads the node's allocatable resources from the cached
+// Node; nil until the Node is registered.
+func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context) corev1.ResourceList {
+	return func(ctx context.Context) corev1.ResourceList {
+		node := &corev1.Node{}
+		if err := cache.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return nil
+		}
+		return node.Status.Allocatable
+	}
 }
 
 // lockRootDir takes an exclusive lock on the root dir's lock file, so two
