@@ -36,7 +36,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 		return nil, err
 	}
 
-	mounts, err := m.makeMounts(container, plan.RestartCount, values, env)
+	mounts, err := m.makeMounts(pod, container, plan.RestartCount, values, env)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,8 @@ func containerLogPath(containerName string, restartCount int) string {
 
 // makeMounts binds each volume mount of the container to the host folder
 // prepared for its volume, then adds the termination message file.
-func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
+func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
+	apiData := apiDataVolumes(pod)
 	var mounts []*runtimeapi.Mount
 	for _, vm := range container.VolumeMounts {
 		volumePath, ok := env.VolumePaths[vm.Name]
@@ -119,7 +120,7 @@ func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envV
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      vm.ReadOnly || apiData[vm.Name],
 			Propagation:   propagation,
 		})
 	}
@@ -127,6 +128,20 @@ func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envV
 		mounts = append(mounts, mount)
 	}
 	return mounts, nil
+}
+
+// apiDataVolumes are the pod's volumes whose files nodelet writes from the
+// API (configMap, secret, downwardAPI, projected): containers always
+// mount them read-only, as under the kubelet, for their next update would
+// undo any change.
+func apiDataVolumes(pod *corev1.Pod) map[string]bool {
+	names := map[string]bool{}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil {
+			names[vol.Name] = true
+		}
+	}
+	return names
 }
 
 // terminationMessageMount makes the file the container may write its

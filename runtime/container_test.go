@@ -243,6 +243,25 @@ func TestGenerateContainerConfig(t *testing.T) {
 			},
 			wantErr: `secret "creds" not found`,
 		},
+		"volumes written from the API are mounted read-only whatever the mount says": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{
+					{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+					{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				}
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+					{Name: "config", MountPath: "/etc/app"},
+					{Name: "data", MountPath: "/data"},
+				}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/etc/app", HostPath: configVolume, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
+					{ContainerPath: "/data", HostPath: dataVolume, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
+					terminationMount,
+				}
+			},
+		},
 		"volume mounts bind the volumes' host folders": {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
