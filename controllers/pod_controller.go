@@ -243,6 +243,10 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			log.Info("Failed to sync pod", "pod", klog.KObj(pod), "err", result.Err.Error())
 			requeue.in(now, retryPeriod)
 		}
+		for _, cerr := range result.ContainerErrors {
+			// The next pull is due when its back-off ends.
+			requeue.at(cerr.BackOffUntil)
+		}
 		var err error
 		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
 			return ctrl.Result{}, err

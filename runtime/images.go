@@ -47,6 +47,8 @@ type imagePuller struct {
 	// lastError is each back-off key's latest pull failure, shown with the
 	// back-off message so that users see why.
 	lastError map[string]string
+	// backOffUntil is when each back-off key's current back-off ends.
+	backOffUntil map[string]time.Time
 	// pulls are the pulls running now, by back-off key.
 	pulls map[string]*pull
 	// users are the users of the images ensureImage returned, by image ID.
@@ -73,13 +75,14 @@ func newImagePuller(images cri.ImageManagerService, recorder record.EventRecorde
 	backoff := flowcontrol.NewBackOff(initialImagePullBackoff, maxImagePullBackoff)
 	backoff.Clock = clk
 	return &imagePuller{
-		images:    images,
-		recorder:  recorder,
-		clock:     clk,
-		backoff:   backoff,
-		lastError: map[string]string{},
-		pulls:     map[string]*pull{},
-		users:     map[string]imageUser{},
+		images:       images,
+		recorder:     recorder,
+		clock:        clk,
+		backoff:      backoff,
+		lastError:    map[string]string{},
+		backOffUntil: map[string]time.Time{},
+		pulls:        map[string]*pull{},
+		users:        map[string]imageUser{},
 	}
 }
 
@@ -127,8 +130,9 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		if last, ok := p.lastError[key]; ok {
 			msg = msg + ": " + last
 		}
+		until := p.backOffUntil[key]
 		p.mu.Unlock()
-		return "", &ContainerError{Reason: ReasonImagePullBackOff, Message: msg}
+		return "", &ContainerError{Reason: ReasonImagePullBackOff, Message: msg, BackOffUntil: until}
 	}
 
 	creds, credErrs := credentialsFromSecrets(pullSecrets)
@@ -144,13 +148,15 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		p.recorder.Event(ref, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", requested, result.err))
 		reason, msg := pullFailure(requested, result.err)
 		// A shared pull failed once: only its owner counts it.
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		if owner {
-			p.backoff.Next(key, p.clock.Now())
-			p.mu.Lock()
+			now := p.clock.Now()
+			p.backoff.Next(key, now)
 			p.lastError[key] = reason + ": " + msg
-			p.mu.Unlock()
+			p.backOffUntil[key] = now.Add(p.backoff.Get(key))
 		}
-		return "", &ContainerError{Reason: reason, Message: msg}
+		return "", &ContainerError{Reason: reason, Message: msg, BackOffUntil: p.backOffUntil[key]}
 	}
 	p.recorder.Event(ref, corev1.EventTypeNormal, "Pulled",
 		fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
@@ -171,6 +177,7 @@ func (p *imagePuller) forgetExpired() {
 	for key := range p.lastError {
 		if p.backoff.Get(key) == 0 {
 			delete(p.lastError, key)
+			delete(p.backOffUntil, key)
 		}
 	}
 }
