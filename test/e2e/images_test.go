@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// dockerConfigSecret is a kubernetes.io/dockerconfigjson Secret with one
+// login for registry.
+func dockerConfigSecret(name, registry, user, password string) *corev1.Secret {
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{
+			corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, registry, auth)),
+		},
+	}
+}
+
+// The stack's second registry answers only to its user. Every pod pulls
+// with policy Always, so that each pull asks the registry, whatever an
+// earlier pod left on the node.
+func TestPrivateRegistryPullsWithImagePullSecretsOnly(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	ctx := t.Context()
+	image := f.Env.PrivateImage
+	f.createSecret(t, ns, dockerConfigSecret("regcred", f.Env.PrivateRegistry, f.Env.PrivateRegistryUser, f.Env.PrivateRegistryPassword))
+	f.createSecret(t, ns, dockerConfigSecret("wrong", f.Env.PrivateRegistry, f.Env.PrivateRegistryUser, "not-the-password"))
+	// The ServiceAccount admission plugin copies a ServiceAccount's pull
+	// secrets into the pods that run as it.
+	if _, err := f.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta:       metav1.ObjectMeta{Name: "builder"},
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ServiceAccount builder: %v", err)
+	}
+
+	privatePod := func(name string, secrets ...string) *corev1.Pod {
+		pod := newPod(ns, name).withImage(image).obj()
+		pod.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
+		for _, s := range secrets {
+			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
+		return pod
+	}
+	withSecret := f.createPod(t, privatePod("with-secret", "wrong", "regcred"))
+	without := f.createPod(t, privatePod("without"))
+	wrongOnly := f.createPod(t, privatePod("wrong-password", "wrong"))
+	viaAccount := privatePod("via-service-account")
+	viaAccount.Spec.ServiceAccountName = "builder"
+	viaAccount = f.createPod(t, viaAccount)
+
+	t.Run("with the right login among the pod's secrets, the image is pulled", func(t *testing.T) {
+		t.Parallel()
+		pod := f.waitForPod(t, withSecret, podStartTimeout, "to be Running and Ready", runningAndReady)
+		if id := containerStatus(pod, "app").ImageID; !strings.Contains(id, "sha256:") {
+			t.Errorf("imageID = %q, want the runtime's digest", id)
+		}
+		pulled := f.waitForEvent(t, ns, string(pod.UID), "Pulled", "Successfully pulled image", 30*time.Second)
+		pattern := regexp.MustCompile(`^Successfully pulled image "` + regexp.QuoteMeta(image) + `" in [0-9.]+m?s \([0-9.]+m?s including waiting\)\. Image size: [1-9][0-9]* bytes\.$`)
+		if !pattern.MatchString(pulled) {
+			t.Errorf("Pulled event %q, want the pull's durations and the image's size", pulled)
+		}
+		f.waitForEvent(t, ns, string(pod.UID), "Pulling", fmt.Sprintf("Pulling image %q", image), 30*time.Second)
+	})
+
+	t.Run("through the ServiceAccount's pull secrets, the image is pulled", func(t *testing.T) {
+		t.Parallel()
+		if refs := viaAccount.Spec.ImagePullSecrets; len(refs) != 1 || refs[0].Name != "regcred" {
+			t.Errorf("the pod's imagePullSecrets after admission = %v, want the ServiceAccount's regcred", refs)
+		}
+		f.waitForPod(t, viaAccount, podStartTimeout, "to be Running and Ready", runningAndReady)
+	})
+
+	for name, pod := range map[string]*corev1.Pod{"without a login": without, "with a wrong password": wrongOnly} {
+		t.Run(name+", the registry refuses: ErrImagePull then ImagePullBackOff, naming the 401", func(t *testing.T) {
+			t.Parallel()
+			sawErrImagePull := false
+			last := f.waitForPod(t, pod, 2*time.Minute, "to wait in ErrImagePull, then in ImagePullBackOff", func(p *corev1.Pod) (bool, error) {
+				s := containerStatus(p, "app")
+				if s == nil || s.State.Waiting == nil {
+					return false, nil
+				}
+				switch w := s.State.Waiting; w.Reason {
+				case "ErrImagePull":
+					if !strings.Contains(w.Message, "401 Unauthorized") {
+						return false, fmt.Errorf("ErrImagePull with message %q, want the registry's 401 Unauthorized", w.Message)
+					}
+					sawErrImagePull = true
+				case "ImagePullBackOff":
+					return sawErrImagePull, nil
+				}
+				return false, nil
+			})
+			want := fmt.Sprintf("Back-off pulling image %q: ErrImagePull: ", image)
+			if msg := containerStatus(last, "app").State.Waiting.Message; !strings.HasPrefix(msg, want) || !strings.Contains(msg, "401 Unauthorized") {
+				t.Errorf("ImagePullBackOff message %q, want it to start with %q and name the 401", msg, want)
+			}
+		})
+	}
+}
+
+func TestPullPolicyNeverRunsAPresentImageAndRefusesAnAbsentOne(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	// The busybox image is present once a pod has pulled it.
+	first := f.createPod(t, newPod(ns, "pulls").obj())
+	f.waitForPod(t, first, podStartTimeout, "to be Running and Ready", runningAndReady)
+
+	present := newPod(ns, "present").obj()
+	present.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	present = f.createPod(t, present)
+	f.waitForPod(t, present, podStartTimeout, "to be Running and Ready", runningAndReady)
+	f.waitForEvent(t, ns, string(present.UID), "Pulled", fmt.Sprintf("Container image %q already present on machine", busyboxImage), 30*time.Second)
+
+	image := f.Env.Registry + "/never-pulled:1"
+	absent := newPod(ns, "absent").withImage(image).obj()
+	absent.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	absent = f.createPod(t, absent)
+	want := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+	f.waitForPod(t, absent, podStartTimeout, "to wait in ErrImageNeverPull", waitingWith("app", "ErrImageNeverPull", want))
+	f.waitForEvent(t, ns, string(absent.UID), "ErrImageNeverPull", want, 30*time.Second)
+}
+
+// Each failed pull of a missing image waits out a back-off twice the one
+// before (10s, 20s, ...), in ImagePullBackOff. Pulls are told apart by the
+// count of the pod's Pulling event, which nodelet bumps at each.
+func TestImagePullBackOffDoublesBetweenPulls(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	image := f.Env.Registry + "/nonexistent:backoff"
+	pod := f.createPod(t, newPod(ns, "backoff").withImage(image).obj())
+
+	var attempts []time.Time
+	lastCount := int32(0)
+	eventually(t, 2*time.Minute, "three pulls", func(ctx context.Context) (bool, error) {
+		events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Pulling" && e.Source.Component == "nodelet" && e.Count > lastCount {
+				for n := lastCount; n < e.Count; n++ {
+					attempts = append(attempts, time.Now())
+				}
+				lastCount = e.Count
+			}
+		}
+		return len(attempts) >= 3, nil
+	})
+	first, second := attempts[1].Sub(attempts[0]), attempts[2].Sub(attempts[1])
+	t.Logf("pulls %s and then %s apart", first.Round(time.Millisecond), second.Round(time.Millisecond))
+	if first < 9*time.Second {
+		t.Errorf("the second pull came %s after the first, want the 10s back-off waited", first)
+	}
+	if second < 19*time.Second || second < first+5*time.Second {
+		t.Errorf("the third pull came %s after the second, want the 20s back-off, twice the first", second)
+	}
+	f.waitForPod(t, pod, 30*time.Second, "to show ImagePullBackOff", waitingWith("app", "ImagePullBackOff", fmt.Sprintf("Back-off pulling image %q: ErrImagePull: ", image)))
+	f.waitForEvent(t, ns, string(pod.UID), "BackOff", fmt.Sprintf("Back-off pulling image %q", image), 30*time.Second)
+	f.waitForEvent(t, ns, string(pod.UID), "Failed", fmt.Sprintf("Failed to pull image %q", image), 30*time.Second)
+}
