@@ -24,7 +24,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 	if env == nil {
 		env = &PodEnv{}
 	}
-	envs, skipped, err := containerEnv(pod, container, env.podIPs, env)
+	envs, skipped, err := containerEnv(pod, container, env)
 	if err != nil {
 		return nil, err
 	}

@@ -109,11 +109,11 @@ func (l *envList) lookup(name string) (string, bool) {
 //     itself.
 //
 // Unlike the kubelet's, whose order is a map's, the order is stable: steps
-// 1 to 3, keys of one source sorted. podIPs are the pod's IPs, known once
-// its sandbox exists. Keys of an envFrom source that are not valid names
+// 1 to 3, keys of one source sorted. The pod's IPs are podEnv's, known
+// once its sandbox exists. Keys of an envFrom source that are not valid names
 // are left out and returned in skipped, for an event. Errors are the
 // kubelet's, which users see as CreateContainerConfigError.
-func containerEnv(pod *corev1.Pod, container *corev1.Container, podIPs []string, podEnv *PodEnv) (vars []envVar, skipped []skippedEnvFromKeys, err error) {
+func containerEnv(pod *corev1.Pod, container *corev1.Container, podEnv *PodEnv) (vars []envVar, skipped []skippedEnvFromKeys, err error) {
 	var env envList
 	for _, from := range container.EnvFrom {
 		var (
@@ -177,7 +177,7 @@ func containerEnv(pod *corev1.Pod, container *corev1.Container, podIPs []string,
 			value = expand(value, mapping)
 		case e.ValueFrom != nil:
 			var set bool
-			if value, set, err = envValueFrom(pod, container, e.ValueFrom, podIPs, podEnv); err != nil {
+			if value, set, err = envValueFrom(pod, container, e.ValueFrom, podEnv); err != nil {
 				return nil, nil, err
 			}
 			if !set {
@@ -207,10 +207,10 @@ func (m *Manager) recordSkippedEnvFromKeys(pod *corev1.Pod, skipped []skippedEnv
 
 // envValueFrom reads one env var's source. set is false when an optional
 // ConfigMap, Secret or key is missing: the variable is then not set at all.
-func envValueFrom(pod *corev1.Pod, container *corev1.Container, from *corev1.EnvVarSource, podIPs []string, podEnv *PodEnv) (value string, set bool, err error) {
+func envValueFrom(pod *corev1.Pod, container *corev1.Container, from *corev1.EnvVarSource, podEnv *PodEnv) (value string, set bool, err error) {
 	switch {
 	case from.FieldRef != nil:
-		value, err = podFieldValue(pod, from.FieldRef.FieldPath, podIPs, podEnv.HostIPs)
+		value, err = podFieldValue(pod, from.FieldRef.FieldPath, podEnv.podIPs, podEnv.HostIPs)
 		return value, err == nil, err
 	case from.ResourceFieldRef != nil:
 		value, err = fieldpath.ContainerResource(pod, container.Name, from.ResourceFieldRef, podEnv.NodeAllocatable)

@@ -250,14 +250,14 @@ func TestContainerEnv(t *testing.T) {
 			pod := envTestPod()
 			pod.Spec.Containers[0].Env = tc.env
 			pod.Spec.Containers[0].EnvFrom = tc.envFrom
-			podEnv := &PodEnv{HostIPs: tc.hostIPs, Objects: envTestObjects(), ServiceEnv: tc.serviceEnv, NodeAllocatable: allocatable}
+			podEnv := &PodEnv{HostIPs: tc.hostIPs, Objects: envTestObjects(), ServiceEnv: tc.serviceEnv, NodeAllocatable: allocatable, podIPs: tc.podIPs}
 			if tc.objects != nil {
 				podEnv.Objects = *tc.objects
 			}
 			if tc.noNode {
 				podEnv.NodeAllocatable = nil
 			}
-			got, skipped, err := containerEnv(pod, &pod.Spec.Containers[0], tc.podIPs, podEnv)
+			got, skipped, err := containerEnv(pod, &pod.Spec.Containers[0], podEnv)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("containerEnv() error = %v, want %q", err, tc.wantErr)

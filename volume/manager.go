@@ -105,6 +105,10 @@ type volumeState struct {
 	// tokens are the service account tokens of a projected volume, by
 	// source index.
 	tokens map[int]*token
+	// downwardAPI is what the volume's downward API files held when it
+	// was last set up (downwardAPIDigest); a change in the pod's labels,
+	// annotations or resources makes them due at once.
+	downwardAPI string
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -159,6 +163,10 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 	}
 	volumes := m.podVolumes(pod.UID)
 	now := m.clock.Now()
+	var allocatable corev1.ResourceList
+	if hasDownwardAPI(pod.Spec.Volumes) {
+		allocatable = m.allocatable(ctx)
+	}
 
 	paths = make(map[string]string, len(pod.Spec.Volumes))
 	var errs []error
@@ -169,7 +177,9 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 			state = &volumeState{}
 			volumes[vol.Name] = state
 		}
-		if !state.ready || isDue(state.dueAt, now) {
+		downwardAPI := downwardAPIDigest(pod, vol, allocatable)
+		if !state.ready || isDue(state.dueAt, now) || downwardAPI != state.downwardAPI {
+			state.downwardAPI = downwardAPI
 			if err := m.setUpVolume(ctx, pod, vol, state, now); err != nil {
 				errs = append(errs, err)
 				if !state.ready {

@@ -3,6 +3,7 @@ package volume
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -134,6 +135,61 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		payload[item.Path] = fileProjection{Data: []byte(value), Mode: modeOr(item.Mode, defaultMode)}
 	}
 	return payload, nil
+}
+
+// downwardAPIDigest sums up what the downward API files of a volume (a
+// downwardAPI volume's, a projected volume's downwardAPI sources') hold
+// for the pod as it is now: "" for a volume without any.
+func downwardAPIDigest(pod *corev1.Pod, vol *corev1.Volume, allocatable corev1.ResourceList) string {
+	var items []corev1.DownwardAPIVolumeFile
+	switch {
+	case vol.DownwardAPI != nil:
+		items = vol.DownwardAPI.Items
+	case vol.Projected != nil:
+		for _, source := range vol.Projected.Sources {
+			if source.DownwardAPI != nil {
+				items = append(items, source.DownwardAPI.Items...)
+			}
+		}
+	}
+	if len(items) == 0 {
+		return ""
+	}
+	payload, err := downwardAPIPayload(pod, items, 0, allocatable)
+	if err != nil {
+		// Set up as it is; the error is reported there.
+		return "error: " + err.Error()
+	}
+	var b strings.Builder
+	for _, path := range sortedPaths(payload) {
+		fmt.Fprintf(&b, "%q=%q\n", path, payload[path].Data)
+	}
+	return b.String()
+}
+
+func hasDownwardAPI(volumes []corev1.Volume) bool {
+	for i := range volumes {
+		if volumes[i].DownwardAPI != nil {
+			return true
+		}
+		if volumes[i].Projected != nil {
+			for _, source := range volumes[i].Projected.Sources {
+				if source.DownwardAPI != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func sortedPaths(payload map[string]fileProjection) []string {
+	paths := make([]string, 0, len(payload))
+	for path := range payload {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	return paths
 }
 
 // memoryVolumeSize is the size of an emptyDir of medium Memory, as the

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -616,4 +617,31 @@ func unescapeMountPath(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// A change of the pod's labels reaches its downward API files in place,
+// without waiting for the periodic resync.
+func TestDownwardAPIFilesFollowThePodsLabels(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	pod := newPod(ns, "labelled").
+		withShell(`last=; while true; do l=$(tr '\n' ' ' < /podinfo/labels); if [ "$l" != "$last" ]; then echo "LABELS $l"; last=$l; fi; sleep 0.2; done`).
+		obj()
+	pod.Labels = map[string]string{"stage": "one"}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}},
+	}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "podinfo", MountPath: "/podinfo"}}
+	pod = f.createPod(t, pod)
+	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+	f.waitForLogLine(t, pod, "app", 30*time.Second, "its first labels", func(line string) bool { return line == `LABELS stage="one"` })
+
+	patch := []byte(`{"metadata": {"labels": {"stage": "two"}}}`)
+	if _, err := f.Client.CoreV1().Pods(ns).Patch(t.Context(), pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("relabelling the pod: %v", err)
+	}
+	relabelled := time.Now()
+	// Well within the minute of the periodic resync.
+	f.waitForLogLine(t, pod, "app", 20*time.Second, "its new labels", func(line string) bool { return line == `LABELS stage="two"` })
+	t.Logf("the container read its new labels %s after the change", time.Since(relabelled).Round(time.Millisecond))
 }
