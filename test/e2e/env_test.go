@@ -211,16 +211,19 @@ func TestEnvironmentFromEverySourceLandsInTheContainer(t *testing.T) {
 	}
 }
 
-// A missing ConfigMap, then a missing key: the container waits in
-// CreateContainerConfigError with the kubelet's messages and starts, in
-// the same pod, once the key exists.
+// A missing ConfigMap, then a missing key, then a missing Secret: the
+// container waits in CreateContainerConfigError with the kubelet's
+// messages and starts, in the same pod, once all exist.
 func TestMissingConfigMapKeyWaitsThenStartsOnceItExists(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
 	ctx := t.Context()
 
-	pod := newPod(ns, "waits").withShell(`echo "MODE=$MODE"; exec sleep 3600`).obj()
-	pod.Spec.Containers[0].Env = []corev1.EnvVar{configMapKeyEnv("MODE", "settings", "mode", false)}
+	pod := newPod(ns, "waits").withShell(`echo "MODE=$MODE TOKEN=$TOKEN"; exec sleep 3600`).obj()
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{
+		configMapKeyEnv("MODE", "settings", "mode", false),
+		secretKeyEnv("TOKEN", "creds", "token"),
+	}
 	pod = f.createPod(t, pod)
 	f.waitForPod(t, pod, podStartTimeout, "to wait in CreateContainerConfigError for the ConfigMap",
 		waitingWith("app", "CreateContainerConfigError", `configmap "settings" not found`))
@@ -234,18 +237,16 @@ func TestMissingConfigMapKeyWaitsThenStartsOnceItExists(t *testing.T) {
 	if _, err := f.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("adding the key: %v", err)
 	}
-	added := time.Now()
+	f.waitForPod(t, pod, time.Minute, "to wait in CreateContainerConfigError for the Secret",
+		waitingWith("app", "CreateContainerConfigError", `secret "creds" not found`))
+
+	f.createSecret(t, ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"token": []byte("t0k")}})
+	created := time.Now()
 	// Failed starts are retried every 10s.
-	running := f.waitForPod(t, pod, time.Minute, "to run once the key exists", runningAndReady)
-	t.Logf("the container ran %s after the key was added", time.Since(added).Round(time.Millisecond))
+	running := f.waitForPod(t, pod, time.Minute, "to run once the Secret exists", runningAndReady)
+	t.Logf("the container ran %s after the last missing object was made", time.Since(created).Round(time.Millisecond))
 	if app := containerStatus(running, "app"); app.RestartCount != 0 {
 		t.Errorf("restartCount = %d, want 0: the container never ran before", app.RestartCount)
 	}
-	f.waitForLogLine(t, running, "app", 30*time.Second, "MODE=fast", func(line string) bool { return line == "MODE=fast" })
-
-	secret := newPod(ns, "secret").obj()
-	secret.Spec.Containers[0].Env = []corev1.EnvVar{secretKeyEnv("TOKEN", "absent", "token")}
-	secret = f.createPod(t, secret)
-	f.waitForPod(t, secret, podStartTimeout, "to wait in CreateContainerConfigError for the Secret",
-		waitingWith("app", "CreateContainerConfigError", `secret "absent" not found`))
+	f.waitForLogLine(t, running, "app", 30*time.Second, "its env", func(line string) bool { return line == "MODE=fast TOKEN=t0k" })
 }

@@ -70,6 +70,8 @@ type Env struct {
 	PrivateRegistryUser     string
 	PrivateRegistryPassword string
 	PrivateImage            string
+	// ContainerdLog is the runtime's log, which names each image pull.
+	ContainerdLog string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -144,6 +146,7 @@ func LoadEnv(path string) (Env, error) {
 		PrivateRegistryUser:     get("PRIVATE_REGISTRY_USER", true),
 		PrivateRegistryPassword: get("PRIVATE_REGISTRY_PASSWORD", true),
 		PrivateImage:            get("PRIVATE_IMAGE", true),
+		ContainerdLog:           get("CONTAINERD_LOG", false),
 	}
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))

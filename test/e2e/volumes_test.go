@@ -246,9 +246,11 @@ func TestProjectedTokenIsRefreshedBeforeItExpires(t *testing.T) {
 	f.waitForLogLine(t, pod, "app", 30*time.Second, "the new token's checksum", func(line string) bool { return line == wantLine })
 }
 
-// Each key is 200 kB, so that a file written in place could be caught half
-// written; the container checksums both files every 100ms, and every
-// checksum it prints must be of a whole version.
+// The container reads the volume twice every 200ms: both files through
+// the folder ..data points at then, and each file by its own name. Every
+// read must be of a whole version (each key is 200 kB, which a writer in
+// place could be caught halfway through), and both files of one folder of
+// the same version: the update swaps all files at one instant.
 func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
@@ -263,15 +265,41 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 	v1, v2 := version("1"), version("2")
 	cm := f.createConfigMap(t, ns, "big", v1)
 
-	pod := newPod(ns, "reader").withShell(`while true; do echo "SUMS $(md5sum /cfg/a | cut -d' ' -f1) $(md5sum /cfg/b | cut -d' ' -f1)"; sleep 0.1; done`).obj()
+	pod := newPod(ns, "reader").withShell(`while true; do ` +
+		`d=$(readlink /cfg/..data); ` +
+		`echo "READ $d $(md5sum /cfg/$d/a /cfg/$d/b 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ')/ $(md5sum /cfg/a | cut -d' ' -f1) $(md5sum /cfg/b | cut -d' ' -f1)"; ` +
+		`sleep 0.2; done`).obj()
 	pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "big"},
 	}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
-	f.waitForLogLine(t, pod, "app", 30*time.Second, "the first version's checksums", func(line string) bool {
-		return line == "SUMS "+checksum(v1["a"])+" "+checksum(v1["b"])
+
+	// read is one line of the container: the folder ..data pointed at, the
+	// checksums read through it (none or one when the folder went away
+	// meanwhile) and those read by the files' own names.
+	type read struct {
+		time             time.Time
+		folder           string
+		snapshot, byName []string
+	}
+	reads := func() []read {
+		var out []read
+		for _, entry := range f.containerLogEntries(t, pod, "app") {
+			fields := strings.Fields(entry.Line)
+			slash := slices.Index(fields, "/")
+			if len(fields) < 3 || fields[0] != "READ" || slash < 0 {
+				t.Fatalf("the container printed %q, want READ <folder> <sums>... / <a> <b>", entry.Line)
+			}
+			out = append(out, read{time: entry.Time, folder: fields[1], snapshot: fields[2:slash], byName: fields[slash+1:]})
+		}
+		return out
+	}
+	first, second := []string{checksum(v1["a"]), checksum(v1["b"])}, []string{checksum(v2["a"]), checksum(v2["b"])}
+	eventually(t, 30*time.Second, "a read of the first version", func(ctx context.Context) (bool, error) {
+		r := reads()
+		return len(r) > 0 && slices.Equal(r[0].byName, first), nil
 	})
 
 	cm.Data = v2
@@ -283,12 +311,11 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 	// about as often as the kubelet's pod sync rewrites them; the margin
 	// is for a loaded machine.
 	const syncPeriod, margin = time.Minute, 15 * time.Second
-	secondA, secondB := checksum(v2["a"]), checksum(v2["b"])
 	var seenAt time.Time
 	eventually(t, syncPeriod+margin, "the second version in both files", func(ctx context.Context) (bool, error) {
-		for _, entry := range f.containerLogEntries(t, pod, "app") {
-			if entry.Line == "SUMS "+secondA+" "+secondB {
-				seenAt = entry.Time
+		for _, r := range reads() {
+			if slices.Equal(r.byName, second) {
+				seenAt = r.time
 				return true, nil
 			}
 		}
@@ -296,35 +323,55 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 	})
 	t.Logf("the container read the update %s after it was made", seenAt.Sub(updated).Round(time.Millisecond))
 
-	whole := map[string][]string{"a": {checksum(v1["a"]), secondA}, "b": {checksum(v1["b"]), secondB}}
-	reads := 0
-	for _, entry := range f.containerLogEntries(t, pod, "app") {
-		fields := strings.Fields(entry.Line)
-		if len(fields) != 3 || fields[0] != "SUMS" {
-			t.Errorf("container printed %q, want SUMS <a> <b>: a file could not be read", entry.Line)
+	folders := map[string][]string{}
+	var order []string
+	for _, r := range reads() {
+		if len(r.byName) != 2 {
+			t.Errorf("at %s the container could not read both files by their names: %v", r.time.Format(time.TimeOnly), r.byName)
 			continue
 		}
-		reads++
 		for i, key := range []string{"a", "b"} {
-			if !slices.Contains(whole[key], fields[i+1]) {
-				t.Errorf("file %s read with checksum %s at %s: neither version, a half-written file", key, fields[i+1], entry.Time.Format(time.TimeOnly))
+			if sum := r.byName[i]; sum != first[i] && sum != second[i] {
+				t.Errorf("file %s read by its name at %s with checksum %s: neither version, a half-written file", key, r.time.Format(time.TimeOnly), sum)
 			}
 		}
+		if len(r.snapshot) != 2 {
+			continue // the folder was replaced between readlink and md5sum
+		}
+		if !slices.Equal(r.snapshot, first) && !slices.Equal(r.snapshot, second) {
+			t.Errorf("folder %s read at %s held %v: not one whole version", r.folder, r.time.Format(time.TimeOnly), r.snapshot)
+		}
+		if _, ok := folders[r.folder]; !ok {
+			order = append(order, r.folder)
+		}
+		folders[r.folder] = r.snapshot
 	}
-	t.Logf("%d reads of both files, each of a whole version", reads)
+	// One folder per version, swapped once.
+	if len(order) != 2 || !slices.Equal(folders[order[0]], first) || !slices.Equal(folders[order[1]], second) {
+		t.Errorf("..data pointed at %v holding %v, want a folder of the first version, then one of the second", order, folders)
+	}
+	t.Logf("%d reads, each of a whole version; ..data went from %v", len(reads()), order)
 }
 
-func TestEmptyDirSharedBetweenContainersAndMemoryEmptyDirIsATmpfs(t *testing.T) {
+// The pod's volumes include every kind that lives on a tmpfs (memory
+// emptyDir, secret, the projected service account token) and two that do
+// not (disk emptyDir, ConfigMap); once it is deleted, nothing of them is
+// left on the node.
+func TestEmptyDirSharedMemoryIsATmpfsAndNothingIsLeftAfterDeletion(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
+	f.createConfigMap(t, ns, "settings", map[string]string{"k": "v"})
+	f.createSecret(t, ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"k": []byte("v")}})
 	pod := newPod(ns, "shared").withShell(`echo hello > /shared/msg; exec sleep 3600`).obj()
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi")),
 		}}},
+		{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
 	}
-	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}, {Name: "cm", MountPath: "/cm"}, {Name: "sec", MountPath: "/sec"}}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
 		Name: "reader", Image: busyboxImage, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:      []string{"sh", "-c", `until [ -f /shared/msg ]; do sleep 0.1; done; echo "MSG $(cat /shared/msg)"; echo "MOUNT $(grep ' /mem ' /proc/mounts)"; exec sleep 3600`},
@@ -338,6 +385,21 @@ func TestEmptyDirSharedBetweenContainersAndMemoryEmptyDirIsATmpfs(t *testing.T) 
 	if fields := strings.Fields(mount); len(fields) < 5 || fields[3] != "tmpfs" || !strings.Contains(fields[4], "size=16384k") {
 		t.Errorf("/mem in the container's /proc/mounts: %q, want a tmpfs of size=16384k", mount)
 	}
+
+	podDir := f.podDir(pod)
+	tokens, _ := filepath.Glob(filepath.Join(podDir, "volumes", "kubernetes.io~projected", "*", "token"))
+	mounts := f.mountsUnder(t, podDir)
+	t.Logf("the running pod has mounts %v and token files %v", mounts, tokens)
+	// The memory emptyDir, the secret and the token's projected volume.
+	if len(mounts) < 3 || len(tokens) != 1 {
+		t.Fatalf("the running pod has mounts %v and tokens %v, want at least 3 tmpfs and a token, or their removal proves nothing", mounts, tokens)
+	}
+	f.deletePod(t, pod, ptr.To[int64](1))
+	f.waitForPodGone(t, pod, time.Minute)
+	eventually(t, 10*time.Second, "the pod's folder, mounts and token to be gone", func(ctx context.Context) (bool, error) {
+		_, err := os.Stat(podDir)
+		return os.IsNotExist(err) && len(f.mountsUnder(t, podDir)) == 0, nil
+	})
 }
 
 func TestHostPathDirectoryTypeFailsClearlyUntilTheFolderExists(t *testing.T) {
@@ -350,28 +412,27 @@ func TestHostPathDirectoryTypeFailsClearlyUntilTheFolderExists(t *testing.T) {
 		os.RemoveAll(created)
 	})
 
-	hostPathPod := func(name, path string, pathType corev1.HostPathType) *corev1.Pod {
-		pod := newPod(ns, name).obj()
-		pod.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+	pod := newPod(ns, "host-paths").obj()
+	hostPath := func(name, path string, pathType corev1.HostPathType) {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 			Path: path, Type: ptr.To(pathType),
-		}}}}
-		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}
-		return f.createPod(t, pod)
+		}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/" + name})
 	}
-	strict := hostPathPod("directory", missing, corev1.HostPathDirectory)
-	orCreate := hostPathPod("directory-or-create", created, corev1.HostPathDirectoryOrCreate)
+	hostPath("directory", missing, corev1.HostPathDirectory)
+	hostPath("or-create", created, corev1.HostPathDirectoryOrCreate)
+	pod = f.createPod(t, pod)
 
-	want := fmt.Sprintf(`MountVolume.SetUp failed for volume "host" : hostPath type check failed: %s is not a directory`, missing)
-	f.waitForEvent(t, ns, string(strict.UID), "FailedMount", want, time.Minute)
-	current, err := f.Client.CoreV1().Pods(ns).Get(t.Context(), strict.Name, metav1.GetOptions{})
+	want := fmt.Sprintf(`MountVolume.SetUp failed for volume "directory" : hostPath type check failed: %s is not a directory`, missing)
+	f.waitForEvent(t, ns, string(pod.UID), "FailedMount", want, time.Minute)
+	current, err := f.Client.CoreV1().Pods(ns).Get(t.Context(), pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if current.Status.Phase != corev1.PodPending || waitingReason(current, "app") != "ContainerCreating" {
 		t.Errorf("pod with a missing hostPath: %s, want Pending with app waiting in ContainerCreating", describePod(current))
 	}
-
-	f.waitForPod(t, orCreate, podStartTimeout, "to be Running and Ready", runningAndReady)
+	// The other volume is set up meanwhile: DirectoryOrCreate made it.
 	if info, err := os.Stat(created); err != nil || !info.IsDir() {
 		t.Errorf("DirectoryOrCreate: %s on the node: %v, want a folder", created, err)
 	}
@@ -380,7 +441,7 @@ func TestHostPathDirectoryTypeFailsClearlyUntilTheFolderExists(t *testing.T) {
 	if err := os.Mkdir(missing, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f.waitForPod(t, strict, time.Minute, "to start once its folder exists", runningAndReady)
+	f.waitForPod(t, pod, time.Minute, "to start once its folder exists", runningAndReady)
 }
 
 func TestUnsupportedVolumeIsAFailedMountAndThePodWaits(t *testing.T) {
@@ -471,7 +532,7 @@ func TestMountPropagationBetweenContainersAndTheNode(t *testing.T) {
 	seer := func(name string, mode corev1.MountPropagationMode) corev1.Container {
 		return corev1.Container{
 			Name: name, Image: busyboxImage, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:      []string{"sh", "-c", `touch /mnt/vol/` + name + `-runs; while true; do if [ -f /mnt/vol/inner/file ]; then echo SEES; else echo BLIND; fi; sleep 0.5; done`},
+			Command:      []string{"sh", "-c", `touch /mnt/vol/` + name + `-runs; while true; do if [ -f /mnt/vol/inner/file ]; then echo SEES; else echo BLIND; fi; sleep 1; done`},
 			VolumeMounts: mountAt(mode),
 		}
 	}
@@ -514,44 +575,6 @@ func TestMountPropagationBetweenContainersAndTheNode(t *testing.T) {
 	f.waitForPodGone(t, pod, time.Minute)
 	eventually(t, 10*time.Second, "no mount left under the pod's folder", func(ctx context.Context) (bool, error) {
 		return len(f.mountsUnder(t, f.podDir(pod))) == 0, nil
-	})
-}
-
-// The pod uses every kind of volume that lives on a tmpfs, plus a disk
-// emptyDir and a ConfigMap; once it is deleted, nothing of them is left.
-func TestDeletedPodLeavesNoVolumeFolderMountOrToken(t *testing.T) {
-	t.Parallel()
-	ns := f.NewNamespace(t)
-	f.createConfigMap(t, ns, "settings", map[string]string{"k": "v"})
-	f.createSecret(t, ns, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"k": []byte("v")}})
-	pod := newPod(ns, "volumes").obj()
-	pod.Spec.Volumes = []corev1.Volume{
-		{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
-		{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
-		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
-	}
-	for _, vol := range pod.Spec.Volumes {
-		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: vol.Name, MountPath: "/" + vol.Name})
-	}
-	pod = f.createPod(t, pod)
-	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
-
-	podDir := f.podDir(pod)
-	tokens, _ := filepath.Glob(filepath.Join(podDir, "volumes", "kubernetes.io~projected", "*", "token"))
-	mounts := f.mountsUnder(t, podDir)
-	t.Logf("the running pod has %d mounts under its folder and token files %v", len(mounts), tokens)
-	// The secret, the memory emptyDir and the service account token's
-	// projected volume.
-	if len(mounts) < 3 || len(tokens) != 1 {
-		t.Fatalf("the running pod has mounts %v and tokens %v, want at least 3 tmpfs and a token, or their removal proves nothing", mounts, tokens)
-	}
-
-	f.deletePod(t, pod, ptr.To[int64](1))
-	f.waitForPodGone(t, pod, time.Minute)
-	eventually(t, 10*time.Second, "the pod's folder, mounts and token to be gone", func(ctx context.Context) (bool, error) {
-		_, err := os.Stat(podDir)
-		return os.IsNotExist(err) && len(f.mountsUnder(t, podDir)) == 0, nil
 	})
 }
 
@@ -625,7 +648,7 @@ func TestDownwardAPIFilesFollowThePodsLabels(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
 	pod := newPod(ns, "labelled").
-		withShell(`last=; while true; do l=$(tr '\n' ' ' < /podinfo/labels); if [ "$l" != "$last" ]; then echo "LABELS $l"; last=$l; fi; sleep 0.2; done`).
+		withShell(`last=; while true; do l=$(tr '\n' ' ' < /podinfo/labels); if [ "$l" != "$last" ]; then echo "LABELS $l"; last=$l; fi; sleep 0.5; done`).
 		obj()
 	pod.Labels = map[string]string{"stage": "one"}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "podinfo", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
