@@ -2,17 +2,23 @@ package controllers
 
 // What containers start with, read from a real API server (envtest) by the
 // reconciler's podenv.Gatherer, with the real runtime.Manager over the CRI
-// fake. The real-runtime version, where the container prints its env,
-// lives in test/e2e.
+// fake; and, on plain values, when the reconciler reads it. The
+// real-runtime version, where the container prints its env, lives in
+// test/e2e.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 func TestPodStartsByItselfOnceItsConfigMapKeyExists(t *testing.T) {
@@ -59,5 +65,60 @@ func TestPodStartsByItselfOnceItsConfigMapKeyExists(t *testing.T) {
 	}
 	if n := len(env.runtimeContainers(t, pod.UID)); n != 1 {
 		t.Errorf("containers of the pod: %d, want 1", n)
+	}
+}
+
+// recordingEnvSources stands in for podenv.Gatherer: it records which
+// containers it was asked about and fails while err is set.
+type recordingEnvSources struct {
+	asked [][]string
+	err   error
+}
+
+func (s *recordingEnvSources) Gather(_ context.Context, _ *corev1.Pod, containers []*corev1.Container, _ *noderuntime.PodEnv) error {
+	var names []string
+	for _, c := range containers {
+		names = append(names, c.Name)
+	}
+	s.asked = append(s.asked, names)
+	return s.err
+}
+
+func TestGatherEnvReadsOnlyForContainersToStartAndRetriesSoonAfterAFailure(t *testing.T) {
+	sources := &recordingEnvSources{}
+	r := NewPodReconciler(&PodReconciler{EnvSources: sources})
+	pod := testPod("ns", "web")
+	pod.UID = "uid-1"
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init"}}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "sidecar"})
+	ctx := context.Background()
+
+	if r.gatherEnv(ctx, pod, noderuntime.PodActions{CreateSandbox: true}, &noderuntime.PodEnv{}) || len(sources.asked) != 0 {
+		t.Fatalf("with no container to start: asked %v, want nothing read", sources.asked)
+	}
+
+	starting := noderuntime.PodActions{
+		InitContainersToStart: []noderuntime.ContainerToStart{{Index: 0}},
+		ContainersToStart:     []noderuntime.ContainerToStart{{Index: 1}},
+	}
+	sources.err = errors.New(`configmaps "x" is forbidden`)
+	if !r.gatherEnv(ctx, pod, starting, &noderuntime.PodEnv{}) {
+		t.Error("a failed read: gatherEnv() = false, want a retry soon")
+	}
+	if got := r.quickRetryDelay(r.envFailures, pod.UID); got != 250*time.Millisecond {
+		t.Errorf("first retry in %s, want 250ms", got)
+	}
+	if got := r.quickRetryDelay(r.envFailures, pod.UID); got != 500*time.Millisecond {
+		t.Errorf("second retry in %s, want 500ms", got)
+	}
+	sources.err = nil
+	if r.gatherEnv(ctx, pod, starting, &noderuntime.PodEnv{}) {
+		t.Error("a good read: gatherEnv() = true, want no retry")
+	}
+	if n := r.envFailures[pod.UID]; n != 0 {
+		t.Errorf("failures counted after a good read: %d, want 0", n)
+	}
+	if diff := cmp.Diff([][]string{{"init", "sidecar"}, {"init", "sidecar"}}, sources.asked); diff != "" {
+		t.Errorf("containers asked about (-want +got):\n%s", diff)
 	}
 }

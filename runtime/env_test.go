@@ -1,17 +1,23 @@
 package runtime
 
 // Pure tests of a container's environment: a pod, the objects the caller
-// read and the pod's IPs in, variables (or the kubelet's error) out.
+// read and the pod's IPs in, variables (or the kubelet's error) out; and
+// the event for skipped envFrom keys, through generateContainerConfig with
+// a fake recorder.
 
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -277,5 +283,35 @@ func TestContainerEnv(t *testing.T) {
 				t.Errorf("skipped keys (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestInvalidEnvFromKeysAreReportedInAnEvent(t *testing.T) {
+	recorder := record.NewFakeRecorder(10)
+	puller := newImagePuller(critest.NewFakeImageService(), recorder, testingclock.NewFakeClock(time.Now()))
+	puller.users[containerTestImage] = imageUser{UID: ptr.To[int64](0)}
+	m := &Manager{config: Config{PodLogDir: t.TempDir()}, recorder: recorder, puller: puller}
+
+	pod := envTestPod()
+	pod.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{
+		{Prefix: "X_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "odd"}}},
+	}
+	env := &PodEnv{PodDir: t.TempDir(), Objects: EnvObjects{Secrets: map[string]*corev1.Secret{
+		"odd": {Data: map[string][]byte{"fine": []byte("1"), "a=b": []byte("2")}},
+	}}}
+	config, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], ContainerToStart{}, containerTestImage, env)
+	if err != nil {
+		t.Fatalf("generateContainerConfig() error = %v", err)
+	}
+	var names []string
+	for _, kv := range config.Envs {
+		names = append(names, kv.Key)
+	}
+	if diff := cmp.Diff([]string{"X_fine"}, names); diff != "" {
+		t.Errorf("env names (-want +got):\n%s", diff)
+	}
+	want := []string{"Warning InvalidEnvironmentVariableNames Keys [X_a=b] from the EnvFrom secret shop/odd were skipped since they are considered invalid environment variable names."}
+	if diff := cmp.Diff(want, drainEvents(recorder)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
