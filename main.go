@@ -42,6 +42,7 @@ import (
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/network"
+	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
@@ -82,6 +83,12 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer unlock()
+	if err := volume.MakeRShared(opts.RootDir); err != nil {
+		// Only volumes mounted with HostToContainer or Bidirectional
+		// propagation need it; their containers then fail to start with
+		// the runtime's error, the other pods run.
+		log.Error(err, "Could not make the root dir a shared mount; mount propagation will fail", "rootDir", opts.RootDir)
+	}
 
 	restConfig, err := loadRestConfig(opts.Kubeconfig)
 	if err != nil {
@@ -139,7 +146,10 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
 	}
-	podVolumes := volume.NewManager(volume.Options{RootDir: opts.RootDir}, clientset, clk, log.WithName("volume"))
+	podVolumes := volume.NewManager(volume.Options{
+		RootDir:         opts.RootDir,
+		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
+	}, clientset, clk, log.WithName("volume"))
 
 	var nodeIPs []string
 	if opts.NodeIP != "" {
@@ -180,6 +190,12 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	// The service environment variables come from an informer over every
+	// Service, started with the manager: one LIST and WATCH per node, as
+	// the kubelet keeps, and no API call per pod start.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Service{}); err != nil {
+		return fmt.Errorf("setting up the Service informer: %w", err)
+	}
 	// The prober requeues a pod whose probe result changed; the reconciler
 	// reads the prober's results.
 	var pods *controllers.PodReconciler
@@ -202,6 +218,12 @@ func run(ctx context.Context, opts Options) error {
 		Clock:    clk,
 		NodeName: opts.NodeName,
 		HostIPs:  nodeReporter.NodeIPs,
+		EnvSources: &podenv.Gatherer{
+			APIReader: mgr.GetAPIReader(),
+			Cache:     mgr.GetClient(),
+			NodeName:  opts.NodeName,
+			Recorder:  recorder,
+		},
 	})
 	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up pod controller: %w", err)
@@ -236,6 +258,18 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// nodeAllocatable reads the node's allocatable resources from the cached
+// Node; nil until the Node is registered.
+func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context) corev1.ResourceList {
+	return func(ctx context.Context) corev1.ResourceList {
+		node := &corev1.Node{}
+		if err := cache.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return nil
+		}
+		return node.Status.Allocatable
+	}
 }
 
 // lockRootDir takes an exclusive lock on the root dir's lock file, so two

@@ -47,6 +47,12 @@ type podVolumes interface {
 	TearDownPod(ctx context.Context, uid types.UID) error
 }
 
+// podEnvSources reads what containers start with from the API server
+// (package podenv).
+type podEnvSources interface {
+	Gather(ctx context.Context, pod *corev1.Pod, containers []*corev1.Container, env *noderuntime.PodEnv) error
+}
+
 // podCgroups creates and removes pods' cgroups (package cgroups).
 type podCgroups interface {
 	PodCgroupParent(uid types.UID) string
@@ -74,6 +80,9 @@ type PodReconciler struct {
 	HostIPs func() []string
 	// Prober runs the pods' probes; nil runs none.
 	Prober podProber
+	// EnvSources reads the ConfigMaps, Secrets, Services and pull secrets
+	// containers start with; nil reads nothing.
+	EnvSources podEnvSources
 
 	cache   *podCache
 	reasons *reasonCache
@@ -90,6 +99,9 @@ type PodReconciler struct {
 	prepareFailures map[types.UID]int
 	// kills holds the kill under way of each pod being deleted.
 	kills map[types.UID]podKill
+	// envFailures counts each pod's failed reads of what its containers
+	// start with, in a row.
+	envFailures map[types.UID]int
 }
 
 // NewPodReconciler completes r with its private state (the PLEG's channel
@@ -106,6 +118,7 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	if r.Prober == nil {
 		r.Prober = noProbes{}
 	}
+	r.envFailures = map[types.UID]int{}
 	return r
 }
 
@@ -234,6 +247,9 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		}
 	}
 	if !actions.NoChange() {
+		if r.gatherEnv(ctx, pod, actions, env) {
+			requeue.in(now, r.quickRetryDelay(r.envFailures, pod.UID))
+		}
 		log.V(1).Info("Syncing pod", "pod", klog.KObj(pod), "actions", actions)
 		result = r.Runtime.SyncPod(ctx, pod, status, actions, env)
 		r.markSynced(pod.UID)
@@ -247,6 +263,10 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		if result.Err != nil {
 			log.Info("Failed to sync pod", "pod", klog.KObj(pod), "err", result.Err.Error())
 			requeue.in(now, retryPeriod)
+		}
+		for _, cerr := range result.ContainerErrors {
+			// The next pull is due when its back-off ends.
+			requeue.at(cerr.BackOffUntil)
 		}
 		var err error
 		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
@@ -268,12 +288,45 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 // binding a moment after nodelet does, and refuses its token until then —
 // then backing off to the usual retry period for errors that last.
 func (r *PodReconciler) prepareRetryDelay(uid types.UID) time.Duration {
+	return r.quickRetryDelay(r.prepareFailures, uid)
+}
+
+// quickRetryDelay counts one more failure in a row of the pod in failures
+// and returns how soon to try again: 250ms, doubling up to retryPeriod.
+func (r *PodReconciler) quickRetryDelay(failures map[types.UID]int, uid types.UID) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	failures := r.prepareFailures[uid]
-	r.prepareFailures[uid] = failures + 1
-	delay := 250 * time.Millisecond << min(failures, 6)
+	n := failures[uid]
+	failures[uid] = n + 1
+	delay := 250 * time.Millisecond << min(n, 6)
 	return min(delay, retryPeriod)
+}
+
+// gatherEnv reads, only when containers are about to start, what they start
+// with: the ConfigMaps and Secrets their env names, the Services, the
+// node's allocatable and the pull secrets. It reports whether a read failed
+// for another reason than the object's absence; the containers that need
+// it then fail with the API server's error, and the pod is tried again
+// soon rather than after the usual retry period.
+func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions noderuntime.PodActions, env *noderuntime.PodEnv) (retrySoon bool) {
+	var starting []*corev1.Container
+	for _, plan := range actions.InitContainersToStart {
+		starting = append(starting, &pod.Spec.InitContainers[plan.Index])
+	}
+	for _, plan := range actions.ContainersToStart {
+		starting = append(starting, &pod.Spec.Containers[plan.Index])
+	}
+	if len(starting) == 0 || r.EnvSources == nil {
+		return false
+	}
+	if err := r.EnvSources.Gather(ctx, pod, starting, env); err != nil {
+		klog.FromContext(ctx).Info("Failed to read what the pod's containers start with", "pod", klog.KObj(pod), "err", err.Error())
+		return true
+	}
+	r.mu.Lock()
+	delete(r.envFailures, pod.UID)
+	r.mu.Unlock()
+	return false
 }
 
 // preparePod makes the pod's volumes ready. A volume the pod
@@ -296,6 +349,7 @@ func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noder
 		CgroupParent: r.Cgroups.PodCgroupParent(pod.UID),
 		VolumePaths:  paths,
 		PodDir:       r.Volumes.PodDir(pod.UID),
+		HostIPs:      r.HostIPs(),
 	}, refreshAt, nil
 }
 
@@ -431,6 +485,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.mu.Lock()
 	delete(r.lastSync, uid)
 	delete(r.prepareFailures, uid)
+	delete(r.envFailures, uid)
 	r.mu.Unlock()
 	r.reasons.forget(uid)
 	r.starts.forget(uid)

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -144,6 +145,9 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 		NodeName: testNodeName,
 		HostIPs:  func() []string { return []string{"10.1.1.1"} },
 		Prober:   probes,
+		EnvSources: &podenv.Gatherer{
+			APIReader: mgr.GetAPIReader(), Cache: mgr.GetClient(), NodeName: testNodeName, Recorder: recorder,
+		},
 	})
 	if err := r.SetupWithManager(mgr, 4); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,10 @@
 #   hack/build-images.sh            build into .cache/images (when missing
 #                                   or their inputs changed)
 #   hack/build-images.sh PROFILE    build, then push to the profile's
-#                                   registry (which must be running) unless
-#                                   the same image is already there
+#                                   registries (which must be running)
+#                                   unless the same image is already there:
+#                                   both images to the open one, busybox
+#                                   also to the one that requires a login
 #
 # busybox:1.35  Debian's static busybox with its applets linked in /bin,
 #               default command sh, and grpc-health-server
@@ -71,23 +73,29 @@ build_image() {
 	echo "$hash" >"$stamp"
 }
 
-# push_image NAME TAG copies the image to the registry unless the registry
-# already has the same manifest under that tag.
+# push_image NAME TAG REGISTRY REPOSITORY [USER:PASSWORD] copies the image
+# to REGISTRY/REPOSITORY:TAG, logging in when credentials are given, unless
+# the registry already has the same manifest under that tag.
 push_image() {
-	local name=$1 tag=$2
+	local name=$1 tag=$2 registry=$3 repository=$4 creds=${5:-}
 	local layout=$IMAGES_DIR/$name local_digest remote_digest
+	local -a curl_auth=() skopeo_auth=()
+	if [[ -n $creds ]]; then
+		curl_auth=(--user "$creds")
+		skopeo_auth=(--dest-creds "$creds")
+	fi
 	local_digest=sha256:$(skopeo inspect --raw "oci:$layout:$tag" | sha256sum | cut -d' ' -f1)
-	remote_digest=$(curl -fsS -I \
+	remote_digest=$(curl -fsS -I "${curl_auth[@]}" \
 		-H 'Accept: application/vnd.oci.image.manifest.v1+json' \
 		-H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
-		"http://$REGISTRY/v2/$name/manifests/$tag" 2>/dev/null |
+		"http://$registry/v2/$repository/manifests/$tag" 2>/dev/null |
 		tr -d '\r' | awk -F': ' 'tolower($1) == "docker-content-digest" {print $2}' || true)
 	if [[ $remote_digest == "$local_digest" ]]; then
 		return 0
 	fi
-	log "Pushing $name:$tag to $REGISTRY"
-	skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
-		"oci:$layout:$tag" "docker://$REGISTRY/$name:$tag"
+	log "Pushing $name:$tag to $registry/$repository:$tag"
+	skopeo --insecure-policy copy --quiet --dest-tls-verify=false "${skopeo_auth[@]}" \
+		"oci:$layout:$tag" "docker://$registry/$repository:$tag"
 }
 
 main() {
@@ -97,8 +105,11 @@ main() {
 	build_image pause "$PAUSE_TAG" "$BIN_DIR/pause"
 	if (($# > 0)); then
 		profile_load "$1"
-		push_image busybox "$BUSYBOX_TAG"
-		push_image pause "$PAUSE_TAG"
+		push_image busybox "$BUSYBOX_TAG" "$REGISTRY" busybox
+		push_image pause "$PAUSE_TAG" "$REGISTRY" pause
+		# The same busybox, behind the registry that requires a login.
+		push_image busybox "$BUSYBOX_TAG" "$PRIVATE_REGISTRY" "$PRIVATE_REPOSITORY" \
+			"$PRIVATE_REGISTRY_USER:$(<"$PRIVATE_REGISTRY_PASSWORD_FILE")"
 	fi
 }
 

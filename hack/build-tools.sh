@@ -5,7 +5,7 @@
 #
 #   hack/build-tools.sh              etcd, the control plane, kubectl, and
 #                                    the small helpers (pause, cri-sweep,
-#                                    cri-smoke, grpc-health-server)
+#                                    cri-smoke, grpc-health-server, htpasswd)
 #   hack/build-tools.sh NAME...      only those, e.g. `kubelet` (built only
 #                                    on demand, for the benchmarks)
 #
@@ -14,7 +14,7 @@
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-HELPER_BINARIES=(pause cri-sweep cri-smoke grpc-health-server)
+HELPER_BINARIES=(pause cri-sweep cri-smoke grpc-health-server htpasswd)
 DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl "${HELPER_BINARIES[@]}")
 
 KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"

@@ -94,6 +94,8 @@ profile_load() {
 	# Not 5000: Debian's docker-registry package configures a system
 	# registry there.
 	REGISTRY_PORT=$((5100 + offset))
+	# A second registry, which requires a login, for imagePullSecrets.
+	PRIVATE_REGISTRY_PORT=$((5101 + offset))
 	CONTAINERD_METRICS_PORT=$((1338 + offset))
 	NODELET_METRICS_PORT=$((8080 + offset))
 	NODELET_HEALTH_PORT=$((8081 + offset))
@@ -126,6 +128,12 @@ profile_load() {
 	API_SERVER_URL=https://127.0.0.1:$APISERVER_PORT
 	REGISTRY=127.0.0.1:$REGISTRY_PORT
 	BUSYBOX_IMAGE=$REGISTRY/busybox:$BUSYBOX_TAG
+	PRIVATE_REGISTRY=127.0.0.1:$PRIVATE_REGISTRY_PORT
+	PRIVATE_REGISTRY_USER=puller
+	# The password is made anew by each `up`; its htpasswd line sits beside.
+	PRIVATE_REGISTRY_PASSWORD_FILE=$PKI_DIR/registry-private.password
+	PRIVATE_REPOSITORY=private/busybox
+	PRIVATE_IMAGE=$PRIVATE_REGISTRY/$PRIVATE_REPOSITORY:$BUSYBOX_TAG
 	PAUSE_IMAGE=$REGISTRY/pause:$PAUSE_TAG
 
 	((${#CNI_BRIDGE} <= 15)) || die "bridge name $CNI_BRIDGE is longer than 15 characters"
@@ -353,7 +361,7 @@ sweep() {
 	stop_daemon containerd 15
 
 	local name
-	for name in registry kube-scheduler kube-controller-manager kube-apiserver etcd; do
+	for name in registry registry-private kube-scheduler kube-controller-manager kube-apiserver etcd; do
 		stop_daemon "$name" 15
 	done
 

@@ -6,7 +6,8 @@
 # PROFILE is `up` (for people) or `e2e` (for the e2e suite); both can run at
 # once. It first sweeps whatever an earlier run of the same profile left,
 # then starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# an OCI registry holding the test images, a private containerd and, unless
+# an OCI registry holding the test images, a second one that requires a
+# login (for imagePullSecrets), a private containerd and, unless
 # --no-nodelet, nodelet itself. Everything it writes lives under the state
 # folder (/var/lib/nodelet-local/PROFILE, or $NODELET_STATE_DIR), apart from
 # the entries containerd 1.6 keeps in fixed places (/var/lib/cni/results,
@@ -48,23 +49,24 @@ trap 'log "local-up.sh failed; hack/local-down.sh $PROFILE stops what it started
 
 log "Sweeping what an earlier run of profile $PROFILE left behind"
 sweep
-# Start from an empty state folder, keeping the registry's storage so the
+# Start from an empty state folder, keeping the registries' storage so the
 # images need not be pushed again.
 if [[ -d $STATE_DIR ]]; then
 	for entry in "$STATE_DIR"/* "$STATE_DIR"/.[!.]*; do
-		[[ -e $entry && $entry != "$STATE_DIR/registry" ]] && remove_tree "$entry"
+		[[ -e $entry && $entry != "$STATE_DIR/registry" && $entry != "$STATE_DIR/registry-private" ]] &&
+			remove_tree "$entry"
 	done
 fi
 leaks=$(leftovers)
 [[ -z $leaks ]] || die "the sweep left: $leaks"
 
 for port in $ETCD_PORT $ETCD_PEER_PORT $APISERVER_PORT $CONTROLLER_MANAGER_PORT $SCHEDULER_PORT \
-	$REGISTRY_PORT $CONTAINERD_METRICS_PORT $NODELET_METRICS_PORT $NODELET_HEALTH_PORT $NODELET_PORT; do
+	$REGISTRY_PORT $PRIVATE_REGISTRY_PORT $CONTAINERD_METRICS_PORT $NODELET_METRICS_PORT $NODELET_HEALTH_PORT $NODELET_PORT; do
 	port_free "$port" || die "port $port is taken: $(ss -Hltnp "sport = :$port" | head -n1)"
 done
 
 mkdir -p "$PKI_DIR" "$KUBECONFIG_DIR" "$LOG_DIR" "$RUN_DIR" "$CONTAINERD_DIR" "$CNI_CONF_DIR" \
-	"$NODELET_ROOT_DIR" "$POD_LOG_DIR" "$CONTAINER_LOG_DIR" "$STATE_DIR/registry"
+	"$NODELET_ROOT_DIR" "$POD_LOG_DIR" "$CONTAINER_LOG_DIR" "$STATE_DIR/registry" "$STATE_DIR/registry-private"
 chmod 0700 "$PKI_DIR" "$KUBECONFIG_DIR"
 
 # --- 1. keys, certificates, tokens, kubeconfigs ------------------------------
@@ -232,6 +234,34 @@ http:
 EOF
 start_daemon registry docker-registry serve "$STATE_DIR/registry.yml"
 wait_daemon 30 registry curl -fsS "http://$REGISTRY/v2/"
+
+# The second registry answers only to PRIVATE_REGISTRY_USER: pods pull
+# from it with imagePullSecrets, which nodelet hands the runtime as CRI
+# auth. containerd itself is given no credentials for it.
+log "Starting the registry that requires a login on $PRIVATE_REGISTRY"
+openssl rand -hex 16 >"$PRIVATE_REGISTRY_PASSWORD_FILE"
+chmod 0600 "$PRIVATE_REGISTRY_PASSWORD_FILE"
+"$BIN_DIR/htpasswd" "$PRIVATE_REGISTRY_USER" <"$PRIVATE_REGISTRY_PASSWORD_FILE" >"$PKI_DIR/registry-private.htpasswd"
+cat >"$STATE_DIR/registry-private.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $STATE_DIR/registry-private
+  delete:
+    enabled: true
+http:
+  addr: $PRIVATE_REGISTRY
+auth:
+  htpasswd:
+    realm: nodelet-$PROFILE
+    path: $PKI_DIR/registry-private.htpasswd
+EOF
+start_daemon registry-private docker-registry serve "$STATE_DIR/registry-private.yml"
+wait_daemon 30 registry-private curl -fsS --user "$PRIVATE_REGISTRY_USER:$(<"$PRIVATE_REGISTRY_PASSWORD_FILE")" "http://$PRIVATE_REGISTRY/v2/"
 "$REPO_ROOT/hack/build-images.sh" "$PROFILE"
 
 # --- 4. containerd -----------------------------------------------------------
@@ -286,6 +316,8 @@ disabled_plugins = [
 
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REGISTRY"]
       endpoint = ["http://$REGISTRY"]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$PRIVATE_REGISTRY"]
+      endpoint = ["http://$PRIVATE_REGISTRY"]
 EOF
 start_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
 wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
@@ -334,6 +366,10 @@ CLUSTER_CIDR=$CLUSTER_CIDR
 SERVICE_CIDR=$SERVICE_CIDR
 REGISTRY=$REGISTRY
 BUSYBOX_IMAGE=$BUSYBOX_IMAGE
+PRIVATE_REGISTRY=$PRIVATE_REGISTRY
+PRIVATE_REGISTRY_USER=$PRIVATE_REGISTRY_USER
+PRIVATE_REGISTRY_PASSWORD=$(<"$PRIVATE_REGISTRY_PASSWORD_FILE")
+PRIVATE_IMAGE=$PRIVATE_IMAGE
 PAUSE_IMAGE=$PAUSE_IMAGE
 NODELET_METRICS_ADDR=127.0.0.1:$NODELET_METRICS_PORT
 NODELET_HEALTH_ADDR=127.0.0.1:$NODELET_HEALTH_PORT

@@ -14,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/nodelet/nodelet/fieldpath"
 )
 
 // generateContainerConfig maps one container of a pod to the runtime's
@@ -26,10 +24,11 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 	if env == nil {
 		env = &PodEnv{}
 	}
-	envs, err := containerEnv(pod, container)
+	envs, skipped, err := containerEnv(pod, container, env)
 	if err != nil {
 		return nil, err
 	}
+	m.recordSkippedEnvFromKeys(pod, skipped)
 	values := envMap(envs)
 
 	sc := effectiveSecurityContext(pod, container)
@@ -37,7 +36,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 		return nil, err
 	}
 
-	mounts, err := m.makeMounts(container, plan.RestartCount, values, env)
+	mounts, err := m.makeMounts(pod, container, plan.RestartCount, values, env)
 	if err != nil {
 		return nil, err
 	}
@@ -80,128 +79,12 @@ func containerLogPath(containerName string, restartCount int) string {
 	return filepath.Join(containerName, strconv.Itoa(restartCount)+".log")
 }
 
-// ---- Environment ----
-
-// envVar is one resolved environment variable.
-type envVar struct {
-	Name  string
-	Value string
-}
-
-// containerEnv resolves a container's env in the order it is declared. A
-// value may refer to variables declared before it as $(NAME). A name given
-// twice keeps its first place and takes its last value.
-func containerEnv(pod *corev1.Pod, container *corev1.Container) ([]envVar, error) {
-	if len(container.EnvFrom) > 0 {
-		return nil, fmt.Errorf("envFrom of container %q is not supported yet", container.Name)
-	}
-	var envs []envVar
-	index := map[string]int{}
-	values := map[string]string{}
-	for _, e := range container.Env {
-		value := e.Value
-		switch {
-		case value != "":
-			value = expandVars(value, values)
-		case e.ValueFrom != nil:
-			var err error
-			if value, err = envValueFrom(pod, container, e); err != nil {
-				return nil, err
-			}
-		}
-		values[e.Name] = value
-		if i, ok := index[e.Name]; ok {
-			envs[i].Value = value
-			continue
-		}
-		index[e.Name] = len(envs)
-		envs = append(envs, envVar{Name: e.Name, Value: value})
-	}
-	return envs, nil
-}
-
-// envValueFrom resolves the env sources nodelet knows today: the pod's own
-// identity fields. ConfigMaps, Secrets, resources and the pod's IPs come in
-// a later change.
-func envValueFrom(pod *corev1.Pod, container *corev1.Container, e corev1.EnvVar) (string, error) {
-	if ref := e.ValueFrom.FieldRef; ref != nil {
-		value, err := fieldpath.PodField(pod, ref.FieldPath)
-		if err != nil {
-			return "", fmt.Errorf("env %q of container %q: %w", e.Name, container.Name, err)
-		}
-		return value, nil
-	}
-	return "", fmt.Errorf("env %q of container %q: valueFrom other than fieldRef is not supported yet", e.Name, container.Name)
-}
-
-func envMap(envs []envVar) map[string]string {
-	values := make(map[string]string, len(envs))
-	for _, e := range envs {
-		values[e.Name] = e.Value
-	}
-	return values
-}
-
-func expandAll(inputs []string, values map[string]string) []string {
-	if len(inputs) == 0 {
-		return nil
-	}
-	expanded := make([]string, len(inputs))
-	for i, in := range inputs {
-		expanded[i] = expandVars(in, values)
-	}
-	return expanded
-}
-
-// expandVars replaces $(NAME) with the value of NAME, following the API's
-// rules: $$ is a literal $ (so $$(NAME) stays $(NAME)), a reference to an
-// unknown name is left as written, and a $ that starts no reference is kept.
-func expandVars(input string, values map[string]string) string {
-	return expand(input, func(name string) string {
-		if value, ok := values[name]; ok {
-			return value
-		}
-		return "$(" + name + ")"
-	})
-}
-
-// expand rewrites the $(NAME) references of input with mapping.
-func expand(input string, mapping func(name string) string) string {
-	if !strings.Contains(input, "$") {
-		return input
-	}
-	var out strings.Builder
-	for i := 0; i < len(input); i++ {
-		if input[i] != '$' || i+1 == len(input) {
-			out.WriteByte(input[i])
-			continue
-		}
-		switch input[i+1] {
-		case '$':
-			out.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(input[i+2:], ')')
-			if end < 0 {
-				// An unterminated reference is plain text.
-				out.WriteString("$(")
-				i++
-				continue
-			}
-			out.WriteString(mapping(input[i+2 : i+2+end]))
-			i += 2 + end
-		default:
-			out.WriteByte('$')
-		}
-	}
-	return out.String()
-}
-
 // ---- Mounts ----
 
 // makeMounts binds each volume mount of the container to the host folder
 // prepared for its volume, then adds the termination message file.
-func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
+func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
+	apiData := apiDataVolumes(pod)
 	var mounts []*runtimeapi.Mount
 	for _, vm := range container.VolumeMounts {
 		volumePath, ok := env.VolumePaths[vm.Name]
@@ -237,7 +120,7 @@ func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envV
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      vm.ReadOnly || apiData[vm.Name],
 			Propagation:   propagation,
 		})
 	}
@@ -245,6 +128,20 @@ func (m *Manager) makeMounts(container *corev1.Container, restartCount int, envV
 		mounts = append(mounts, mount)
 	}
 	return mounts, nil
+}
+
+// apiDataVolumes are the pod's volumes whose files nodelet writes from the
+// API (configMap, secret, downwardAPI, projected): containers always
+// mount them read-only, as under the kubelet, for their next update would
+// undo any change.
+func apiDataVolumes(pod *corev1.Pod) map[string]bool {
+	names := map[string]bool{}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil {
+			names[vol.Name] = true
+		}
+	}
+	return names
 }
 
 // terminationMessageMount makes the file the container may write its

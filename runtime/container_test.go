@@ -206,23 +206,61 @@ func TestGenerateContainerConfig(t *testing.T) {
 				}
 			},
 		},
-		"an unsupported fieldRef is an error": {
+		"env from a ConfigMap and the service variables, which commands see too": {
 			mutatePod: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+				c := &p.Spec.Containers[0]
+				c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
+				c.Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "mode",
+				}}}}
+				c.Command = []string{"run", "--api=$(KUBERNETES_SERVICE_HOST)", "--mode=$(CFG_mode)"}
 			},
-			wantErr: `env "IP" of container "app": fieldRef "status.podIP" is not supported yet`,
+			env: &PodEnv{
+				PodDir:     podDir,
+				Objects:    EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{"app": {Data: map[string]string{"mode": "fast"}}}},
+				ServiceEnv: map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1"},
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Envs = []*runtimeapi.KeyValue{kv("CFG_mode", "fast"), kv("MODE", "fast"), kv("KUBERNETES_SERVICE_HOST", "10.96.0.1")}
+				c.Command = []string{"run", "--api=10.96.0.1", "--mode=fast"}
+			},
 		},
-		"a secretKeyRef is an error": {
+		"a missing ConfigMap key is the kubelet's error": {
 			mutatePod: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "password"}}}}
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "mode",
+				}}}}
 			},
-			wantErr: `env "PASSWORD" of container "app": valueFrom other than fieldRef is not supported yet`,
+			env: &PodEnv{
+				PodDir:  podDir,
+				Objects: EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{"app": {}}},
+			},
+			wantErr: "couldn't find key mode in ConfigMap default/app",
 		},
-		"envFrom is an error": {
+		"a missing Secret is the kubelet's error": {
 			mutatePod: func(p *corev1.Pod) {
-				p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}
+				p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}}}
 			},
-			wantErr: `envFrom of container "app" is not supported yet`,
+			wantErr: `secret "creds" not found`,
+		},
+		"volumes written from the API are mounted read-only whatever the mount says": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{
+					{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+					{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				}
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+					{Name: "config", MountPath: "/etc/app"},
+					{Name: "data", MountPath: "/data"},
+				}
+			},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Mounts = []*runtimeapi.Mount{
+					{ContainerPath: "/etc/app", HostPath: configVolume, Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
+					{ContainerPath: "/data", HostPath: dataVolume, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
+					terminationMount,
+				}
+			},
 		},
 		"volume mounts bind the volumes' host folders": {
 			mutatePod: func(p *corev1.Pod) {

@@ -1,6 +1,9 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Waiting reasons, as the kubelet reports them on a container's status.
 const (
@@ -22,6 +25,10 @@ const (
 type ContainerError struct {
 	Reason  string
 	Message string
+	// BackOffUntil is when the image pull back-off this failure started,
+	// or is waiting out, ends: the next pull is due then. Zero for other
+	// failures.
+	BackOffUntil time.Time
 }
 
 func (e *ContainerError) Error() string {

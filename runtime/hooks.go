@@ -140,17 +140,6 @@ func isHTTPResponseToHTTPS(err error) bool {
 	return errors.As(err, &urlErr) && strings.Contains(urlErr.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
-// needsPodIP reports whether a container of the pod has an httpGet
-// postStart hook that calls the pod itself.
-func needsPodIP(pod *corev1.Pod) bool {
-	for _, c := range allContainers(pod) {
-		if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.HTTPGet != nil && c.Lifecycle.PostStart.HTTPGet.Host == "" {
-			return true
-		}
-	}
-	return false
-}
-
 // allContainers lists a pod's init, regular and ephemeral containers.
 func allContainers(pod *corev1.Pod) []*corev1.Container {
 	var all []*corev1.Container

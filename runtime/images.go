@@ -12,6 +12,7 @@ import (
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -46,6 +47,8 @@ type imagePuller struct {
 	// lastError is each back-off key's latest pull failure, shown with the
 	// back-off message so that users see why.
 	lastError map[string]string
+	// backOffUntil is when each back-off key's current back-off ends.
+	backOffUntil map[string]time.Time
 	// pulls are the pulls running now, by back-off key.
 	pulls map[string]*pull
 	// users are the users of the images ensureImage returned, by image ID.
@@ -72,20 +75,23 @@ func newImagePuller(images cri.ImageManagerService, recorder record.EventRecorde
 	backoff := flowcontrol.NewBackOff(initialImagePullBackoff, maxImagePullBackoff)
 	backoff.Clock = clk
 	return &imagePuller{
-		images:    images,
-		recorder:  recorder,
-		clock:     clk,
-		backoff:   backoff,
-		lastError: map[string]string{},
-		pulls:     map[string]*pull{},
-		users:     map[string]imageUser{},
+		images:       images,
+		recorder:     recorder,
+		clock:        clk,
+		backoff:      backoff,
+		lastError:    map[string]string{},
+		backOffUntil: map[string]time.Time{},
+		pulls:        map[string]*pull{},
+		users:        map[string]imageUser{},
 	}
 }
 
 // ensureImage returns the runtime's reference (ID) of the container's
 // image, pulling it when the pull policy says so, or the reason it cannot.
-// Events go to ref, the container.
-func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReference, pod *corev1.Pod, container *corev1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (string, *ContainerError) {
+// A pull logs in with the credentials in pullSecrets (the pod's
+// imagePullSecrets) that serve the image's registry. Events go to ref, the
+// container.
+func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReference, pod *corev1.Pod, container *corev1.Container, sandboxConfig *runtimeapi.PodSandboxConfig, pullSecrets []corev1.Secret) (string, *ContainerError) {
 	requested := container.Image
 	image, err := applyDefaultImageTag(requested)
 	if err != nil {
@@ -124,24 +130,33 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		if last, ok := p.lastError[key]; ok {
 			msg = msg + ": " + last
 		}
+		until := p.backOffUntil[key]
 		p.mu.Unlock()
-		return "", &ContainerError{Reason: ReasonImagePullBackOff, Message: msg}
+		return "", &ContainerError{Reason: ReasonImagePullBackOff, Message: msg, BackOffUntil: until}
 	}
+
+	creds, credErrs := credentialsFromSecrets(pullSecrets)
+	for _, err := range credErrs {
+		klog.FromContext(ctx).Info("Ignored an unreadable image pull secret", "pod", klog.KObj(pod), "err", err.Error())
+	}
+	auths := pullCredentials(creds, image)
 
 	p.recorder.Event(ref, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", requested))
 	start := p.clock.Now()
-	result, owner := p.pullShared(ctx, key, spec, sandboxConfig)
+	result, owner := p.pullShared(ctx, key, spec, auths, sandboxConfig)
 	if result.err != nil {
 		p.recorder.Event(ref, corev1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", requested, result.err))
 		reason, msg := pullFailure(requested, result.err)
 		// A shared pull failed once: only its owner counts it.
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		if owner {
-			p.backoff.Next(key, p.clock.Now())
-			p.mu.Lock()
+			now := p.clock.Now()
+			p.backoff.Next(key, now)
 			p.lastError[key] = reason + ": " + msg
-			p.mu.Unlock()
+			p.backOffUntil[key] = now.Add(p.backoff.Get(key))
 		}
-		return "", &ContainerError{Reason: reason, Message: msg}
+		return "", &ContainerError{Reason: reason, Message: msg, BackOffUntil: p.backOffUntil[key]}
 	}
 	p.recorder.Event(ref, corev1.EventTypeNormal, "Pulled",
 		fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
@@ -162,13 +177,14 @@ func (p *imagePuller) forgetExpired() {
 	for key := range p.lastError {
 		if p.backoff.Get(key) == 0 {
 			delete(p.lastError, key)
+			delete(p.backOffUntil, key)
 		}
 	}
 }
 
 // pullShared pulls an image, or waits for the pull of it already running
 // for the same key. owner is true for the caller that ran the pull.
-func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) (result pullResult, owner bool) {
+func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (result pullResult, owner bool) {
 	p.mu.Lock()
 	if running, ok := p.pulls[key]; ok {
 		running.waiters++
@@ -184,7 +200,7 @@ func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimea
 	p.pulls[key] = current
 	p.mu.Unlock()
 
-	current.result = p.pullImage(ctx, spec, sandboxConfig)
+	current.result = p.pullImage(ctx, spec, auths, sandboxConfig)
 
 	p.mu.Lock()
 	delete(p.pulls, key)
@@ -193,11 +209,12 @@ func (p *imagePuller) pullShared(ctx context.Context, key string, spec *runtimea
 	return current.result, true
 }
 
-// pullImage runs one CRI pull, then asks the image's size and user.
-func (p *imagePuller) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxConfig *runtimeapi.PodSandboxConfig) pullResult {
+// pullImage runs a CRI pull, then asks the image's size and user. With
+// credentials, it tries each in turn until one pulls, as the kubelet does;
+// without, the runtime's own configuration applies.
+func (p *imagePuller) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) pullResult {
 	start := p.clock.Now()
-	// No pull secrets yet: the runtime's own credentials apply.
-	imageRef, err := p.images.PullImage(ctx, spec, nil, sandboxConfig)
+	imageRef, err := p.pullWithCredentials(ctx, spec, auths, sandboxConfig)
 	if err != nil {
 		return pullResult{err: err}
 	}
@@ -213,6 +230,24 @@ func (p *imagePuller) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec,
 		p.rememberUser(resp.GetImage())
 	}
 	return result
+}
+
+func (p *imagePuller) pullWithCredentials(ctx context.Context, spec *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	if len(auths) == 0 {
+		return p.images.PullImage(ctx, spec, nil, sandboxConfig)
+	}
+	var errs []error
+	for _, auth := range auths {
+		imageRef, err := p.images.PullImage(ctx, spec, auth, sandboxConfig)
+		if err == nil {
+			return imageRef, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return "", errs[0]
+	}
+	return "", utilerrors.NewAggregate(errs)
 }
 
 // rememberUser keeps the image's user for the runAsNonRoot check of

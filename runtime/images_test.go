@@ -50,7 +50,7 @@ func newImageTestEnv(present ...string) *imageTestEnv {
 
 func (e *imageTestEnv) ensure(pod *corev1.Pod) (string, *ContainerError) {
 	container := &pod.Spec.Containers[0]
-	return e.puller.ensureImage(context.Background(), containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{})
+	return e.puller.ensureImage(context.Background(), containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{}, nil)
 }
 
 func (e *imageTestEnv) pulls() int {
@@ -165,16 +165,23 @@ func TestEnsureImageBackOff(t *testing.T) {
 	env := newImageTestEnv()
 	pod := imageTestPod("uid-1", "busybox:1", corev1.PullIfNotPresent)
 	pullErr := status.Error(codes.NotFound, "failed to resolve reference \"busybox:1\": not found")
-	failedPull := &ContainerError{Reason: ReasonErrImagePull, Message: pullErr.Error()}
-	backOff := &ContainerError{
-		Reason:  ReasonImagePullBackOff,
-		Message: `Back-off pulling image "busybox:1": ErrImagePull: ` + pullErr.Error(),
+	// Each failure tells when its back-off ends, for the caller to come
+	// back then.
+	failedPull := func(backOff time.Duration) *ContainerError {
+		return &ContainerError{Reason: ReasonErrImagePull, Message: pullErr.Error(), BackOffUntil: env.clock.Now().Add(backOff)}
+	}
+	backOff := func(until time.Time) *ContainerError {
+		return &ContainerError{
+			Reason:       ReasonImagePullBackOff,
+			Message:      `Back-off pulling image "busybox:1": ErrImagePull: ` + pullErr.Error(),
+			BackOffUntil: until,
+		}
 	}
 
 	// The first failure is ErrImagePull, with the kubelet's events.
 	env.images.InjectError("PullImage", pullErr)
-	if _, cerr := env.ensure(pod); !cmp.Equal(failedPull, cerr) {
-		t.Fatalf("first pull: ensureImage() error = %v, want %v", cerr, failedPull)
+	if _, cerr := env.ensure(pod); !cmp.Equal(failedPull(10*time.Second), cerr) {
+		t.Fatalf("first pull: ensureImage() error = %v, want %v", cerr, failedPull(10*time.Second))
 	}
 	wantEvents := []string{
 		`Normal Pulling Pulling image "busybox:1"`,
@@ -189,9 +196,10 @@ func TestEnsureImageBackOff(t *testing.T) {
 	for _, delay := range []time.Duration{10, 20, 40, 80, 160, 300, 300} {
 		delay *= time.Second
 		pulls := env.pulls()
+		until := env.clock.Now().Add(delay)
 		env.clock.Step(delay - time.Second)
-		if _, cerr := env.ensure(pod); !cmp.Equal(backOff, cerr) {
-			t.Fatalf("1s before the %v back-off ends: ensureImage() error = %v, want %v", delay, cerr, backOff)
+		if _, cerr := env.ensure(pod); !cmp.Equal(backOff(until), cerr) {
+			t.Fatalf("1s before the %v back-off ends: ensureImage() error = %v, want %v", delay, cerr, backOff(until))
 		}
 		if diff := cmp.Diff([]string{`Normal BackOff Back-off pulling image "busybox:1"`}, drainEvents(env.recorder)); diff != "" {
 			t.Errorf("within the %v back-off: events mismatch (-want +got):\n%s", delay, diff)
@@ -202,8 +210,9 @@ func TestEnsureImageBackOff(t *testing.T) {
 
 		env.clock.Step(time.Second)
 		env.images.InjectError("PullImage", pullErr)
-		if _, cerr := env.ensure(pod); !cmp.Equal(failedPull, cerr) {
-			t.Fatalf("after the %v back-off: ensureImage() error = %v, want %v", delay, cerr, failedPull)
+		next := min(2*delay, maxImagePullBackoff)
+		if _, cerr := env.ensure(pod); !cmp.Equal(failedPull(next), cerr) {
+			t.Fatalf("after the %v back-off: ensureImage() error = %v, want %v", delay, cerr, failedPull(next))
 		}
 		if env.pulls() != pulls+1 {
 			t.Fatalf("after the %v back-off: PullImage called %d times, want %d", delay, env.pulls(), pulls+1)
@@ -228,8 +237,8 @@ func TestEnsureImageBackOff(t *testing.T) {
 	}
 	env.images.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: "busybox:1"})
 	env.images.InjectError("PullImage", pullErr)
-	if _, cerr := env.ensure(pod); !cmp.Equal(failedPull, cerr) {
-		t.Fatalf("after a success: ensureImage() error = %v, want %v", cerr, failedPull)
+	if _, cerr := env.ensure(pod); !cmp.Equal(failedPull(10*time.Second), cerr) {
+		t.Fatalf("after a success: ensureImage() error = %v, want %v", cerr, failedPull(10*time.Second))
 	}
 	env.clock.Step(10 * time.Second)
 	if ref, cerr := env.ensure(pod); cerr != nil || ref != "busybox:1" {
@@ -269,15 +278,17 @@ func TestEnsureImageNamedRuntimeFailures(t *testing.T) {
 		"the registry is unavailable": {
 			err: status.Error(codes.Unknown, "RegistryUnavailable: dial tcp 127.0.0.1:5000: connection refused"),
 			want: &ContainerError{
-				Reason:  "RegistryUnavailable",
-				Message: "image pull failed for busybox:1 because the registry is unavailable: dial tcp 127.0.0.1:5000: connection refused",
+				Reason:       "RegistryUnavailable",
+				Message:      "image pull failed for busybox:1 because the registry is unavailable: dial tcp 127.0.0.1:5000: connection refused",
+				BackOffUntil: time.Date(2026, 11, 22, 12, 0, 10, 0, time.UTC),
 			},
 		},
 		"the signature is not valid": {
 			err: status.Error(codes.Unknown, "SignatureValidationFailed: unsigned"),
 			want: &ContainerError{
-				Reason:  "SignatureValidationFailed",
-				Message: "image pull failed for busybox:1 because the signature validation failed: unsigned",
+				Reason:       "SignatureValidationFailed",
+				Message:      "image pull failed for busybox:1 because the signature validation failed: unsigned",
+				BackOffUntil: time.Date(2026, 11, 22, 12, 0, 10, 0, time.UTC),
 			},
 		},
 	}
@@ -360,7 +371,7 @@ type ensureResult struct {
 func ensureInBackground(ctx context.Context, puller *imagePuller, pod *corev1.Pod, container *corev1.Container) <-chan ensureResult {
 	done := make(chan ensureResult, 1)
 	go func() {
-		ref, err := puller.ensureImage(ctx, containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{})
+		ref, err := puller.ensureImage(ctx, containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{}, nil)
 		done <- ensureResult{ref, err}
 	}()
 	return done

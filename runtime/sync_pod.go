@@ -25,6 +25,26 @@ type PodEnv struct {
 	// PodDir is the pod's own folder under nodelet's root folder. Each
 	// container's termination message file is made under it.
 	PodDir string
+
+	// HostIPs are the node's IPs, primary first: status.hostIP(s) in env,
+	// and the pod's own IPs when it uses the host's network.
+	HostIPs []string
+	// Objects are the ConfigMaps and Secrets the env and envFrom of the
+	// containers to start refer to.
+	Objects EnvObjects
+	// ServiceEnv are the variables that tell containers where services are
+	// (KUBERNETES_SERVICE_HOST and the rest), enableServiceLinks honoured.
+	ServiceEnv map[string]string
+	// NodeAllocatable stands in for the limits a container leaves unset,
+	// in resourceFieldRefs; nil when the Node could not be read.
+	NodeAllocatable corev1.ResourceList
+	// PullSecrets are the pod's imagePullSecrets that could be read; the
+	// registry credentials in them go with the pulls of the pod's images.
+	PullSecrets []corev1.Secret
+
+	// podIPs are the pod's IPs, which SyncPod fills in once the sandbox
+	// exists, for status.podIP(s) in env.
+	podIPs []string
 }
 
 // SyncResult tells what SyncPod could not do.
@@ -94,7 +114,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		return result
 	}
 	sandboxID := actions.SandboxID
-	podIPs := podStatus.IPs()
 	if actions.CreateSandbox {
 		id, err := m.createSandbox(ctx, pod, sandboxConfig)
 		if err != nil {
@@ -104,17 +123,17 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		}
 		sandboxID = id
 		log.V(1).Info("Created pod sandbox", "pod", klog.KObj(pod), "sandbox", id, "attempt", actions.Attempt)
-		podIPs = nil
-		if needsPodIP(pod) {
-			podIPs = m.sandboxIPs(ctx, id)
-		}
 	}
 	if sandboxID == "" {
 		result.Err = errors.Join(errs...)
 		return result
 	}
+	if env, err = m.withPodIPs(ctx, pod, podStatus, actions.CreateSandbox, sandboxID, env); err != nil {
+		result.Err = errors.Join(append(errs, err)...)
+		return result
+	}
 
-	target := containerTarget{sandboxID: sandboxID, sandboxConfig: sandboxConfig, env: env, podIP: firstIP(podIPs)}
+	target := containerTarget{sandboxID: sandboxID, sandboxConfig: sandboxConfig, env: env, podIP: firstIP(env.podIPs)}
 	start := func(container *corev1.Container, plan ContainerToStart, pidTarget string) bool {
 		pullTime, cerr := m.startContainer(ctx, pod, target, container, plan, pidTarget)
 		result.ImagePullTime += pullTime
@@ -169,6 +188,35 @@ type containerTarget struct {
 	podIP string
 }
 
+// withPodIPs returns env with the pod's IPs, which containers may read
+// through the downward API: the node's for a pod on the host's network, else
+// the new sandbox's, else the kept one's as last read. As in the kubelet, no
+// container starts when a new sandbox's IPs cannot be read; the next sync
+// finds them on the kept sandbox.
+func (m *Manager) withPodIPs(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, created bool, sandboxID string, env *PodEnv) (*PodEnv, error) {
+	var withIPs PodEnv
+	if env != nil {
+		withIPs = *env
+	}
+	switch {
+	case pod.Spec.HostNetwork:
+		withIPs.podIPs = withIPs.HostIPs
+	case created:
+		resp, err := m.runtime.PodSandboxStatus(ctx, sandboxID, false)
+		if err == nil && resp.GetStatus() == nil {
+			err = errors.New("pod sandbox status is nil")
+		}
+		if err != nil {
+			m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedStatusPodSandBox", "Unable to get pod sandbox status: %v", grpcMessage(err))
+			return nil, fmt.Errorf("getting status of new sandbox %s of pod %s: %w", sandboxID, klog.KObj(pod), err)
+		}
+		withIPs.podIPs = sandboxFromStatus(resp.GetStatus()).IPs
+	default:
+		withIPs.podIPs = podStatus.IPs()
+	}
+	return &withIPs, nil
+}
+
 // createSandbox runs a new sandbox for the pod.
 func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := ensureDir(config.LogDirectory); err != nil {
@@ -182,17 +230,6 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *ru
 	return id, nil
 }
 
-// sandboxIPs reads a new sandbox's IPs, for hooks that call the pod. A
-// failure leaves those hooks without an address, which they report.
-func (m *Manager) sandboxIPs(ctx context.Context, sandboxID string) []string {
-	resp, err := m.runtime.PodSandboxStatus(ctx, sandboxID, false)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to read the new sandbox's IPs", "sandbox", sandboxID)
-		return nil
-	}
-	return sandboxFromStatus(resp.GetStatus()).IPs
-}
-
 // startContainer pulls the image, then creates and starts one container,
 // recording the kubelet's events along the way. pidTarget is the container
 // whose process namespace an ephemeral container joins, if any.
@@ -200,7 +237,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, target co
 	ref := containerRef(pod, container)
 
 	pullStart := m.clock.Now()
-	imageRef, cerr := m.puller.ensureImage(ctx, ref, pod, container, target.sandboxConfig)
+	imageRef, cerr := m.puller.ensureImage(ctx, ref, pod, container, target.sandboxConfig, target.env.PullSecrets)
 	pullTime := m.clock.Since(pullStart)
 	if cerr != nil {
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", cerr.Reason)

@@ -74,16 +74,21 @@ type Options struct {
 	// Default DefaultSyncPeriod; negative: written once, then only when a
 	// service account token is due.
 	SyncPeriod time.Duration
+	// NodeAllocatable returns the node's allocatable resources, nil when
+	// unknown: the size of memory emptyDirs and the unset limits of
+	// downwardAPI resourceFieldRefs. Default: unknown.
+	NodeAllocatable func(context.Context) corev1.ResourceList
 }
 
 // Manager materialises pod volumes. Safe for concurrent use on different
 // pods; never called concurrently for one pod.
 type Manager struct {
-	rootDir    string
-	syncPeriod time.Duration
-	client     kubernetes.Interface
-	clock      clock.Clock
-	log        logr.Logger
+	rootDir     string
+	syncPeriod  time.Duration
+	allocatable func(context.Context) corev1.ResourceList
+	client      kubernetes.Interface
+	clock       clock.Clock
+	log         logr.Logger
 
 	mu sync.Mutex
 	// pods is what is remembered of each pod's volumes, by volume name.
@@ -100,6 +105,10 @@ type volumeState struct {
 	// tokens are the service account tokens of a projected volume, by
 	// source index.
 	tokens map[int]*token
+	// downwardAPI is what the volume's downward API files held when it
+	// was last set up (downwardAPIDigest); a change in the pod's labels,
+	// annotations or resources makes them due at once.
+	downwardAPI string
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -111,13 +120,18 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	if syncPeriod == 0 {
 		syncPeriod = DefaultSyncPeriod
 	}
+	allocatable := opts.NodeAllocatable
+	if allocatable == nil {
+		allocatable = func(context.Context) corev1.ResourceList { return nil }
+	}
 	return &Manager{
-		rootDir:    opts.RootDir,
-		syncPeriod: syncPeriod,
-		client:     client,
-		clock:      clk,
-		log:        log,
-		pods:       map[types.UID]map[string]*volumeState{},
+		rootDir:     opts.RootDir,
+		syncPeriod:  syncPeriod,
+		allocatable: allocatable,
+		client:      client,
+		clock:       clk,
+		log:         log,
+		pods:        map[types.UID]map[string]*volumeState{},
 	}
 }
 
@@ -149,6 +163,10 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 	}
 	volumes := m.podVolumes(pod.UID)
 	now := m.clock.Now()
+	var allocatable corev1.ResourceList
+	if hasDownwardAPI(pod.Spec.Volumes) {
+		allocatable = m.allocatable(ctx)
+	}
 
 	paths = make(map[string]string, len(pod.Spec.Volumes))
 	var errs []error
@@ -159,7 +177,9 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 			state = &volumeState{}
 			volumes[vol.Name] = state
 		}
-		if !state.ready || isDue(state.dueAt, now) {
+		downwardAPI := downwardAPIDigest(pod, vol, allocatable)
+		if !state.ready || isDue(state.dueAt, now) || downwardAPI != state.downwardAPI {
+			state.downwardAPI = downwardAPI
 			if err := m.setUpVolume(ctx, pod, vol, state, now); err != nil {
 				errs = append(errs, err)
 				if !state.ready {
@@ -215,11 +235,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 	case vol.EmptyDir != nil:
 		dir = m.volumeDir(pod.UID, pluginEmptyDir, vol.Name)
 		if vol.EmptyDir.Medium == corev1.StorageMediumMemory {
-			var size int64
-			if vol.EmptyDir.SizeLimit != nil {
-				size = vol.EmptyDir.SizeLimit.Value()
-			}
-			err = m.ensureTmpfs(dir, size)
+			err = m.ensureTmpfs(dir, memoryVolumeSize(pod, vol.EmptyDir.SizeLimit, m.allocatable(ctx)))
 		} else {
 			err = ensureDir(dir, 0o777)
 		}
@@ -271,7 +287,7 @@ func (m *Manager) contents(ctx context.Context, pod *corev1.Pod, vol *corev1.Vol
 	case vol.Secret != nil:
 		payload, err = m.secretFiles(ctx, pod.Namespace, vol.Secret, modeOr(vol.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode))
 	case vol.DownwardAPI != nil:
-		payload, err = downwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode))
+		payload, err = downwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode), m.allocatable(ctx))
 	case vol.Projected != nil:
 		payload, dueAt, err = m.projectedFiles(ctx, pod, vol, state, now)
 	default:
@@ -315,7 +331,7 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vol *core
 				Optional:   source.Secret.Optional,
 			}, defaultMode)
 		case source.DownwardAPI != nil:
-			files, err = downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode)
+			files, err = downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode, m.allocatable(ctx))
 		}
 		if err != nil {
 			errs = append(errs, err)

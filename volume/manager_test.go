@@ -576,12 +576,25 @@ func TestSetUpPodSecretAndDownwardAPIVolumes(t *testing.T) {
 		}
 	}
 
-	// Labels change: the next sync rewrites the file.
+	// Labels change: the files that show them are rewritten at once, and
+	// only they (the Secret is not read again).
+	secretReads := func() int {
+		n := 0
+		for _, action := range e.client.Actions() {
+			if action.GetVerb() == "get" && action.GetResource().Resource == "secrets" {
+				n++
+			}
+		}
+		return n
+	}
+	reads := secretReads()
 	pod.Labels["tier"] = "front"
-	e.clock.Step(DefaultSyncPeriod)
 	setUp(t, e, pod)
 	if got := visibleFiles(t, paths["podinfo"])["labels"]; got != "app=\"web\"\ntier=\"front\" -rw-r--r--" {
-		t.Errorf("labels = %q after a sync", got)
+		t.Errorf("labels = %q after they changed", got)
+	}
+	if secretReads() != reads {
+		t.Errorf("the Secret was read again for a change of the pod's labels")
 	}
 }
 

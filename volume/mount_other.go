@@ -13,3 +13,6 @@ func mountTmpfs(string, int64) error { return errors.ErrUnsupported }
 func unmount(string) error { return errors.ErrUnsupported }
 
 func readMountInfo() ([]mountInfo, error) { return nil, errors.ErrUnsupported }
+
+// MakeRShared is Linux only.
+func MakeRShared(string) error { return errors.ErrUnsupported }

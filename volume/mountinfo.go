@@ -18,6 +18,9 @@ type mountInfo struct {
 	MountPoint string
 	FSType     string
 	Source     string
+	// Shared tells that the mount propagates mounts to and from its peer
+	// group (optional field shared:N).
+	Shared bool
 }
 
 // parseMountInfo reads the mountinfo format:
@@ -65,6 +68,12 @@ func parseMountInfoLine(line string) (mountInfo, error) {
 	if err != nil {
 		return mountInfo{}, fmt.Errorf("parent ID: %w", err)
 	}
+	shared := false
+	for _, optional := range fields[6:separator] {
+		if strings.HasPrefix(optional, "shared:") {
+			shared = true
+		}
+	}
 	return mountInfo{
 		ID:         id,
 		ParentID:   parentID,
@@ -72,6 +81,7 @@ func parseMountInfoLine(line string) (mountInfo, error) {
 		MountPoint: unescapeOctal(fields[4]),
 		FSType:     fields[separator+1],
 		Source:     unescapeOctal(fields[separator+2]),
+		Shared:     shared,
 	}, nil
 }
 
@@ -93,6 +103,21 @@ func unescapeOctal(s string) string {
 }
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// mountOf is the mount dir lies on: the one whose mount point is dir's
+// nearest ancestor (or dir), and of mounts stacked there, the last one,
+// which hides the others. ok is false when mounts hold none.
+func mountOf(mounts []mountInfo, dir string) (mount mountInfo, ok bool) {
+	for _, m := range mounts {
+		if m.MountPoint != "/" && m.MountPoint != dir && !strings.HasPrefix(dir, m.MountPoint+"/") {
+			continue
+		}
+		if !ok || len(m.MountPoint) >= len(mount.MountPoint) {
+			mount, ok = m, true
+		}
+	}
+	return mount, ok
+}
 
 // mountsUnder lists the mounts at dir or below it, in the order they must
 // be unmounted: deepest first, and of mounts stacked at one place, the

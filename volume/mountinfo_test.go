@@ -20,10 +20,10 @@ func TestParseMountInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []mountInfo{
-		{ID: 22, ParentID: 1, Root: "/", MountPoint: "/", FSType: "ext4", Source: "/dev/vda1"},
+		{ID: 22, ParentID: 1, Root: "/", MountPoint: "/", FSType: "ext4", Source: "/dev/vda1", Shared: true},
 		{ID: 36, ParentID: 35, Root: "/mnt1", MountPoint: "/mnt2", FSType: "ext3", Source: "/dev/root"},
 		{ID: 41, ParentID: 22, Root: "/", MountPoint: "/var/lib/nodelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x", FSType: "tmpfs", Source: "tmpfs"},
-		{ID: 42, ParentID: 22, Root: "/", MountPoint: "/var/lib/my dir/with\ttab\\slash", FSType: "tmpfs", Source: "my src"},
+		{ID: 42, ParentID: 22, Root: "/", MountPoint: "/var/lib/my dir/with\ttab\\slash", FSType: "tmpfs", Source: "my src", Shared: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
@@ -65,5 +65,36 @@ func TestMountsUnder(t *testing.T) {
 	want := []int{31, 35, 34, 30, 32}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("unmount order (-want +got):\n%s", diff)
+	}
+}
+
+func TestMountOf(t *testing.T) {
+	mounts := []mountInfo{
+		{ID: 20, MountPoint: "/"},
+		{ID: 30, MountPoint: "/var/lib/nodelet"},
+		{ID: 31, MountPoint: "/var/lib/nodelet", Shared: true},
+		{ID: 32, MountPoint: "/var/lib/nodelet/pods/u1/volumes/x"},
+		{ID: 33, MountPoint: "/var/lib/nodelet-other"},
+	}
+	tests := map[string]struct {
+		dir    string
+		wantID int
+	}{
+		"a folder on the root file system":            {dir: "/etc", wantID: 20},
+		"a mount point, the last mount stacked there": {dir: "/var/lib/nodelet", wantID: 31},
+		"a folder below a mount point":                {dir: "/var/lib/nodelet/pods/u1", wantID: 31},
+		"a deeper mount point":                        {dir: "/var/lib/nodelet/pods/u1/volumes/x/y", wantID: 32},
+		"a sibling whose name extends another's":      {dir: "/var/lib/nodelet-other/z", wantID: 33},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := mountOf(mounts, tc.dir)
+			if !ok || got.ID != tc.wantID {
+				t.Errorf("mountOf(%q) = %d, %v, want %d", tc.dir, got.ID, ok, tc.wantID)
+			}
+		})
+	}
+	if _, ok := mountOf(nil, "/x"); ok {
+		t.Error("mountOf() found a mount in an empty list")
 	}
 }

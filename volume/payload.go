@@ -3,9 +3,11 @@ package volume
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodelet/nodelet/fieldpath"
 )
@@ -26,19 +28,11 @@ func checkSupported(vol *corev1.Volume) error {
 		default:
 			return unsupported(fmt.Sprintf("emptyDir volumes with medium %s", medium))
 		}
-	case "hostPath", "configMap", "secret":
-	case "downwardAPI":
-		if hasResourceFieldRef(vol.DownwardAPI.Items) {
-			return unsupported("downwardAPI resourceFieldRef items")
-		}
+	case "hostPath", "configMap", "secret", "downwardAPI":
 	case "projected":
 		for _, source := range vol.Projected.Sources {
 			switch kind := sourceKind(source); kind {
-			case "serviceAccountToken", "configMap", "secret":
-			case "downwardAPI":
-				if hasResourceFieldRef(source.DownwardAPI.Items) {
-					return unsupported("downwardAPI resourceFieldRef items")
-				}
+			case "serviceAccountToken", "configMap", "secret", "downwardAPI":
 			default:
 				return unsupported(fmt.Sprintf("projected %s sources", orUnknown(kind)))
 			}
@@ -68,15 +62,6 @@ func orUnknown(kind string) string {
 		return "unknown"
 	}
 	return kind
-}
-
-func hasResourceFieldRef(items []corev1.DownwardAPIVolumeFile) bool {
-	for _, item := range items {
-		if item.ResourceFieldRef != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // keyedPayload is the payload of a ConfigMap or Secret: every key, or
@@ -126,20 +111,150 @@ func secretPayload(secret *corev1.Secret, items []corev1.KeyToPath, defaultMode 
 }
 
 // downwardAPIPayload is the files of a downward API source: one per item,
-// each holding a field of the pod.
-func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode int32) (map[string]fileProjection, error) {
+// each holding a field of the pod or a resource of one of its containers.
+// allocatable is the node's, which unset limits default to; nil when
+// unknown.
+func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, defaultMode int32, allocatable corev1.ResourceList) (map[string]fileProjection, error) {
 	payload := make(map[string]fileProjection, len(items))
 	for _, item := range items {
-		if item.FieldRef == nil {
+		var (
+			value string
+			err   error
+		)
+		switch {
+		case item.FieldRef != nil:
+			value, err = fieldpath.PodField(pod, item.FieldRef.FieldPath)
+		case item.ResourceFieldRef != nil:
+			value, err = fieldpath.ContainerResource(pod, "", item.ResourceFieldRef, allocatable)
+		default:
 			continue
 		}
-		value, err := fieldpath.PodField(pod, item.FieldRef.FieldPath)
 		if err != nil {
 			return nil, err
 		}
 		payload[item.Path] = fileProjection{Data: []byte(value), Mode: modeOr(item.Mode, defaultMode)}
 	}
 	return payload, nil
+}
+
+// downwardAPIDigest sums up what the downward API files of a volume (a
+// downwardAPI volume's, a projected volume's downwardAPI sources') hold
+// for the pod as it is now: "" for a volume without any.
+func downwardAPIDigest(pod *corev1.Pod, vol *corev1.Volume, allocatable corev1.ResourceList) string {
+	var items []corev1.DownwardAPIVolumeFile
+	switch {
+	case vol.DownwardAPI != nil:
+		items = vol.DownwardAPI.Items
+	case vol.Projected != nil:
+		for _, source := range vol.Projected.Sources {
+			if source.DownwardAPI != nil {
+				items = append(items, source.DownwardAPI.Items...)
+			}
+		}
+	}
+	if len(items) == 0 {
+		return ""
+	}
+	payload, err := downwardAPIPayload(pod, items, 0, allocatable)
+	if err != nil {
+		// Set up as it is; the error is reported there.
+		return "error: " + err.Error()
+	}
+	var b strings.Builder
+	for _, path := range sortedPaths(payload) {
+		fmt.Fprintf(&b, "%q=%q\n", path, payload[path].Data)
+	}
+	return b.String()
+}
+
+func hasDownwardAPI(volumes []corev1.Volume) bool {
+	for i := range volumes {
+		if volumes[i].DownwardAPI != nil {
+			return true
+		}
+		if volumes[i].Projected != nil {
+			for _, source := range volumes[i].Projected.Sources {
+				if source.DownwardAPI != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func sortedPaths(payload map[string]fileProjection) []string {
+	paths := make([]string, 0, len(payload))
+	for path := range payload {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+// memoryVolumeSize is the size of an emptyDir of medium Memory, as the
+// kubelet sizes it: what the pod may use of the node's memory (its memory
+// limit, else the node's allocatable), or the volume's sizeLimit when that
+// is smaller. Zero means unknown: the kernel's default then applies.
+func memoryVolumeSize(pod *corev1.Pod, sizeLimit *resource.Quantity, allocatable corev1.ResourceList) int64 {
+	var size int64
+	if memory, ok := allocatable[corev1.ResourceMemory]; ok {
+		size = memory.Value()
+	}
+	if limit := podMemoryLimit(pod); limit > 0 && (size == 0 || limit < size) {
+		size = limit
+	}
+	if sizeLimit != nil {
+		if limit := sizeLimit.Value(); limit > 0 && (size == 0 || limit < size) {
+			size = limit
+		}
+	}
+	return size
+}
+
+// podMemoryLimit is the pod's memory limit, as its cgroup gets it: its
+// pod-level limit, else the larger of what its regular containers and
+// sidecars use together and what its init containers use at most (each
+// with the sidecars started before it), plus its overhead; zero when a
+// container has no limit.
+func podMemoryLimit(pod *corev1.Pod) int64 {
+	if pod.Spec.Resources != nil {
+		if limit, ok := pod.Spec.Resources.Limits[corev1.ResourceMemory]; ok && !limit.IsZero() {
+			return limit.Value()
+		}
+	}
+	limitOf := func(c *corev1.Container) (int64, bool) {
+		limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+		return limit.Value(), ok && !limit.IsZero()
+	}
+	var running, sidecars, initPeak int64
+	for i := range pod.Spec.Containers {
+		limit, ok := limitOf(&pod.Spec.Containers[i])
+		if !ok {
+			return 0
+		}
+		running += limit
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		limit, ok := limitOf(c)
+		if !ok {
+			return 0
+		}
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			// A sidecar keeps running beside what starts after it.
+			running += limit
+			sidecars += limit
+			initPeak = max(initPeak, sidecars)
+		} else {
+			initPeak = max(initPeak, limit+sidecars)
+		}
+	}
+	total := max(running, initPeak)
+	if overhead, ok := pod.Spec.Overhead[corev1.ResourceMemory]; ok {
+		total += overhead.Value()
+	}
+	return total
 }
 
 func modeOr(mode *int32, defaultMode int32) int32 {

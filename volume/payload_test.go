@@ -13,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -68,11 +69,10 @@ func TestCheckSupported(t *testing.T) {
 			}}},
 			want: `volume "v": projected clusterTrustBundle sources are not supported by nodelet yet`,
 		},
-		"a downward API resource field is not": {
+		"a downward API resource field is": {
 			source: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 				{Path: "cpu", ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}},
 			}}},
-			want: `volume "v": downwardAPI resourceFieldRef items are not supported by nodelet yet`,
 		},
 	}
 	for name, tc := range tests {
@@ -176,9 +176,19 @@ func TestDownwardAPIPayload(t *testing.T) {
 			Labels:      map[string]string{"app": "web", "tier": "front"},
 			Annotations: map[string]string{"note": `say "hi"` + "\n", "a.io/x": "1"},
 		},
-		Spec: corev1.PodSpec{NodeName: "node-1", ServiceAccountName: "web"},
+		Spec: corev1.PodSpec{NodeName: "node-1", ServiceAccountName: "web", Containers: []corev1.Container{{
+			Name: "app",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+			},
+		}}},
 	}
+	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("8Gi")}
 	field := func(path string) *corev1.ObjectFieldSelector { return &corev1.ObjectFieldSelector{FieldPath: path} }
+	res := func(name string, divisor string) *corev1.ResourceFieldSelector {
+		return &corev1.ResourceFieldSelector{ContainerName: "app", Resource: name, Divisor: resource.MustParse(divisor)}
+	}
 	items := []corev1.DownwardAPIVolumeFile{
 		{Path: "name", FieldRef: field("metadata.name")},
 		{Path: "namespace", FieldRef: field("metadata.namespace")},
@@ -190,8 +200,11 @@ func TestDownwardAPIPayload(t *testing.T) {
 		{Path: "missing", FieldRef: field("metadata.labels['missing']")},
 		{Path: "node", FieldRef: field("spec.nodeName")},
 		{Path: "sa", FieldRef: field("spec.serviceAccountName")},
+		{Path: "cpu_request", ResourceFieldRef: res("requests.cpu", "1m")},
+		{Path: "cpu_limit", ResourceFieldRef: res("limits.cpu", "1")},
+		{Path: "mem_limit", ResourceFieldRef: res("limits.memory", "1Mi"), Mode: ptr.To[int32](0o400)},
 	}
-	got, err := downwardAPIPayload(pod, items, 0o644)
+	got, err := downwardAPIPayload(pod, items, 0o644, allocatable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,13 +223,88 @@ func TestDownwardAPIPayload(t *testing.T) {
 		"missing":     "|644",
 		"node":        "node-1|644",
 		"sa":          "web|644",
+		"cpu_request": "250|644",
+		"cpu_limit":   "3|644",
+		"mem_limit":   "64|400",
 	}
 	if diff := cmp.Diff(want, text); diff != "" {
 		t.Errorf("payload (-want +got):\n%s", diff)
 	}
 
-	if _, err := downwardAPIPayload(pod, []corev1.DownwardAPIVolumeFile{{Path: "x", FieldRef: field("status.podIP")}}, 0o644); err == nil {
+	if _, err := downwardAPIPayload(pod, []corev1.DownwardAPIVolumeFile{{Path: "x", FieldRef: field("status.podIP")}}, 0o644, allocatable); err == nil {
 		t.Error("no error for a field the downward API volume does not offer")
+	}
+	if _, err := downwardAPIPayload(pod, []corev1.DownwardAPIVolumeFile{{Path: "x", ResourceFieldRef: res("limits.cpu", "1")}}, 0o644, nil); err == nil {
+		t.Error("no error for a limit defaulted to an allocatable that is unknown")
+	}
+}
+
+func TestMemoryVolumeSize(t *testing.T) {
+	withLimit := func(memory string) corev1.Container {
+		c := corev1.Container{}
+		if memory != "" {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}
+		}
+		return c
+	}
+	sidecar := func(memory string) corev1.Container {
+		c := withLimit(memory)
+		c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		return c
+	}
+	allocatable := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}
+	tests := map[string]struct {
+		containers     []corev1.Container
+		initContainers []corev1.Container
+		podLimit       string
+		sizeLimit      string
+		allocatable    corev1.ResourceList
+		want           int64
+	}{
+		"the node's allocatable without limits": {
+			containers: []corev1.Container{withLimit("")}, allocatable: allocatable, want: 8 << 30,
+		},
+		"the kernel's default without anything known": {
+			containers: []corev1.Container{withLimit("")}, want: 0,
+		},
+		"a sizeLimit below the node's memory": {
+			containers: []corev1.Container{withLimit("")}, sizeLimit: "64Mi", allocatable: allocatable, want: 64 << 20,
+		},
+		"the pod's containers' limits together": {
+			containers: []corev1.Container{withLimit("100Mi"), withLimit("28Mi")}, allocatable: allocatable, want: 128 << 20,
+		},
+		"a container without a limit leaves the pod without one": {
+			containers: []corev1.Container{withLimit("100Mi"), withLimit("")}, allocatable: allocatable, want: 8 << 30,
+		},
+		"a sizeLimit above the pod's limit": {
+			containers: []corev1.Container{withLimit("128Mi")}, sizeLimit: "1Gi", allocatable: allocatable, want: 128 << 20,
+		},
+		"an init container larger than the rest": {
+			containers: []corev1.Container{withLimit("100Mi")}, initContainers: []corev1.Container{withLimit("300Mi")}, allocatable: allocatable, want: 300 << 20,
+		},
+		"a sidecar runs beside the containers and the init containers after it": {
+			containers:     []corev1.Container{withLimit("100Mi")},
+			initContainers: []corev1.Container{sidecar("50Mi"), withLimit("120Mi")},
+			allocatable:    allocatable, want: 170 << 20,
+		},
+		"a pod-level limit": {
+			containers: []corev1.Container{withLimit("")}, podLimit: "256Mi", allocatable: allocatable, want: 256 << 20,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: tc.containers, InitContainers: tc.initContainers}}
+			if tc.podLimit != "" {
+				pod.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(tc.podLimit)}}
+			}
+			var sizeLimit *resource.Quantity
+			if tc.sizeLimit != "" {
+				sizeLimit = ptr.To(resource.MustParse(tc.sizeLimit))
+			}
+			if got := memoryVolumeSize(pod, sizeLimit, tc.allocatable); got != tc.want {
+				t.Errorf("memoryVolumeSize() = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -63,6 +63,15 @@ type Env struct {
 	// NodeletStarted tells that the stack runs a nodelet of its own, which
 	// the suite's must not run beside.
 	NodeletStarted bool
+
+	// PrivateRegistry requires a login, PrivateRegistryUser with
+	// PrivateRegistryPassword; it holds PrivateImage, a busybox.
+	PrivateRegistry         string
+	PrivateRegistryUser     string
+	PrivateRegistryPassword string
+	PrivateImage            string
+	// ContainerdLog is the runtime's log, which names each image pull.
+	ContainerdLog string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -132,6 +141,12 @@ func LoadEnv(path string) (Env, error) {
 		AuditLog:              get("AUDIT_LOG", false),
 		ContainerdMetricsAddr: get("CONTAINERD_METRICS_ADDR", false),
 		NodeletStarted:        get("NODELET_STARTED", false) == "true",
+
+		PrivateRegistry:         get("PRIVATE_REGISTRY", true),
+		PrivateRegistryUser:     get("PRIVATE_REGISTRY_USER", true),
+		PrivateRegistryPassword: get("PRIVATE_REGISTRY_PASSWORD", true),
+		PrivateImage:            get("PRIVATE_IMAGE", true),
+		ContainerdLog:           get("CONTAINERD_LOG", false),
 	}
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))
