@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -125,11 +126,40 @@ func run(ctx context.Context, opts Options) error {
 	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
 	clk := clock.RealClock{}
 
-	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, noderuntime.Config{
+	var configuredPodCIDRs []string
+	if opts.PodCIDR != "" {
+		configuredPodCIDRs = strings.Split(opts.PodCIDR, ",")
+	}
+	networkConfig := &network.ConfigOptions{
+		ConfDir:     opts.CNIConfDir,
+		BinDir:      opts.CNIBinDir,
+		NetworkName: opts.CNINetworkName,
+		Bridge:      opts.CNIBridge,
+		IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
+	}
+	// pods is the pod reconciler, set below; the CNI agent tells it of
+	// broken pod networks.
+	var pods *controllers.PodReconciler
+	cniAgent, err := setUpNetworkMode(ctx, opts, networkConfig, mgr, runtimeService, configuredPodCIDRs, func(pod network.PodRef) {
+		if pods != nil {
+			pods.ResyncPod(pod.Namespace, pod.Name, types.UID(pod.UID))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	runtimeConfig := noderuntime.Config{
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
 		ResolvConf:      opts.ResolvConf,
-	}, recorder, clk, log.WithName("runtime"))
+	}
+	var networkStatus func(context.Context) error
+	if cniAgent != nil {
+		runtimeConfig.SandboxIPs = cniAgent.PodIPs
+		networkStatus = cniAgent.Status
+	}
+
+	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
 	if err != nil {
 		return err
 	}
@@ -143,10 +173,6 @@ func run(ctx context.Context, opts Options) error {
 	if opts.NodeIP != "" {
 		nodeIPs = []string{opts.NodeIP}
 	}
-	var podCIDRs []string
-	if opts.PodCIDR != "" {
-		podCIDRs = strings.Split(opts.PodCIDR, ",")
-	}
 	nodeReporter, err := controllers.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, controllers.NodeStatusOptions{
 		NodeName:        opts.NodeName,
 		NodeIPs:         nodeIPs,
@@ -154,17 +180,12 @@ func run(ctx context.Context, opts Options) error {
 		KubeletPort:     int32(opts.Port),
 		MaxPods:         opts.MaxPods,
 		RootDir:         opts.RootDir,
-		PodCIDRs:        podCIDRs,
+		PodCIDRs:        configuredPodCIDRs,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
-		Network: &network.ConfigOptions{
-			ConfDir:     opts.CNIConfDir,
-			BinDir:      opts.CNIBinDir,
-			NetworkName: opts.CNINetworkName,
-			Bridge:      opts.CNIBridge,
-			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
-		},
-		Clock: clk,
-		Log:   log.WithName("node"),
+		Network:         networkConfig,
+		NetworkStatus:   networkStatus,
+		Clock:           clk,
+		Log:             log.WithName("node"),
 	})
 	if err != nil {
 		return err
@@ -178,15 +199,16 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
-		Client:   mgr.GetClient(),
-		Runtime:  runtimeManager,
-		Volumes:  podVolumes,
-		Cgroups:  podCgroups,
-		Recorder: recorder,
-		Clock:    clk,
-		NodeName: opts.NodeName,
-		HostIPs:  nodeReporter.NodeIPs,
+	pods = controllers.NewPodReconciler(&controllers.PodReconciler{
+		Client:       mgr.GetClient(),
+		Runtime:      runtimeManager,
+		Volumes:      podVolumes,
+		Cgroups:      podCgroups,
+		Recorder:     recorder,
+		Clock:        clk,
+		NodeName:     opts.NodeName,
+		HostIPs:      nodeReporter.NodeIPs,
+		NetworkError: nodeReporter.NetworkError,
 	})
 	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up pod controller: %w", err)
@@ -200,7 +222,11 @@ func run(ctx context.Context, opts Options) error {
 		Clock:      clk,
 		Log:        log.WithName("housekeeping"),
 	}
-	for _, runnable := range []manager.Runnable{nodeReporter, leases, pleg, housekeeping} {
+	runnables := []manager.Runnable{nodeReporter, leases, pleg, housekeeping}
+	if cniAgent != nil {
+		runnables = append(runnables, cniAgent)
+	}
+	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err
 		}

@@ -56,6 +56,13 @@ type podCgroups interface {
 // kubelet's pod workers do.
 const retryPeriod = 10 * time.Second
 
+// networkNotReadyRetry is how soon a pod waiting for the network looks
+// again, and networkNotReadyMessage its event's words, the kubelet's.
+const (
+	networkNotReadyRetry   = time.Second
+	networkNotReadyMessage = "network is not ready"
+)
+
 // PodReconciler runs the pods bound to this node: for each Pod it reads the
 // runtime's record, decides with ComputePodActions, acts through the
 // runtime, and writes the resulting status.
@@ -70,6 +77,9 @@ type PodReconciler struct {
 	NodeName string
 	// HostIPs returns the node's IPs, primary first, for pods' hostIPs.
 	HostIPs func() []string
+	// NetworkError, when set, says why the node's pod network is not
+	// ready; pods not on the host's network wait for it. Default: ready.
+	NetworkError func() error
 
 	cache   *podCache
 	reasons *reasonCache
@@ -182,12 +192,41 @@ func (r *PodReconciler) markSynced(uid types.UID) {
 	r.lastSync[uid] = r.Clock.Now()
 }
 
+func (r *PodReconciler) networkError() error {
+	if r.NetworkError == nil {
+		return nil
+	}
+	return r.NetworkError()
+}
+
+// ResyncPod has a pod reconciled from a fresh read of the runtime, as when
+// its sandbox's network was found broken.
+func (r *PodReconciler) ResyncPod(namespace, name string, uid types.UID) {
+	r.markSynced(uid)
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid}}
+	select {
+	case r.events <- event.GenericEvent{Object: obj}:
+	case <-time.After(10 * time.Second):
+		// The controller is not taking events: it is stopping.
+	}
+}
+
 // syncPod runs a pod that should be running: prepare its cgroup and
 // volumes, plan, act, then report.
 func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
 	log := klog.FromContext(ctx)
 	now := r.Clock.Now()
 	var requeue requeueAfter
+
+	// As the kubelet: while the network is not ready only pods on the
+	// host's network run; the others wait, looking again shortly.
+	if err := r.networkError(); err != nil && !pod.Spec.HostNetwork {
+		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "NetworkNotReady", "%s: %v", networkNotReadyMessage, err)
+		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: networkNotReadyRetry}, nil
+	}
 
 	env, refreshAt, prepErr := r.preparePod(ctx, pod)
 	requeue.at(refreshAt)
