@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -161,6 +162,13 @@ type attachmentRecord struct {
 	Pod            PodRef          `json:"pod"`
 	Created        time.Time       `json:"created"`
 	Config         json.RawMessage `json:"config"`
+	// Baselined is set once each plugin was CHECKed on the network just
+	// added; Unchecked lists (by index) the plugins whose CHECK failed
+	// then. Such a plugin cannot tell a broken network from a sound one
+	// (portmap 1.1.1 always looks for IPv6 rules, bandwidth 1.1.1 panics
+	// without a limit), so later CHECKs leave it out.
+	Baselined bool  `json:"baselined,omitempty"`
+	Unchecked []int `json:"unchecked,omitempty"`
 }
 
 type loadedConfig struct {
@@ -387,7 +395,13 @@ func (a *Agent) Handle(ctx context.Context, req cnishim.Request) cnishim.Respons
 			return errorResponse(err)
 		}
 	case "CHECK":
-		if err := a.check(ctx, attachmentKey{req.ContainerID, req.IfName}); err != nil {
+		unlock, err := a.lock(ctx, req.ContainerID)
+		if err != nil {
+			return errorResponse(err)
+		}
+		err = a.check(ctx, attachmentKey{req.ContainerID, req.IfName})
+		unlock()
+		if err != nil {
 			return errorResponse(err)
 		}
 	case "GC":
@@ -423,6 +437,17 @@ func errorResponse(err error) cnishim.Response {
 		return cnishim.Response{Error: cniErr}
 	}
 	return cnishim.Response{Error: types.NewError(types.ErrInternal, err.Error(), "")}
+}
+
+// get returns a copy of what nodelet knows of an attachment.
+func (a *Agent) get(key attachmentKey) (attachment, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	att, ok := a.attachments[key]
+	if !ok {
+		return attachment{}, false
+	}
+	return *att, true
 }
 
 // lock makes one container's calls run one at a time.
@@ -482,10 +507,7 @@ func (a *Agent) add(ctx context.Context, req cnishim.Request, resultVersion stri
 	key := attachmentKey{req.ContainerID, req.IfName}
 	log := a.opts.Log.WithValues("containerID", req.ContainerID)
 
-	a.mu.Lock()
-	existing := a.attachments[key]
-	a.mu.Unlock()
-	if existing != nil {
+	if existing, ok := a.get(key); ok {
 		if !existing.added {
 			return nil, types.NewError(types.ErrTryAgainLater,
 				fmt.Sprintf("an earlier ADD of container %s on %s did not finish; it must be deleted first", req.ContainerID, req.IfName), "")
@@ -553,7 +575,55 @@ func (a *Agent) add(ctx context.Context, req cnishim.Request, resultVersion stri
 	att.added, att.ips = true, ips
 	a.mu.Unlock()
 	log.V(1).Info("Added pod network", "pod", klog.KRef(rec.Pod.Namespace, rec.Pod.Name), "ips", ips, "duration", a.opts.Clock.Since(started))
+	// Once this ADD has answered (and released the container's lock).
+	go a.baseline(context.WithoutCancel(ctx), key)
 	return encodeResult(result, resultVersion)
+}
+
+// baseline CHECKs each plugin of a newly added attachment on its own and
+// records those whose CHECK fails on the network just made.
+func (a *Agent) baseline(ctx context.Context, key attachmentKey) {
+	ctx, cancel := context.WithTimeout(ctx, pluginTimeout)
+	defer cancel()
+	unlock, err := a.lock(ctx, key.containerID)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	att, ok := a.get(key)
+	if !ok || !att.added || att.record.Baselined {
+		return
+	}
+	rec := att.record
+	list, err := parseConfig(rec.Config)
+	if err != nil {
+		return
+	}
+	rec.Baselined, rec.Unchecked = true, nil
+	for i, plugin := range list.Plugins {
+		if err := a.checkPlugin(ctx, list, plugin, rec.runtimeConf()); err != nil {
+			rec.Unchecked = append(rec.Unchecked, i)
+			a.opts.Log.V(1).Info("Left a plugin out of this attachment's CHECKs: its CHECK fails on the network just added",
+				"containerID", key.containerID, "plugin", plugin.Network.Type, "err", err.Error())
+		}
+	}
+	if err := a.writeRecord(key, rec); err != nil {
+		a.opts.Log.Error(err, "Failed to record which plugins can CHECK an attachment", "containerID", key.containerID)
+	}
+	a.mu.Lock()
+	if att, ok := a.attachments[key]; ok {
+		att.record = rec
+	}
+	a.mu.Unlock()
+}
+
+// checkPlugin CHECKs one plugin of the list, with the list's cached result.
+func (a *Agent) checkPlugin(ctx context.Context, list *libcni.NetworkConfigList, plugin *libcni.PluginConfig, rt *libcni.RuntimeConf) error {
+	one := &libcni.NetworkConfigList{Name: list.Name, CNIVersion: list.CNIVersion, Plugins: []*libcni.PluginConfig{plugin}, Bytes: list.Bytes}
+	if err := a.cni.CheckNetworkList(ctx, one, rt); err != nil {
+		return fmt.Errorf("plugin %s failed (check): %w", plugin.Network.Type, err)
+	}
+	return nil
 }
 
 func encodeResult(result types.Result, resultVersion string) ([]byte, error) {
@@ -600,10 +670,8 @@ func (a *Agent) del(ctx context.Context, containerID, ifName, netns string) erro
 }
 
 func (a *Agent) delLocked(ctx context.Context, key attachmentKey, netns string) error {
-	a.mu.Lock()
-	att := a.attachments[key]
-	a.mu.Unlock()
-	if att == nil {
+	att, ok := a.get(key)
+	if !ok {
 		return nil
 	}
 	rec := att.record
@@ -652,17 +720,23 @@ func (a *Agent) writeRecord(key attachmentKey, rec attachmentRecord) error {
 // check runs CHECK on one attachment with the configuration and result it
 // was added with.
 func (a *Agent) check(ctx context.Context, key attachmentKey) error {
-	a.mu.Lock()
-	att := a.attachments[key]
-	a.mu.Unlock()
-	if att == nil || !att.added {
+	att, ok := a.get(key)
+	if !ok || !att.added {
 		return types.NewError(types.ErrUnknownContainer, fmt.Sprintf("nodelet has no attachment of container %s on %s", key.containerID, key.ifName), "")
 	}
 	list, err := parseConfig(att.record.Config)
 	if err != nil {
 		return err
 	}
-	return a.cni.CheckNetworkList(ctx, list, att.record.runtimeConf())
+	for i, plugin := range list.Plugins {
+		if slices.Contains(att.record.Unchecked, i) {
+			continue
+		}
+		if err := a.checkPlugin(ctx, list, plugin, att.record.runtimeConf()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PodIPs returns the addresses nodelet handed a sandbox, primary first.
@@ -715,6 +789,10 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.opts.Log.Info("Serving CNI for the runtime", "socket", a.opts.Socket, "confDir", a.opts.ConfDir)
 
 	a.garbageCollect(ctx)
+	// Attachments added just before a crash may not have their baseline.
+	for _, key := range a.snapshot() {
+		a.baseline(ctx, key)
+	}
 	a.checkAll(ctx)
 	checks := a.opts.Clock.NewTicker(a.opts.CheckPeriod)
 	defer checks.Stop()
@@ -784,10 +862,8 @@ func (a *Agent) collect(ctx context.Context, state func(attachmentKey) SandboxSt
 		if !ok {
 			continue // a call is under way
 		}
-		a.mu.Lock()
-		att := a.attachments[key]
-		a.mu.Unlock()
-		if att != nil && isStale(att.added, netnsExists(att.record.NetNS), state(key), now.Sub(att.record.Created)) {
+		att, ok := a.get(key)
+		if ok && isStale(att.added, netnsExists(att.record.NetNS), state(key), now.Sub(att.record.Created)) {
 			if err := a.delLocked(ctx, key, ""); err != nil {
 				a.opts.Log.Error(err, "Failed to delete the network of a sandbox gone", "containerID", key.containerID)
 			} else {
@@ -844,11 +920,8 @@ func (a *Agent) checkAll(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		a.mu.Lock()
-		att := a.attachments[key]
-		skip := att == nil || !att.added || att.broken
-		a.mu.Unlock()
-		if skip {
+		att, ok := a.get(key)
+		if !ok || !att.added || att.broken || !att.record.Baselined {
 			unlock()
 			continue
 		}
@@ -857,7 +930,9 @@ func (a *Agent) checkAll(ctx context.Context) {
 		cancel()
 		if err != nil && a.stillReady(ctx, key.containerID) {
 			a.mu.Lock()
-			att.broken = true
+			if att, ok := a.attachments[key]; ok {
+				att.broken = true
+			}
 			a.mu.Unlock()
 			a.opts.Log.Info("Found a pod network broken; its sandbox will be recreated",
 				"pod", klog.KRef(att.record.Pod.Namespace, att.record.Pod.Name), "containerID", key.containerID, "err", err.Error())

@@ -88,9 +88,8 @@ type conflist struct {
 }
 
 type bridgePlugin struct {
-	Type         string          `json:"type"`
-	Capabilities map[string]bool `json:"capabilities"`
-	Bridge       string          `json:"bridge"`
+	Type        string        `json:"type"`
+	Bridge      string        `json:"bridge"`
 	IsGateway    bool            `json:"isGateway"`
 	IPMasq       bool            `json:"ipMasq"`
 	HairpinMode  bool            `json:"hairpinMode"`
@@ -152,9 +151,7 @@ func RenderConflist(opts ConfigOptions) ([]byte, error) {
 		CNIVersion: cniVersion,
 		Name:       opts.NetworkName,
 		Plugins: []any{
-			// ipRanges: nodelet's agent mode hands host-local the node's
-			// pod CIDRs as they are at each ADD.
-			bridgePlugin{Type: "bridge", Capabilities: map[string]bool{"ipRanges": true}, Bridge: opts.Bridge, IsGateway: true, IPMasq: true, HairpinMode: true, IPAM: ipam},
+			bridgePlugin{Type: "bridge", Bridge: opts.Bridge, IsGateway: true, IPMasq: true, HairpinMode: true, IPAM: ipam},
 			capabilityPlugin{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}, SNAT: &snat},
 			capabilityPlugin{Type: "bandwidth", Capabilities: map[string]bool{"bandwidth": true}},
 		},

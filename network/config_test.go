@@ -28,7 +28,7 @@ func TestRenderConflist(t *testing.T) {
 			  "cniVersion": "1.0.0",
 			  "name": "pods",
 			  "plugins": [
-			    {"type": "bridge", "capabilities": {"ipRanges": true}, "bridge": "br-pods", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+			    {"type": "bridge", "bridge": "br-pods", "isGateway": true, "ipMasq": true, "hairpinMode": true,
 			     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.1.0/24"}]],
 			              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "/var/lib/nodelet/ipam"}},
 			    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
@@ -42,7 +42,7 @@ func TestRenderConflist(t *testing.T) {
 			  "cniVersion": "1.0.0",
 			  "name": "nodelet",
 			  "plugins": [
-			    {"type": "bridge", "capabilities": {"ipRanges": true}, "bridge": "nodelet0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+			    {"type": "bridge", "bridge": "nodelet0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
 			     "ipam": {"type": "host-local",
 			              "ranges": [[{"subnet": "10.244.1.0/24"}], [{"subnet": "fd00:10:244:1::/64"}]],
 			              "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}},
@@ -57,7 +57,7 @@ func TestRenderConflist(t *testing.T) {
 			  "cniVersion": "1.0.0",
 			  "name": "nodelet",
 			  "plugins": [
-			    {"type": "bridge", "capabilities": {"ipRanges": true}, "bridge": "nodelet0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+			    {"type": "bridge", "bridge": "nodelet0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
 			     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.1.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
 			    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
 			    {"type": "bandwidth", "capabilities": {"bandwidth": true}}
