@@ -63,6 +63,14 @@ type Env struct {
 	// NodeletStarted tells that the stack runs a nodelet of its own, which
 	// the suite's must not run beside.
 	NodeletStarted bool
+	// NetworkMode is nodelet's --network-mode on this stack: runtime or
+	// agent.
+	NetworkMode string
+	// NodeIP is the node's InternalIP, where host ports are reached.
+	NodeIP string
+	// NodeletPort is the node's daemon port; the tests derive host ports
+	// from it, so that stacks side by side never share one.
+	NodeletPort string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -132,6 +140,12 @@ func LoadEnv(path string) (Env, error) {
 		AuditLog:              get("AUDIT_LOG", false),
 		ContainerdMetricsAddr: get("CONTAINERD_METRICS_ADDR", false),
 		NodeletStarted:        get("NODELET_STARTED", false) == "true",
+		NetworkMode:           get("NETWORK_MODE", false),
+		NodeIP:                get("NODE_IP", false),
+		NodeletPort:           get("NODELET_PORT", false),
+	}
+	if env.NetworkMode == "" {
+		env.NetworkMode = "runtime"
 	}
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))
