@@ -27,11 +27,11 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/invoke"
-	"github.com/go-logr/logr/testr"
-	"github.com/google/go-cmp/cmp"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

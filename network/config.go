@@ -90,10 +90,10 @@ type conflist struct {
 type bridgePlugin struct {
 	Type        string        `json:"type"`
 	Bridge      string        `json:"bridge"`
-	IsGateway    bool            `json:"isGateway"`
-	IPMasq       bool            `json:"ipMasq"`
-	HairpinMode  bool            `json:"hairpinMode"`
-	IPAM         hostLocalIPAM   `json:"ipam"`
+	IsGateway   bool          `json:"isGateway"`
+	IPMasq      bool          `json:"ipMasq"`
+	HairpinMode bool          `json:"hairpinMode"`
+	IPAM        hostLocalIPAM `json:"ipam"`
 }
 
 type hostLocalIPAM struct {
