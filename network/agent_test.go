@@ -478,33 +478,47 @@ func TestAgentDualStackFromTheIPRangesCapability(t *testing.T) {
 func TestAgentRestartKeepsAttachmentsAndCollectsTheGone(t *testing.T) {
 	requireRootAndPlugins(t)
 	n := newTestNet(t, "10.123.4.0/24")
-	live, gone := newNetNS(t), newNetNS(t)
+	live, broken, gone := newNetNS(t), newNetNS(t), newNetNS(t)
 	mustAdd(t, n.agent, request("ADD", "live", live))
+	brokenResult := mustAdd(t, n.agent, request("ADD", "broken", broken))
 	mustAdd(t, n.agent, request("ADD", "gone", gone))
 	liveIPs, _ := n.agent.PodIPs("live")
+	brokenIPs, _ := n.agent.PodIPs("broken")
 	waitBaselined(t, n.agent, "live")
+	waitBaselined(t, n.agent, "broken")
 
 	// nodelet stops; meanwhile the runtime removes sandbox gone without
-	// reaching it.
+	// reaching it, and someone deletes sandbox broken's veth.
 	removeNetNS(gone)
+	inNS(t, n.hostNS, "ip", "link", "delete", hostVeth(t, brokenResult, n.bridge))
 	n.setSandbox("live", SandboxReady)
+	n.setSandbox("broken", SandboxReady)
 	restarted := n.newAgent(t)
 
 	if ips, known := restarted.PodIPs("live"); !known || !slices.Equal(ips, liveIPs) {
 		t.Errorf("after a restart PodIPs(live) = %v, %v; want %v from the cache", ips, known, liveIPs)
 	}
 	restarted.garbageCollect(context.Background())
-	if got := n.allocated(t); !slices.Equal(got, liveIPs) {
-		t.Errorf("host-local holds %v after garbage collection, want only the live sandbox's %v", got, liveIPs)
+	want := append(append([]string(nil), liveIPs...), brokenIPs...)
+	slices.Sort(want)
+	if got := n.allocated(t); !slices.Equal(got, want) {
+		t.Errorf("host-local holds %v after garbage collection, want only the ready sandboxes' %v", got, want)
 	}
 	if _, known := restarted.PodIPs("gone"); known {
 		t.Errorf("the removed sandbox's attachment is still known")
 	}
+
+	// The CHECK after the restart finds the broken one, and only it.
 	restarted.checkAll(context.Background())
-	select {
-	case pod := <-n.brokenCh:
-		t.Errorf("the live sandbox's network was reported broken: %v", pod)
-	default:
+	if reported := len(n.brokenCh); reported != 1 {
+		t.Fatalf("%d networks reported broken after the restart, want 1", reported)
+	}
+	<-n.brokenCh
+	if ips, known := restarted.PodIPs("broken"); !known || len(ips) != 0 {
+		t.Errorf("PodIPs(broken) = %v, %v; want none, known", ips, known)
+	}
+	if ips, _ := restarted.PodIPs("live"); !slices.Equal(ips, liveIPs) {
+		t.Errorf("PodIPs(live) = %v, want %v", ips, liveIPs)
 	}
 }
 
