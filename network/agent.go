@@ -70,6 +70,10 @@ const (
 	pluginTimeout = 3 * time.Minute
 )
 
+// errPluginNotAvailable is the CNI spec's STATUS error for a plugin that
+// cannot serve ADDs yet.
+const errPluginNotAvailable = 50
+
 // SandboxState is what the runtime says of a sandbox.
 type SandboxState int
 
@@ -423,7 +427,7 @@ func (a *Agent) Handle(ctx context.Context, req cnishim.Request) cnishim.Respons
 		})
 	case "STATUS":
 		if err := a.Status(ctx); err != nil {
-			return errorResponse(types.NewError(50, "nodelet's pod network is not ready", err.Error()))
+			return errorResponse(types.NewError(errPluginNotAvailable, "nodelet's pod network is not ready", err.Error()))
 		}
 	default:
 		return errorResponse(types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("unknown command %q", req.Command), ""))
@@ -541,6 +545,9 @@ func (a *Agent) add(ctx context.Context, req cnishim.Request, resultVersion stri
 	if err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, fmt.Sprintf("pod %s/%s", given[argPodNamespace], given[argPodName]), err.Error())
 	}
+	if !json.Valid(list.Bytes) {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, "the CNI configuration is not JSON", "")
+	}
 	args := podArgs(req.Args, req.ContainerID, pod)
 	rec := attachmentRecord{
 		ContainerID:    req.ContainerID,
@@ -551,9 +558,6 @@ func (a *Agent) add(ctx context.Context, req cnishim.Request, resultVersion stri
 		Pod:            PodRef{Namespace: argValue(args, argPodNamespace), Name: argValue(args, argPodName), UID: argValue(args, argPodUID)},
 		Created:        a.opts.Clock.Now(),
 		Config:         json.RawMessage(list.Bytes),
-	}
-	if !json.Valid(list.Bytes) {
-		return nil, fmt.Errorf("the CNI configuration is not JSON")
 	}
 	if err := a.writeRecord(key, rec); err != nil {
 		return nil, err
