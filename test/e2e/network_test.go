@@ -586,3 +586,93 @@ func TestNetworkBrokenPodNetworkHasItsSandboxRecreated(t *testing.T) {
 		return err == nil && len(events.Items) > 0, err
 	})
 }
+
+// TestNetworkSandboxesWhileNodeletIsDown creates and removes sandboxes
+// straight through the runtime while nodelet is stopped. In the agent
+// mode the shim fails an ADD at once with a clear message, never holds a
+// teardown, and nodelet deletes what it was not told of once it is back;
+// in the runtime mode the runtime needs no nodelet. It stops nodelet, so
+// it runs alone (no t.Parallel).
+func TestNetworkSandboxesWhileNodeletIsDown(t *testing.T) {
+	ctx := t.Context()
+	sandboxConfig := func(name string) *runtimeapi.PodSandboxConfig {
+		return &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "nodelet-down", Uid: fmt.Sprintf("%s-%d", name, time.Now().UnixNano())},
+			Hostname: name,
+			Linux: &runtimeapi.LinuxPodSandboxConfig{
+				CgroupParent:    filepath.Join(f.Env.CgroupRoot, "down"),
+				SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD}},
+			},
+		}
+	}
+	// One sandbox made while nodelet runs, removed while it is down.
+	early, err := f.Runtime.RunPodSandbox(ctx, sandboxConfig("early"), "")
+	if err != nil {
+		t.Fatalf("RunPodSandbox with nodelet running: %v", err)
+	}
+	status, err := f.Runtime.PodSandboxStatus(ctx, early, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlyIP := status.GetStatus().GetNetwork().GetIp()
+	if earlyIP == "" {
+		t.Fatalf("sandbox %s has no IP", shortID(early))
+	}
+
+	if err := f.Nodelet.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stopping nodelet: %v", err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			f.restartNodelet(t)
+		}
+	})
+
+	started := time.Now()
+	if err := f.Runtime.StopPodSandbox(ctx, early); err != nil {
+		t.Fatalf("StopPodSandbox with nodelet down: %v", err)
+	}
+	if err := f.Runtime.RemovePodSandbox(ctx, early); err != nil {
+		t.Fatalf("RemovePodSandbox with nodelet down: %v", err)
+	}
+	if took := time.Since(started); took > 30*time.Second {
+		t.Errorf("tearing a sandbox down with nodelet down took %s", took)
+	}
+
+	started = time.Now()
+	id, err := f.Runtime.RunPodSandbox(ctx, sandboxConfig("late"), "")
+	took := time.Since(started)
+	switch f.Env.NetworkMode {
+	case "agent":
+		if err == nil {
+			t.Errorf("RunPodSandbox with nodelet down succeeded (sandbox %s), want the shim's failure", shortID(id))
+		} else if !strings.Contains(err.Error(), "nodelet is not serving CNI") {
+			t.Errorf("RunPodSandbox with nodelet down failed with %q, want it to say nodelet is not serving CNI", err)
+		}
+		if took > 30*time.Second {
+			t.Errorf("the failed RunPodSandbox took %s, want the shim to fail at once", took)
+		}
+	default:
+		if err != nil {
+			t.Errorf("RunPodSandbox with nodelet down: %v; the runtime runs CNI without nodelet", err)
+		}
+	}
+	if err == nil {
+		if err := f.Runtime.StopPodSandbox(ctx, id); err != nil {
+			t.Errorf("StopPodSandbox: %v", err)
+		}
+		if err := f.Runtime.RemovePodSandbox(ctx, id); err != nil {
+			t.Errorf("RemovePodSandbox: %v", err)
+		}
+	}
+
+	restarted = true
+	f.restartNodelet(t)
+	// In the agent mode nodelet learns of the removed sandbox from its
+	// records, and deletes its network.
+	eventually(t, time.Minute, "the removed sandbox's IP "+earlyIP+" to leave the IPAM store", func(ctx context.Context) (bool, error) {
+		allocated, err := f.allocatedIPs()
+		return err == nil && !allocated[earlyIP], err
+	})
+}
