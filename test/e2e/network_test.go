@@ -382,7 +382,10 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 	for round := range rounds {
 		pods := make([]*corev1.Pod, perRound)
 		for i := range pods {
-			pods[i] = f.createPod(t, newPod(ns, fmt.Sprintf("churn-%d-%d", round, i)).withGracePeriod(0).obj())
+			// A pod that exits on SIGTERM: the churn is in sandboxes,
+			// not in waiting out grace periods.
+			pods[i] = f.createPod(t, newPod(ns, fmt.Sprintf("churn-%d-%d", round, i)).withGracePeriod(0).
+				withShell("trap 'exit 0' TERM; sleep 3600 & wait").obj())
 		}
 		if round == killRound {
 			// In the middle of this burst's sandbox creations.
