@@ -645,6 +645,16 @@ func TestNetworkSandboxesWhileNodeletIsDown(t *testing.T) {
 	if took := time.Since(started); took > 30*time.Second {
 		t.Errorf("tearing a sandbox down with nodelet down took %s", took)
 	}
+	allocated, err := f.allocatedIPs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch held := allocated[earlyIP]; {
+	case f.Env.NetworkMode == "agent" && !held:
+		t.Errorf("the IPAM store no longer holds %s, though nodelet, which runs CNI, was down during the teardown", earlyIP)
+	case f.Env.NetworkMode != "agent" && held:
+		t.Errorf("the IPAM store still holds %s after the runtime's teardown", earlyIP)
+	}
 
 	started = time.Now()
 	id, err := f.Runtime.RunPodSandbox(ctx, sandboxConfig("late"), "")
