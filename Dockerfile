@@ -26,7 +26,9 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nodelet .
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nodelet . \
+ && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o /out/nodelet-cni ./cmd/nodelet-cni
 
 FROM docker.io/library/debian:bookworm-slim
 ARG VERSION=dev
@@ -39,6 +41,9 @@ RUN export DEBIAN_FRONTEND=noninteractive \
  && apt-get install -y --no-install-recommends iptables iproute2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/nodelet /usr/local/bin/nodelet
+# The agent network mode's CNI shim: nodelet copies it into the runtime's
+# CNI bin folder at start.
+COPY --from=build /out/nodelet-cni /usr/local/bin/nodelet-cni
 # Root: the CRI socket, mounts, cgroups and network namespaces need it.
 USER 0:0
 ENTRYPOINT ["/usr/local/bin/nodelet"]

@@ -65,6 +65,10 @@ test-unit: ## Unit and envtest tests with -race (builds envtest's binaries if mi
 test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
 	hack/test.sh setup e2e
 
+.PHONY: bench-network
+bench-network: ## Sandbox creation with networking, median and p99 of 50, in each network mode (root).
+	hack/bench-network.sh
+
 ##@ Local stack
 
 .PHONY: up

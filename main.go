@@ -134,11 +134,40 @@ func run(ctx context.Context, opts Options) error {
 	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
 	clk := clock.RealClock{}
 
-	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, noderuntime.Config{
+	var configuredPodCIDRs []string
+	if opts.PodCIDR != "" {
+		configuredPodCIDRs = strings.Split(opts.PodCIDR, ",")
+	}
+	networkConfig := &network.ConfigOptions{
+		ConfDir:     opts.CNIConfDir,
+		BinDir:      opts.CNIBinDir,
+		NetworkName: opts.CNINetworkName,
+		Bridge:      opts.CNIBridge,
+		IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
+	}
+	// pods is the pod reconciler, set below; the CNI agent tells it of
+	// broken pod networks.
+	var pods *controllers.PodReconciler
+	cniAgent, err := setUpNetworkMode(ctx, opts, networkConfig, mgr, runtimeService, configuredPodCIDRs, func(pod network.PodRef) {
+		if pods != nil {
+			pods.ResyncPod(pod.Namespace, pod.Name, types.UID(pod.UID))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	runtimeConfig := noderuntime.Config{
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
 		ResolvConf:      opts.ResolvConf,
-	}, recorder, clk, log.WithName("runtime"))
+	}
+	var networkStatus func(context.Context) error
+	if cniAgent != nil {
+		runtimeConfig.SandboxIPs = cniAgent.PodIPs
+		networkStatus = cniAgent.Status
+	}
+
+	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
 	if err != nil {
 		return err
 	}
@@ -155,10 +184,6 @@ func run(ctx context.Context, opts Options) error {
 	if opts.NodeIP != "" {
 		nodeIPs = []string{opts.NodeIP}
 	}
-	var podCIDRs []string
-	if opts.PodCIDR != "" {
-		podCIDRs = strings.Split(opts.PodCIDR, ",")
-	}
 	nodeReporter, err := controllers.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, controllers.NodeStatusOptions{
 		NodeName:        opts.NodeName,
 		NodeIPs:         nodeIPs,
@@ -166,17 +191,12 @@ func run(ctx context.Context, opts Options) error {
 		KubeletPort:     int32(opts.Port),
 		MaxPods:         opts.MaxPods,
 		RootDir:         opts.RootDir,
-		PodCIDRs:        podCIDRs,
+		PodCIDRs:        configuredPodCIDRs,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
-		Network: &network.ConfigOptions{
-			ConfDir:     opts.CNIConfDir,
-			BinDir:      opts.CNIBinDir,
-			NetworkName: opts.CNINetworkName,
-			Bridge:      opts.CNIBridge,
-			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
-		},
-		Clock: clk,
-		Log:   log.WithName("node"),
+		Network:         networkConfig,
+		NetworkStatus:   networkStatus,
+		Clock:           clk,
+		Log:             log.WithName("node"),
 	})
 	if err != nil {
 		return err
@@ -198,7 +218,6 @@ func run(ctx context.Context, opts Options) error {
 	}
 	// The prober requeues a pod whose probe result changed; the reconciler
 	// reads the prober's results.
-	var pods *controllers.PodReconciler
 	probes := prober.NewManager(prober.Options{
 		Runner:   runtimeService,
 		Recorder: recorder,
@@ -209,15 +228,16 @@ func run(ctx context.Context, opts Options) error {
 		},
 	})
 	pods = controllers.NewPodReconciler(&controllers.PodReconciler{
-		Client:   mgr.GetClient(),
-		Runtime:  runtimeManager,
-		Volumes:  podVolumes,
-		Cgroups:  podCgroups,
-		Recorder: recorder,
-		Prober:   probes,
-		Clock:    clk,
-		NodeName: opts.NodeName,
-		HostIPs:  nodeReporter.NodeIPs,
+		Client:       mgr.GetClient(),
+		Runtime:      runtimeManager,
+		Volumes:      podVolumes,
+		Cgroups:      podCgroups,
+		Recorder:     recorder,
+		Prober:       probes,
+		Clock:        clk,
+		NodeName:     opts.NodeName,
+		HostIPs:      nodeReporter.NodeIPs,
+		NetworkError: nodeReporter.NetworkError,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(),
 			Cache:     mgr.GetClient(),
@@ -237,7 +257,11 @@ func run(ctx context.Context, opts Options) error {
 		Clock:      clk,
 		Log:        log.WithName("housekeeping"),
 	}
-	for _, runnable := range []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes} {
+	runnables := []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes}
+	if cniAgent != nil {
+		runnables = append(runnables, cniAgent)
+	}
+	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err
 		}

@@ -52,6 +52,18 @@ type Options struct {
 	CNIBridge      string `json:"cniBridge,omitempty"`
 	// PodCIDR overrides the Node's spec.podCIDR for the conflist.
 	PodCIDR string `json:"podCIDR,omitempty"`
+	// NetworkMode is who runs CNI: "runtime" (the runtime, with the
+	// node's conflist in CNIConfDir) or "agent" (nodelet, behind its shim
+	// plugin, which it installs into CNIBinDir and CNIConfDir).
+	NetworkMode string `json:"networkMode,omitempty"`
+	// CNIAgentConfDir holds the node's real conflist in agent mode;
+	// default: <RootDir>/cni/net.d.
+	CNIAgentConfDir string `json:"cniAgentConfDir,omitempty"`
+	// CNIShimPath is the shim plugin's binary that agent mode installs;
+	// default: nodelet-cni beside nodelet's own binary.
+	CNIShimPath string `json:"cniShimPath,omitempty"`
+	// CNICheckPeriod is how often agent mode CHECKs every pod's network.
+	CNICheckPeriod metav1.Duration `json:"cniCheckPeriod,omitempty"`
 	// ResolvConf is the host's resolver configuration, given to pods.
 	ResolvConf string `json:"resolvConf,omitempty"`
 	// RelistPeriod is how often the PLEG relists the runtime.
@@ -96,6 +108,8 @@ func defaultOptions() Options {
 		CNIBinDir:                 "/opt/cni/bin",
 		CNINetworkName:            "nodelet",
 		CNIBridge:                 "nodelet0",
+		NetworkMode:               "runtime",
+		CNICheckPeriod:            metav1.Duration{Duration: time.Minute},
 		ResolvConf:                "/etc/resolv.conf",
 		RelistPeriod:              metav1.Duration{Duration: time.Second},
 		ConcurrentReconciles:      defaultMaxPods,
@@ -125,6 +139,10 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CNINetworkName, "cni-network-name", o.CNINetworkName, "Name of the network in the conflist nodelet writes.")
 	fs.StringVar(&o.CNIBridge, "cni-bridge", o.CNIBridge, "Bridge of the conflist nodelet writes.")
 	fs.StringVar(&o.PodCIDR, "pod-cidr", o.PodCIDR, "Pod CIDR for the conflist (default: the Node's spec.podCIDR).")
+	fs.StringVar(&o.NetworkMode, "network-mode", o.NetworkMode, "Who runs CNI: runtime (the container runtime, with the node's conflist in --cni-conf-dir) or agent (nodelet itself, behind the nodelet-cni plugin it installs for the runtime).")
+	fs.StringVar(&o.CNIAgentConfDir, "cni-agent-conf-dir", o.CNIAgentConfDir, "Agent mode: folder of the node's real CNI configuration (default: <root-dir>/cni/net.d).")
+	fs.StringVar(&o.CNIShimPath, "cni-shim-path", o.CNIShimPath, "Agent mode: the nodelet-cni binary to install into --cni-bin-dir (default: nodelet-cni beside nodelet).")
+	fs.DurationVar(&o.CNICheckPeriod.Duration, "cni-check-period", o.CNICheckPeriod.Duration, "Agent mode: how often every pod network is checked (CNI CHECK); a broken one has its sandbox recreated.")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods.")
 	fs.DurationVar(&o.RelistPeriod.Duration, "relist-period", o.RelistPeriod.Duration, "How often the PLEG relists the container runtime.")
 	fs.IntVar(&o.ConcurrentReconciles, "concurrent-reconciles", o.ConcurrentReconciles, "How many pods are worked on at once.")
@@ -180,6 +198,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--relist-period must be positive, not %s", o.RelistPeriod.Duration)
 	case o.MaxPods < 1:
 		return fmt.Errorf("--max-pods must be at least 1, not %d", o.MaxPods)
+	case o.NetworkMode != "runtime" && o.NetworkMode != "agent":
+		return fmt.Errorf("--network-mode must be runtime or agent, not %q", o.NetworkMode)
+	case o.CNICheckPeriod.Duration <= 0:
+		return fmt.Errorf("--cni-check-period must be positive, not %s", o.CNICheckPeriod.Duration)
 	}
 	return nil
 }

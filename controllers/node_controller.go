@@ -111,6 +111,10 @@ type NodeStatusOptions struct {
 	// (the runtime networking mode); its PodCIDRs are ignored. Default: nil,
 	// no conflist.
 	Network *network.ConfigOptions
+	// NetworkStatus, when set, is nodelet's own part of the node's network
+	// readiness (the agent network mode): nil when its CNI configuration is
+	// usable. Default: nil, the runtime's NetworkReady alone.
+	NetworkStatus func(ctx context.Context) error
 	// UpdateFrequency is how often the node's status is computed and
 	// compared with the API server's (the kubelet's
 	// nodeStatusUpdateFrequency). Default: 10s.
@@ -139,6 +143,8 @@ type NodeStatusReporter struct {
 	// goroutine alone uses it.
 	lastRuntime nodeRuntimeState
 	nodeIPs     atomic.Pointer[[]string]
+	// networkErr is why the pod network is not ready, as last observed.
+	networkErr atomic.Pointer[error]
 }
 
 // NewNodeStatusReporter returns a reporter that writes with c and reads the
@@ -193,6 +199,16 @@ func (r *NodeStatusReporter) NeedLeaderElection() bool { return false }
 func (r *NodeStatusReporter) NodeIPs() []string {
 	if ips := r.nodeIPs.Load(); ips != nil {
 		return append([]string(nil), *ips...)
+	}
+	return nil
+}
+
+// NetworkError says why the node's pod network is not ready, as last
+// observed (the runtime's NetworkReady condition and, in agent mode,
+// nodelet's own configuration); nil when it is, or before the first look.
+func (r *NodeStatusReporter) NetworkError() error {
+	if err := r.networkErr.Load(); err != nil {
+		return *err
 	}
 	return nil
 }
@@ -381,13 +397,18 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	} else {
 		r.lastRuntime.version = version
 	}
+	if r.opts.NetworkStatus != nil {
+		r.lastRuntime.networkError = r.opts.NetworkStatus(ctx)
+	}
 	status, err := r.runtime.Status(ctx, false)
 	if err != nil {
 		log.Error(err, "Failed to get the container runtime status")
-		return
+	} else {
+		r.lastRuntime.status = status.GetStatus()
+		r.lastRuntime.observed = r.opts.Clock.Now()
 	}
-	r.lastRuntime.status = status.GetStatus()
-	r.lastRuntime.observed = r.opts.Clock.Now()
+	networkErr := networkNotReady(r.lastRuntime)
+	r.networkErr.Store(&networkErr)
 }
 
 func (r *NodeStatusReporter) ensureNetworkConfig(ctx context.Context, log logr.Logger, node *corev1.Node) {
@@ -435,6 +456,8 @@ type nodeRuntimeState struct {
 	status  *runtimeapi.RuntimeStatus
 	// observed is when status was read.
 	observed time.Time
+	// networkError is nodelet's own network's, in agent mode.
+	networkError error
 }
 
 // LabelAgent marks the Nodes nodelet runs, so that a scheduler, a
@@ -525,13 +548,29 @@ func nodeReadiness(rt nodeRuntimeState, now time.Time) (corev1.ConditionStatus, 
 	if c := findRuntimeCondition(rt.status, runtimeapi.RuntimeReady); !c.Status {
 		errs = append(errs, fmt.Errorf("container runtime not ready: %s", formatRuntimeCondition(c)))
 	}
-	if c := findRuntimeCondition(rt.status, runtimeapi.NetworkReady); !c.Status {
-		errs = append(errs, fmt.Errorf("container runtime network not ready: %s", formatRuntimeCondition(c)))
+	if err := networkNotReady(rt); err != nil {
+		errs = append(errs, err)
 	}
 	if err := utilerrors.NewAggregate(errs); err != nil {
 		return corev1.ConditionFalse, nodeReasonNotReady, err.Error()
 	}
 	return corev1.ConditionTrue, nodeReasonReady, nodeMessageReady
+}
+
+// networkNotReady says why the pod network is not ready: the runtime's
+// NetworkReady condition, then nodelet's own network in agent mode. A
+// runtime not yet read says nothing.
+func networkNotReady(rt nodeRuntimeState) error {
+	var errs []error
+	if rt.status != nil {
+		if c := findRuntimeCondition(rt.status, runtimeapi.NetworkReady); !c.Status {
+			errs = append(errs, fmt.Errorf("container runtime network not ready: %s", formatRuntimeCondition(c)))
+		}
+	}
+	if rt.networkError != nil {
+		errs = append(errs, fmt.Errorf("nodelet network not ready: %w", rt.networkError))
+	}
+	return utilerrors.NewAggregate(errs)
 }
 
 func findRuntimeCondition(status *runtimeapi.RuntimeStatus, conditionType string) *runtimeapi.RuntimeCondition {

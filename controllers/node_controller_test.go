@@ -208,6 +208,21 @@ func TestNodeStatus(t *testing.T) {
 			},
 			wantPatch: true,
 		},
+		"nodelet's own network not ready (agent mode) is NotReady with its reason": {
+			runtime: func() nodeRuntimeState {
+				rt := readyRuntimeState(now)
+				rt.networkError = errors.New("no CNI configuration file in /var/lib/nodelet/cni/net.d")
+				return rt
+			}(),
+			now: now,
+			want: func(s *corev1.NodeStatus) {
+				ready := findNodeCondition(s, corev1.NodeReady)
+				ready.Status, ready.Reason = corev1.ConditionFalse, "NodeletNotReady"
+				ready.Message = "nodelet network not ready: no CNI configuration file in /var/lib/nodelet/cni/net.d"
+				ready.LastTransitionTime = metav1.NewTime(now)
+			},
+			wantPatch: true,
+		},
 		"runtime and network not ready are both told, a missing condition as not ready": {
 			runtime: nodeRuntimeState{
 				version:  readyRuntimeState(now).version,

@@ -64,6 +64,13 @@ type podCgroups interface {
 // kubelet's pod workers do.
 const retryPeriod = 10 * time.Second
 
+// networkNotReadyRetry is how soon a pod waiting for the network looks
+// again, and networkNotReadyMessage its event's words, the kubelet's.
+const (
+	networkNotReadyRetry   = time.Second
+	networkNotReadyMessage = "network is not ready"
+)
+
 // PodReconciler runs the pods bound to this node: for each Pod it reads the
 // runtime's record, decides with ComputePodActions, acts through the
 // runtime, and writes the resulting status.
@@ -83,6 +90,9 @@ type PodReconciler struct {
 	// EnvSources reads the ConfigMaps, Secrets, Services and pull secrets
 	// containers start with; nil reads nothing.
 	EnvSources podEnvSources
+	// NetworkError, when set, says why the node's pod network is not
+	// ready; pods not on the host's network wait for it. Default: ready.
+	NetworkError func() error
 
 	cache   *podCache
 	reasons *reasonCache
@@ -207,6 +217,23 @@ func (r *PodReconciler) markSynced(uid types.UID) {
 	r.lastSync[uid] = r.Clock.Now()
 }
 
+func (r *PodReconciler) networkError() error {
+	if r.NetworkError == nil {
+		return nil
+	}
+	return r.NetworkError()
+}
+
+// ResyncPod has a pod reconciled from a fresh read of the runtime, as when
+// its sandbox's network was found broken.
+func (r *PodReconciler) ResyncPod(namespace, name string, uid types.UID) {
+	r.markSynced(uid)
+	// A controller that takes no event for this long is stopping.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.EnqueuePod(ctx, namespace, name, uid)
+}
+
 // syncPod runs a pod that should be running: prepare its cgroup and
 // volumes, plan, act, then report.
 func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
@@ -218,6 +245,15 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		return r.failPod(ctx, pod, status, failure)
 	}
 	requeue.at(activeDeadline(pod))
+	// As the kubelet: while the network is not ready only pods on the
+	// host's network run; the others wait, looking again shortly.
+	if err := r.networkError(); err != nil && !pod.Spec.HostNetwork {
+		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "NetworkNotReady", "%s: %v", networkNotReadyMessage, err)
+		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: networkNotReadyRetry}, nil
+	}
 
 	env, refreshAt, prepErr := r.preparePod(ctx, pod)
 	requeue.at(refreshAt)

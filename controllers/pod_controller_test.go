@@ -88,12 +88,30 @@ type reconcilerEnv struct {
 	client  client.Client
 	runtime *critest.FakeRuntimeService
 	cgroups *fakeCgroups
+
+	mu     sync.Mutex
+	events []string
+}
+
+// recordedEvents are the events recorded so far, as "Type Reason Message".
+func (e *reconcilerEnv) recordedEvents() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.events...)
 }
 
 // startReconciler runs the pod reconciler and its PLEG against envtest and
 // the CRI fake until the test ends.
 func startReconciler(t *testing.T) *reconcilerEnv {
 	t.Helper()
+	return startReconcilerWith(t, nil)
+}
+
+// startReconcilerWith is startReconciler with configure applied to the
+// reconciler before it starts.
+func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcilerEnv {
+	t.Helper()
+	env := &reconcilerEnv{}
 	cfg := startEnvtest(t)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -114,7 +132,10 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 	ctx := context.Background()
 	recorder := record.NewFakeRecorder(1000)
 	go func() { // The recorder's channel must not fill up.
-		for range recorder.Events {
+		for event := range recorder.Events {
+			env.mu.Lock()
+			env.events = append(env.events, event)
+			env.mu.Unlock()
 		}
 	}()
 	runtimeManager, err := noderuntime.NewManager(ctx, fakeRuntime, critest.NewFakeImageService(), noderuntime.Config{
@@ -149,6 +170,9 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 			APIReader: mgr.GetAPIReader(), Cache: mgr.GetClient(), NodeName: testNodeName, Recorder: recorder,
 		},
 	})
+	if configure != nil {
+		configure(r)
+	}
 	if err := r.SetupWithManager(mgr, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +187,8 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &reconcilerEnv{client: c, runtime: fakeRuntime, cgroups: cgroups}
+	env.client, env.runtime, env.cgroups = c, fakeRuntime, cgroups
+	return env
 }
 
 func testPod(namespace, name string) *corev1.Pod {

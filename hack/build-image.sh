@@ -77,6 +77,9 @@ build_binary() {
 	log "Building nodelet $VERSION with $(go env GOVERSION)"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
 		-ldflags "-s -w -X main.version=$VERSION" -o "$1" .)
+	# The agent network mode's CNI shim, beside nodelet.
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
+		-ldflags "-s -w" -o "$(dirname "$1")/nodelet-cni" ./cmd/nodelet-cni)
 }
 
 labels() {
@@ -107,6 +110,7 @@ build_local_go() {
 	"${BUILDAH[@]}" run "$container" -- sh -c \
 		"export DEBIAN_FRONTEND=noninteractive && apt-get update && apt-get install -y --no-install-recommends $packages && rm -rf /var/lib/apt/lists/*"
 	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet" /usr/local/bin/nodelet
+	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet-cni" /usr/local/bin/nodelet-cni
 	while IFS= read -r label; do config+=(--label "$label"); done < <(labels)
 	# As in a Dockerfile, a new entrypoint drops the base's command.
 	"${BUILDAH[@]}" config --cmd '' "$container"
@@ -117,6 +121,7 @@ build_local_go() {
 populate_no_base() {
 	local rootfs=$1 applet
 	install -D -m 0755 "$work/nodelet" "$rootfs/usr/local/bin/nodelet"
+	install -D -m 0755 "$work/nodelet-cni" "$rootfs/usr/local/bin/nodelet-cni"
 	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
 	for applet in $(/bin/busybox --list); do
 		[[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"

@@ -23,7 +23,8 @@ export GOCACHE="$CACHE_DIR/go-build"
 KUBE_VERSION=v1.36.3
 BUSYBOX_TAG=1.35
 PAUSE_TAG=3.10
-CNI_BIN_DIR=/usr/lib/cni
+# Where Debian's containernetworking-plugins installs the CNI plugins.
+CNI_PLUGINS_DIR=/usr/lib/cni
 KUBECTL="$BIN_DIR/kubectl"
 # A nodelet binary given in the environment is used as it is; otherwise the
 # scripts build the working tree into .cache/bin/nodelet.
@@ -36,6 +37,9 @@ build_nodelet() {
 	local version
 	version=$(git -C "$REPO_ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
 	(cd "$REPO_ROOT" && go build -ldflags "-X main.version=$version" -o "$NODELET_BIN" .)
+	# The CNI shim of the agent network mode, beside nodelet, where it
+	# looks for it.
+	(cd "$REPO_ROOT" && go build -o "$(dirname "$NODELET_BIN")/nodelet-cni" ./cmd/nodelet-cni)
 }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -114,6 +118,16 @@ profile_load() {
 	CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
 	CRI_ENDPOINT=unix://$CONTAINERD_SOCK
 	CNI_CONF_DIR=$STATE_DIR/cni/net.d
+	# Who runs CNI (nodelet's --network-mode): runtime, or agent, where
+	# nodelet installs its shim plugin into the runtime's CNI bin folder,
+	# which is then a folder of the profile's own holding links to the
+	# plugins (the shared plugin folder is never written to).
+	NETWORK_MODE=${NETWORK_MODE:-runtime}
+	case "$NETWORK_MODE" in
+	runtime) CNI_BIN_DIR=$CNI_PLUGINS_DIR ;;
+	agent) CNI_BIN_DIR=$STATE_DIR/cni/bin ;;
+	*) die "NETWORK_MODE must be runtime or agent, not '$NETWORK_MODE'" ;;
+	esac
 	# libcni's result files start with the network's name: the "-net"
 	# suffix keeps one profile's name from being the prefix of another's.
 	CNI_NETWORK_NAME=nodelet-$PROFILE-net

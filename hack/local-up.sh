@@ -13,6 +13,9 @@
 # the entries containerd 1.6 keeps in fixed places (/var/lib/cni/results,
 # /run/containerd/s), which the sweep removes by name.
 #
+# NETWORK_MODE=agent has nodelet run CNI itself behind its shim plugin
+# (--network-mode=agent); the default, runtime, lets containerd run it.
+#
 # nodelet is built from the working tree into .cache/bin/nodelet, unless
 # $NODELET_BIN names a binary to run instead. The node is named after the
 # machine (profile up) or e2e-node (profile e2e), unless $NODE_NAME says.
@@ -68,6 +71,12 @@ done
 mkdir -p "$PKI_DIR" "$KUBECONFIG_DIR" "$LOG_DIR" "$RUN_DIR" "$CONTAINERD_DIR" "$CNI_CONF_DIR" \
 	"$NODELET_ROOT_DIR" "$POD_LOG_DIR" "$CONTAINER_LOG_DIR" "$STATE_DIR/registry" "$STATE_DIR/registry-private"
 chmod 0700 "$PKI_DIR" "$KUBECONFIG_DIR"
+if [[ $NETWORK_MODE == agent ]]; then
+	# The runtime's CNI bin folder: the plugins, and nodelet's shim once
+	# nodelet installs it.
+	mkdir -p "$CNI_BIN_DIR"
+	ln -sf "$CNI_PLUGINS_DIR"/* "$CNI_BIN_DIR"/
+fi
 
 # --- 1. keys, certificates, tokens, kubeconfigs ------------------------------
 
@@ -340,6 +349,8 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 --cni-bin-dir=$CNI_BIN_DIR
 --cni-network-name=$CNI_NETWORK_NAME
 --cni-bridge=$CNI_BRIDGE
+--network-mode=$NETWORK_MODE
+--cni-check-period=5s
 --metrics-bind-address=127.0.0.1:$NODELET_METRICS_PORT
 --health-probe-bind-address=127.0.0.1:$NODELET_HEALTH_PORT
 --port=$NODELET_PORT
@@ -360,6 +371,8 @@ CONTAINER_LOG_DIR=$CONTAINER_LOG_DIR
 CGROUP_ROOT=$CGROUP_ROOT
 CNI_CONF_DIR=$CNI_CONF_DIR
 CNI_BIN_DIR=$CNI_BIN_DIR
+CNI_PLUGINS_DIR=$CNI_PLUGINS_DIR
+NETWORK_MODE=$NETWORK_MODE
 CNI_NETWORK_NAME=$CNI_NETWORK_NAME
 CNI_BRIDGE=$CNI_BRIDGE
 CLUSTER_CIDR=$CLUSTER_CIDR
@@ -411,5 +424,5 @@ if $START_NODELET; then
 	wait_daemon 120 nodelet node_ready
 fi
 
-log "Profile $PROFILE is up: node $NODE_NAME, API $API_SERVER_URL, runtime $CRI_ENDPOINT, env $ENV_FILE"
+log "Profile $PROFILE is up ($NETWORK_MODE network mode): node $NODE_NAME, API $API_SERVER_URL, runtime $CRI_ENDPOINT, env $ENV_FILE"
 echo "export KUBECONFIG=$ADMIN_KUBECONFIG"

@@ -11,7 +11,9 @@
 #        binaries (kube-apiserver, etcd, kubectl) from .cache/bin
 # e2e    starts the e2e stack without nodelet, checks the kustomize and
 #        Helm manifests against it, builds nodelet, runs test/e2e (which
-#        starts nodelet itself) and always stops the stack
+#        starts nodelet itself) and always stops the stack; then the same
+#        with the stack in the agent network mode, for the TestNetwork
+#        cases only
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT" || exit
@@ -53,23 +55,40 @@ stop_e2e_stack() {
 }
 trap stop_e2e_stack EXIT
 
+# The network cases run twice: with the rest of the suite on a stack whose
+# runtime runs CNI, then alone on a stack in the agent network mode.
+# The TestNetworkAgentMode cases are about the agent mode alone.
+E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
+
 suite_e2e() {
 	local rc=0
+	e2e_on_stack runtime "" "^TestNetworkAgentMode" || rc=$?
+	e2e_on_stack agent "$E2E_AGENT_RUN" "" || rc=$?
+	return $rc
+}
+
+# e2e_on_stack MODE RUN SKIP brings the e2e stack up in network mode MODE,
+# runs the e2e tests matching RUN (all when empty) but not SKIP against it,
+# and stops it.
+e2e_on_stack() {
+	local mode=$1 run=$2 skip=$3 rc=0
+	log "--- e2e tests${run:+ matching $run} in the $mode network mode"
+	NETWORK_MODE=$mode
 	profile_load "$E2E_PROFILE"
 	E2E_STACK_UP=true
-	"$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || rc=$?
+	NETWORK_MODE=$mode "$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || rc=$?
 	if ((rc == 0)) && [[ -z $NODELET_BIN_GIVEN ]]; then
 		log "Building nodelet"
 		build_nodelet || rc=$?
 	fi
-	if ((rc == 0)); then
+	if ((rc == 0)) && [[ $mode == runtime ]]; then
 		# The kustomize and Helm renderings, validated by this API server.
 		local started=$SECONDS
 		"$REPO_ROOT/hack/check-manifests.sh" "$ADMIN_KUBECONFIG" || rc=$?
 		log "manifests checked in $((SECONDS - started))s"
 	fi
 	if ((rc == 0)); then
-		NODELET_E2E_ENV=$ENV_FILE go test -timeout 40m -count=1 -v ./test/e2e/ || rc=$?
+		NODELET_E2E_ENV=$ENV_FILE go test -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
 	fi
 	stop_e2e_stack || rc=$?
 	return $rc

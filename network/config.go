@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
@@ -210,35 +211,46 @@ func EnsureConfig(ctx context.Context, opts ConfigOptions) (written bool, err er
 	return true, nil
 }
 
-// validate checks that every plugin of the list, and the IPAM plugin the
-// bridge calls, is in binDir and supports the list's spec version.
+// validate checks that every plugin of the list, and the IPAM plugins they
+// delegate to, are in binDir and support the list's spec version.
 func validate(ctx context.Context, binDir string, data []byte) error {
 	list, err := libcni.NetworkConfFromBytes(data)
 	if err != nil {
 		return fmt.Errorf("parsing the CNI conflist: %w", err)
 	}
-	cni := libcni.NewCNIConfig([]string{binDir}, nil)
+	return validateList(ctx, libcni.NewCNIConfig([]string{binDir}, nil), binDir, list)
+}
+
+func validateList(ctx context.Context, cni *libcni.CNIConfig, binDir string, list *libcni.NetworkConfigList) error {
 	if _, err := cni.ValidateNetworkList(ctx, list); err != nil {
 		return fmt.Errorf("validating CNI network %q against the plugins in %s: %w", list.Name, binDir, err)
 	}
 	// ValidateNetworkList looks at the listed plugins only, not at the IPAM
-	// plugin they delegate to.
-	info, err := cni.GetVersionInfo(ctx, "host-local")
-	if err != nil {
-		return fmt.Errorf("validating CNI network %q against the plugins in %s: host-local: %w", list.Name, binDir, err)
-	}
-	for _, v := range info.SupportedVersions() {
-		if v == list.CNIVersion {
-			return nil
+	// plugins they delegate to.
+	for _, plugin := range list.Plugins {
+		ipam := plugin.Network.IPAM.Type
+		if ipam == "" {
+			continue
+		}
+		info, err := cni.GetVersionInfo(ctx, ipam)
+		if err != nil {
+			return fmt.Errorf("validating CNI network %q against the plugins in %s: %s: %w", list.Name, binDir, ipam, err)
+		}
+		if !slices.Contains(info.SupportedVersions(), list.CNIVersion) {
+			return fmt.Errorf("validating CNI network %q against the plugins in %s: plugin %s does not support config version %q", list.Name, binDir, ipam, list.CNIVersion)
 		}
 	}
-	return fmt.Errorf("validating CNI network %q against the plugins in %s: plugin host-local does not support config version %q", list.Name, binDir, list.CNIVersion)
+	return nil
 }
 
 // writeFileAtomically writes through a hidden temporary file in the same
 // folder: a runtime watching the folder never loads half a file, and the
 // temporary name has no extension it would load.
 func writeFileAtomically(path string, data []byte) error {
+	return writeFileAtomicallyMode(path, data, 0o644)
+}
+
+func writeFileAtomicallyMode(path string, data []byte, mode os.FileMode) error {
 	dir, name := filepath.Split(path)
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
@@ -249,7 +261,7 @@ func writeFileAtomically(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -36,6 +36,10 @@ type Config struct {
 	// Default DNS policy (and, while there is no cluster DNS, ClusterFirst)
 	// inherit. Empty means /etc/resolv.conf.
 	ResolvConf string
+	// SandboxIPs, when set, gives the addresses nodelet itself handed a
+	// sandbox (the agent network mode); they stand in for the ones the
+	// runtime reports. known is false for a sandbox it did not network.
+	SandboxIPs func(sandboxID string) (ips []string, known bool)
 }
 
 // Manager carries out pod plans through CRI. It keeps no state a restart
@@ -101,6 +105,14 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 				return nil, fmt.Errorf("getting status of sandbox %s of pod %s: %w", sb.Id, uid, err)
 			}
 			sandbox = sandboxFromStatus(resp.GetStatus())
+			if m.config.SandboxIPs != nil && !sandbox.HostNetwork {
+				// nodelet ran the network configuration: its result is
+				// first-hand, and withdrawn when a CHECK finds the
+				// network broken.
+				if ips, known := m.config.SandboxIPs(sb.Id); known {
+					sandbox.IPs = ips
+				}
+			}
 		}
 		status.Sandboxes = append(status.Sandboxes, sandbox)
 	}

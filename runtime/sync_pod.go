@@ -83,6 +83,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	var errs []error
 
 	// Step 1: kill the pod.
+	if actions.KillPod && actions.CreateSandbox {
+		m.recorder.Eventf(pod, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+	}
 	if actions.KillPod {
 		if err := m.KillPod(ctx, pod, podStatus, nil); err != nil {
 			result.Err = fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)

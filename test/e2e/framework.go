@@ -72,6 +72,14 @@ type Env struct {
 	PrivateImage            string
 	// ContainerdLog is the runtime's log, which names each image pull.
 	ContainerdLog string
+	// NetworkMode is nodelet's --network-mode on this stack: runtime or
+	// agent.
+	NetworkMode string
+	// NodeIP is the node's InternalIP, where host ports are reached.
+	NodeIP string
+	// NodeletPort is the node's daemon port; the tests derive host ports
+	// from it, so that stacks side by side never share one.
+	NodeletPort string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -147,6 +155,12 @@ func LoadEnv(path string) (Env, error) {
 		PrivateRegistryPassword: get("PRIVATE_REGISTRY_PASSWORD", true),
 		PrivateImage:            get("PRIVATE_IMAGE", true),
 		ContainerdLog:           get("CONTAINERD_LOG", false),
+		NetworkMode:             get("NETWORK_MODE", false),
+		NodeIP:                  get("NODE_IP", false),
+		NodeletPort:             get("NODELET_PORT", false),
+	}
+	if env.NetworkMode == "" {
+		env.NetworkMode = "runtime"
 	}
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))

@@ -52,10 +52,14 @@ func BuildNodelet(dir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "nodelet")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building nodelet in %s: %w\n%s", root, err, out)
+	// The agent network mode's CNI shim goes beside it, where nodelet
+	// looks for it.
+	for _, build := range [][]string{{"-o", bin, "."}, {"-o", filepath.Join(dir, "nodelet-cni"), "./cmd/nodelet-cni"}} {
+		cmd := exec.Command("go", append([]string{"build"}, build...)...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building nodelet in %s: %w\n%s", root, err, out)
+		}
 	}
 	return bin, nil
 }
