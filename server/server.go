@@ -120,6 +120,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
+	return s.serve(ctx, listener)
+}
+
+// serve serves TLS on listener until ctx ends.
+func (s *Server) serve(ctx context.Context, listener net.Listener) error {
+	addr := listener.Addr().String()
 	s.cert.start(ctx)
 	server := &http.Server{
 		Handler: s.handler,
@@ -136,7 +142,6 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          nil,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	s.log.Info("Serving the node's API", "address", listener.Addr().String())
