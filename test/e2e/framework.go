@@ -63,6 +63,13 @@ type Env struct {
 	// NodeletStarted tells that the stack runs a nodelet of its own, which
 	// the suite's must not run beside.
 	NodeletStarted bool
+	// NodeletPort is nodelet's HTTPS API; CAFile is the stack's CA (which
+	// signs the API server's kubelet client certificate, KubeletClientCert
+	// and KubeletClientKey, and approved CSRs).
+	NodeletPort       string
+	CAFile            string
+	KubeletClientCert string
+	KubeletClientKey  string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -132,6 +139,10 @@ func LoadEnv(path string) (Env, error) {
 		AuditLog:              get("AUDIT_LOG", false),
 		ContainerdMetricsAddr: get("CONTAINERD_METRICS_ADDR", false),
 		NodeletStarted:        get("NODELET_STARTED", false) == "true",
+		NodeletPort:           get("NODELET_PORT", false),
+		CAFile:                get("CA_FILE", false),
+		KubeletClientCert:     get("KUBELET_CLIENT_CERT", false),
+		KubeletClientKey:      get("KUBELET_CLIENT_KEY", false),
 	}
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))

@@ -93,6 +93,14 @@ func runMain(m *testing.M) int {
 	}
 	fmt.Printf("e2e: node %s Ready %s after nodelet started (nodelet %s, log %s)\n",
 		env.NodeName, time.Since(start).Round(time.Millisecond), bin, env.NodeletLog)
+	// The node's API too: the node may still look Ready from an earlier
+	// run.
+	if env.NodeletPort != "" {
+		if err := f.waitForNodeAPI(ctx, time.Minute); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\nnodelet log (last 80 lines):\n%s\n", err, f.Nodelet.LogLines("", 80))
+			return 1
+		}
+	}
 
 	return m.Run()
 }
