@@ -102,9 +102,17 @@ func (p *statsProvider) summary(ctx context.Context) (*statsapi.Summary, error) 
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
-	sandboxStats, err := p.runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
-	if err != nil {
-		return nil, fmt.Errorf("listing pod sandbox stats: %w", err)
+	// One ready sandbox at a time: containerd 1.6 fails the whole list
+	// for one stopped sandbox whose cgroup is gone (a finished pod kept
+	// for its logs), and a sandbox stopping meanwhile fails its own call.
+	var sandboxStats []*runtimeapi.PodSandboxStats
+	for _, sb := range sandboxes {
+		stats, err := p.runtime.PodSandboxStats(ctx, sb.Id)
+		if err != nil {
+			klog.FromContext(ctx).V(1).Info("Left a pod's own stats out of the summary", "sandbox", sb.Id, "err", err.Error())
+			continue
+		}
+		sandboxStats = append(sandboxStats, stats)
 	}
 	containerStats, err := p.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {

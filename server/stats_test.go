@@ -172,6 +172,23 @@ func TestStatsSummary(t *testing.T) {
 	}
 }
 
+func TestStatsSummaryWithoutAPodsOwnStats(t *testing.T) {
+	runtime := statsRuntime()
+	clk := clocktesting.NewFakeClock(statsT0.Add(10 * time.Second))
+	p := newTestStatsProvider(runtime, clk)
+	// The sandbox stopped between the listing and its stats: the pod is
+	// the sum of its containers.
+	runtime.InjectError("PodSandboxStats", errTest)
+	summary, err := p.summary(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(summary.Pods) != 1 || summary.Pods[0].CPU == nil || *summary.Pods[0].CPU.UsageCoreNanoSeconds != 3e9 ||
+		*summary.Pods[0].Memory.WorkingSetBytes != 3000 || summary.Pods[0].Network != nil {
+		t.Errorf("pods = %+v, want web with the sum of its containers' CPU and memory", summary.Pods)
+	}
+}
+
 func TestCPURate(t *testing.T) {
 	last := cpuReading{at: 0, usage: 1e9}
 	tests := map[string]struct {

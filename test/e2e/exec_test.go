@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -68,7 +69,7 @@ func TestExec(t *testing.T) {
 			t.Errorf("kubectl exec -i: %q, %v (stderr %q); want the input upper-cased", stdout, err, stderr)
 		}
 	})
-	t.Run("-it runs in a terminal of the client's size", func(t *testing.T) {
+	t.Run("-it runs in a terminal of the client's size, resized with it", func(t *testing.T) {
 		master, slavePath, err := openPTY(37, 91)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +97,24 @@ func TestExec(t *testing.T) {
 		eventually(t, 30*time.Second, "a shell prompt", func(context.Context) (bool, error) {
 			return strings.Contains(screen.String(), "# "), nil
 		})
-		if _, err := master.WriteString("tty; stty size; exit 3\n"); err != nil {
+		if _, err := master.WriteString("tty; stty size\n"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the container's tty, of the client's size", func(context.Context) (bool, error) {
+			return regexp.MustCompile(`/dev/pts/\d+\r?\n`).MatchString(screen.String()) && strings.Contains(screen.String(), "37 91"), nil
+		})
+		// The user resizes the window: kubectl gets SIGWINCH and sends
+		// the new size, which the container's terminal takes.
+		if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the container's terminal to take the new size", func(context.Context) (bool, error) {
+			if _, err := master.WriteString("stty size\n"); err != nil {
+				return false, err
+			}
+			return strings.Contains(screen.String(), "50 120"), nil
+		})
+		if _, err := master.WriteString("exit 3\n"); err != nil {
 			t.Fatal(err)
 		}
 		err = cmd.Wait()
@@ -104,9 +122,6 @@ func TestExec(t *testing.T) {
 		<-copied
 		if code := exitCode(err); code != 3 {
 			t.Errorf("kubectl exec -it exit code %d (%v), want 3; the terminal showed:\n%s", code, err, screen.String())
-		}
-		if !regexp.MustCompile(`/dev/pts/\d+\r?\n`).MatchString(screen.String()) || !strings.Contains(screen.String(), "37 91") {
-			t.Errorf("the terminal showed %q; want the container's tty and its size 37 91", screen.String())
 		}
 	})
 	t.Run("in a container that is not running", func(t *testing.T) {

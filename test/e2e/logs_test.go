@@ -28,8 +28,21 @@ func (f *Framework) waitForLogs(t *testing.T, want string, args ...string) {
 		return err == nil && stdout == want, nil
 	})
 	if err != nil {
-		t.Fatalf("kubectl logs %s: got %q (stderr %q), want %q: %v", strings.Join(args, " "), last, lastErr, want, err)
+		t.Fatalf("kubectl logs %s: got %q (stderr %q), want %q: %v\nthe log files of namespace %s:\n%s",
+			strings.Join(args, " "), last, lastErr, want, err, args[1], f.logFilesOf(args[1]))
 	}
+}
+
+// logFilesOf shows the container log files of a namespace's pods, for
+// failure messages.
+func (f *Framework) logFilesOf(ns string) string {
+	files, _ := filepath.Glob(filepath.Join(f.Env.PodLogDir, ns+"_*", "*", "*"))
+	var b strings.Builder
+	for _, file := range files {
+		data, err := readTail(file, 2000)
+		fmt.Fprintf(&b, "%s (%v):\n%s\n", file, err, data)
+	}
+	return b.String()
 }
 
 func TestLogsOfARunningContainer(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -133,11 +135,16 @@ func TestNodeAPIAuthentication(t *testing.T) {
 func TestNodeAPIStatsSummary(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
-	// One pod busy on the CPU, one holding some memory.
-	busy := f.createPod(t, newPod(ns, "busy").withShell("while true; do :; done").obj())
-	holder := f.createPod(t, newPod(ns, "holder").withShell("x=$(head -c 8000000 /dev/zero | tr '\\0' 'x'); sleep 3600").obj())
+	// One pod busy on the CPU (held to a fifth of a core, so as not to
+	// slow the other tests), one holding 32 MiB of memory.
+	busyPod := newPod(ns, "busy").withShell("while true; do :; done").obj()
+	busyPod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
+	busy := f.createPod(t, busyPod)
+	// (The loop keeps the shell: a last command alone would replace it.)
+	holder := f.createPod(t, newPod(ns, "holder").withShell("x=$(yes 0123456789abcdef | head -c 33554432); echo holding; while :; do sleep 3600; done").obj())
 	busy = f.waitForPod(t, busy, podStartTimeout, "to be Running and Ready", runningAndReady)
 	holder = f.waitForPod(t, holder, podStartTimeout, "to be Running and Ready", runningAndReady)
+	f.waitForLogs(t, "holding\n", "-n", ns, "holder")
 	cert := f.kubeletClientCert(t)
 
 	summary := func(ctx context.Context) (*statsapi.Summary, error) {
@@ -184,17 +191,17 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 		t.Errorf("the summary's node part: %+v, want this node's CPU and memory", last.Node)
 	}
 	b, h := podStats(last, busy), podStats(last, holder)
-	// A busy loop uses most of a core (two cores, shared with the other
-	// tests): well over a tenth.
-	if *b.CPU.UsageNanoCores < 100_000_000 {
-		t.Errorf("the busy pod uses %d nanocores, want over 0.1 core", *b.CPU.UsageNanoCores)
+	// The busy loop gets its fifth of a core (its request outweighs the
+	// other tests' pods, which request nothing): well over a twentieth.
+	if *b.CPU.UsageNanoCores < 50_000_000 || *b.CPU.UsageNanoCores > 300_000_000 {
+		t.Errorf("the busy pod uses %d nanocores, want about 0.2 core", *b.CPU.UsageNanoCores)
 	}
 	if *b.CPU.UsageCoreNanoSeconds == 0 || b.Containers[0].Name != "app" {
 		t.Errorf("the busy pod's stats: %+v", b)
 	}
-	// The holder keeps an 8 MB string in its shell.
-	if h.Memory.WorkingSetBytes == nil || *h.Memory.WorkingSetBytes < 8_000_000 {
-		t.Errorf("the holder pod's working set: %v, want over 8 MB", h.Memory.WorkingSetBytes)
+	// The holder keeps a 32 MiB string in its shell.
+	if ws := h.Memory.WorkingSetBytes; ws == nil || *ws < 32<<20 {
+		t.Errorf("the holder pod's working set: %s, want over 32 MiB", describeBytes(ws))
 	}
 
 	// The same, as metrics-server reads it.
@@ -218,6 +225,26 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 	if err != nil || code != 200 || !strings.Contains(string(body), "nodelet_pod_start_sli_duration_seconds_count") {
 		t.Errorf("GET /metrics: %d %v, want nodelet's metrics with the pod start latency", code, err)
 	}
+}
+
+func TestNodeAPIRun(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	pod := f.createPod(t, newPod(ns, "target").obj())
+	f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+	// The kubelet's /run: the command in "cmd", split at spaces; the
+	// answer is its output.
+	code, body, err := f.nodeAPIRequest(t.Context(), http.MethodPost, "/run/"+ns+"/target/app?cmd=echo+ran+here", f.kubeletClientCert(t), "")
+	if err != nil || code != 200 || string(body) != "ran here\n" {
+		t.Errorf("POST /run: %d %q %v, want 200 and the command's output", code, body, err)
+	}
+}
+
+func describeBytes(n *uint64) string {
+	if n == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d bytes", *n)
 }
 
 // servingCSRs lists the kubelet-serving CSRs of this node made after

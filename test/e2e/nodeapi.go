@@ -99,13 +99,18 @@ func (f *Framework) startKubectl(t *testing.T, stdin io.Reader, args ...string) 
 // certificate, a bearer token, or neither. nodelet's serving certificate
 // is not checked, as the API server does not check it.
 func (f *Framework) nodeAPI(ctx context.Context, path string, cert *tls.Certificate, token string) (int, []byte, error) {
+	return f.nodeAPIRequest(ctx, http.MethodGet, path, cert, token)
+}
+
+// nodeAPIRequest is nodeAPI with any method.
+func (f *Framework) nodeAPIRequest(ctx context.Context, method, path string, cert *tls.Certificate, token string) (int, []byte, error) {
 	tlsConfig := &tls.Config{InsecureSkipVerify: true}
 	if cert != nil {
 		tlsConfig.Certificates = []tls.Certificate{*cert}
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+f.Env.NodeletPort+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "https://127.0.0.1:"+f.Env.NodeletPort+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
