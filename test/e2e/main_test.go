@@ -3,9 +3,10 @@
 // scheduler and controller-manager, a real containerd with runc and CNI,
 // and nodelet itself, which TestMain builds if needed and starts.
 //
-// Every test but TestRestartSafety calls t.Parallel. go test runs all
-// sequential top-level tests before it releases the parallel ones, so
-// TestRestartSafety, which kills nodelet, always runs alone.
+// Most tests call t.Parallel. go test runs all sequential top-level tests
+// before it releases the parallel ones, so the tests that do not —
+// TestRestartSafety, which kills nodelet, the ones that restart it with
+// other flags, and the 100 MB log — always run alone.
 package e2e
 
 import (
