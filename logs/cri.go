@@ -55,9 +55,13 @@ func parseRecord(line []byte) (record, error) {
 	if !ok {
 		return r, fmt.Errorf("%w: no stream in %q", errMalformed, truncate(line))
 	}
-	switch s := runtimeapi.LogStreamType(stream); s {
-	case runtimeapi.Stdout, runtimeapi.Stderr:
-		r.stream = s
+	// Compared as bytes: a string made for each line would cost an
+	// allocation a line.
+	switch string(stream) {
+	case string(runtimeapi.Stdout):
+		r.stream = runtimeapi.Stdout
+	case string(runtimeapi.Stderr):
+		r.stream = runtimeapi.Stderr
 	default:
 		return r, fmt.Errorf("%w: unknown stream %q", errMalformed, stream)
 	}

@@ -446,3 +446,24 @@ func TestTailStartAcrossBlocks(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadLogs reads a 16 MiB log of 1 KiB lines: bytes a second, and
+// allocations, which stay the same whatever the file's size.
+func BenchmarkReadLogs(b *testing.B) {
+	var content strings.Builder
+	line := strings.Repeat("x", 1000)
+	for i := 0; content.Len() < 16<<20; i++ {
+		content.WriteString(rec(i, "stdout", "F", line))
+	}
+	path := filepath.Join(b.TempDir(), "0.log")
+	if err := os.WriteFile(path, []byte(content.String()), 0o640); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(content.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ReadLogs(context.Background(), path, Options{Timestamps: true}, notRunning, io.Discard, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
