@@ -139,7 +139,7 @@ func loadOrGenerateSelfSigned(dir, nodeName string, nodeIPs []string) (*tls.Cert
 // newCertificateManager is client-go's certificate manager set up as the
 // kubelet's server certificate manager: it keeps the current certificate
 // in dir, requests a new one through a CSR for system:node:<name> in
-// system:nodes with the node's name and IPs, at 70 to 90% of the current
+// system:nodes with the node's name and IPs, at 70 to 84% of the current
 // one's life, and retries with back-off.
 func newCertificateManager(dir, nodeName string, nodeIPs func() []string, client kubernetes.Interface, log logr.Logger) (certificate.Manager, error) {
 	store, err := certificate.NewFileStoreWithLogger(klog.Logger(log), "nodelet-server", dir, dir, "", "")

@@ -28,6 +28,24 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
+// restartNodeletWith restarts nodelet with extra flags; when the test
+// ends, nodelet is restarted with the stack's flags again.
+func (f *Framework) restartNodeletWith(t *testing.T, args ...string) {
+	t.Helper()
+	if err := f.Nodelet.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stopping nodelet: %v", err)
+	}
+	f.Nodelet.SetExtraArgs(args)
+	t.Cleanup(func() {
+		if err := f.Nodelet.Stop(30 * time.Second); err != nil {
+			t.Errorf("stopping nodelet: %v", err)
+		}
+		f.Nodelet.SetExtraArgs(nil)
+		f.restartNodelet(t)
+	})
+	f.restartNodelet(t)
+}
+
 // serviceAccountToken makes a ServiceAccount, bound to a ClusterRole with
 // the given rules if any, and returns a token of it.
 func (f *Framework) serviceAccountToken(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) string {

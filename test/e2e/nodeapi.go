@@ -151,24 +151,6 @@ func (f *Framework) servedCertificate(ctx context.Context) (*x509.Certificate, e
 	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
 }
 
-// restartNodeletWith restarts nodelet with extra flags; when the test
-// ends, nodelet is restarted with the stack's flags again.
-func (f *Framework) restartNodeletWith(t *testing.T, args ...string) {
-	t.Helper()
-	if err := f.Nodelet.Stop(30 * time.Second); err != nil {
-		t.Fatalf("stopping nodelet: %v", err)
-	}
-	f.Nodelet.SetExtraArgs(args)
-	t.Cleanup(func() {
-		if err := f.Nodelet.Stop(30 * time.Second); err != nil {
-			t.Errorf("stopping nodelet: %v", err)
-		}
-		f.Nodelet.SetExtraArgs(nil)
-		f.restartNodelet(t)
-	})
-	f.restartNodelet(t)
-}
-
 // waitForNodeAPI waits until nodelet's HTTPS port takes connections.
 func (f *Framework) waitForNodeAPI(ctx context.Context, timeout time.Duration) error {
 	var dialer net.Dialer
