@@ -203,21 +203,7 @@ func TestAttach(t *testing.T) {
 		return strings.Contains(stdout.String(), "got: ping\n"), nil
 	})
 	// What came through the attach is the container's own output.
-	f.waitForLogsContaining(t, "got: ping\n", "-n", ns, "reader")
-}
-
-// waitForLogsContaining polls `kubectl logs` until it contains want.
-func (f *Framework) waitForLogsContaining(t *testing.T, want string, args ...string) {
-	t.Helper()
-	var last string
-	err := poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		stdout, _, err := f.kubectl(ctx, nil, append([]string{"logs"}, args...)...)
-		last = stdout
-		return err == nil && strings.Contains(stdout, want), nil
-	})
-	if err != nil {
-		t.Fatalf("kubectl logs %s = %q, want it to contain %q: %v", strings.Join(args, " "), last, want, err)
-	}
+	f.waitForLogsTo(t, "hold the answer", func(out string) bool { return strings.Contains(out, "got: ping\n") }, ns, "reader")
 }
 
 func TestPortForward(t *testing.T) {

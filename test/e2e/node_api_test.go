@@ -162,7 +162,7 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 	holder := f.createPod(t, newPod(ns, "holder").withShell("x=$(yes 0123456789abcdef | head -c 33554432); echo holding; while :; do sleep 3600; done").obj())
 	busy = f.waitForPod(t, busy, podStartTimeout, "to be Running and Ready", runningAndReady)
 	holder = f.waitForPod(t, holder, podStartTimeout, "to be Running and Ready", runningAndReady)
-	f.waitForLogs(t, "holding\n", "-n", ns, "holder")
+	f.waitForLogs(t, "holding\n", ns, "holder")
 	cert := f.kubeletClientCert(t)
 
 	summary := func(ctx context.Context) (*statsapi.Summary, error) {
@@ -399,7 +399,7 @@ func TestServingCertificateFromTheCertificatesAPI(t *testing.T) {
 	// serving certificate).
 	pod := f.createPod(t, newPod(f.NewNamespace(t), "talker").withShell("echo hello; sleep 3600").obj())
 	f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
-	f.waitForLogs(t, "hello\n", "-n", pod.Namespace, "talker")
+	f.waitForLogs(t, "hello\n", pod.Namespace, "talker")
 
 	// Before the first one expires, nodelet asks for the next.
 	second := f.approveNext(t, since, seen, 2*time.Minute)
