@@ -37,14 +37,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/volume"
 )
 
@@ -257,7 +260,26 @@ func run(ctx context.Context, opts Options) error {
 		Clock:      clk,
 		Log:        log.WithName("housekeeping"),
 	}
-	runnables := []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes}
+	plegHealthy := func() error {
+		if !pleg.Healthy() {
+			return errors.New("the PLEG has not relisted the runtime recently")
+		}
+		return nil
+	}
+	nodeServer, err := newNodeServer(opts, clientset, mgr.GetCache(), runtimeService, imageService, plegHealthy, nodeReporter.NodeIPs, clk)
+	if err != nil {
+		return err
+	}
+	logMaxSize, err := opts.containerLogMaxSize()
+	if err != nil {
+		return err
+	}
+	logRotator := logs.NewRotator(runtimeService, logs.RotationOptions{
+		MaxSize:  logMaxSize,
+		MaxFiles: opts.ContainerLogMaxFiles,
+		Interval: opts.ContainerLogMonitorInterval.Duration,
+	}, clk, log.WithName("logs"))
+	runnables := []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes, nodeServer, logRotator}
 	if cniAgent != nil {
 		runnables = append(runnables, cniAgent)
 	}
@@ -270,12 +292,7 @@ func run(ctx context.Context, opts Options) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("pleg", func(*http.Request) error {
-		if !pleg.Healthy() {
-			return errors.New("the PLEG has not relisted the runtime recently")
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.AddHealthzCheck("pleg", func(*http.Request) error { return plegHealthy() }); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
@@ -294,6 +311,58 @@ func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context)
 		}
 		return node.Status.Allocatable
 	}
+}
+
+// newNodeServer builds the node's HTTPS API (package server) from the
+// options: the kubelet's port 10250.
+func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Reader, runtimeService cri.RuntimeService,
+	imageService cri.ImageManagerService, healthz func() error, reportedIPs func() []string, clk clock.WithTicker) (*server.Server, error) {
+	certDir := opts.CertDir
+	if certDir == "" {
+		certDir = filepath.Join(opts.RootDir, "pki")
+	}
+	// Until the Node is registered, the configured IP is the node's.
+	nodeIPs := func() []string {
+		if ips := reportedIPs(); len(ips) > 0 {
+			return ips
+		}
+		if opts.NodeIP != "" {
+			return []string{opts.NodeIP}
+		}
+		return nil
+	}
+	return server.New(server.Config{
+		Options: server.Options{
+			NodeName: opts.NodeName,
+			Address:  opts.Address,
+			Port:     opts.Port,
+			RootDir:  opts.RootDir,
+			TLS: server.TLSOptions{
+				CertFile:           opts.TLSCertFile,
+				KeyFile:            opts.TLSPrivateKeyFile,
+				CertDir:            certDir,
+				RotateCertificates: opts.RotateServerCertificates,
+			},
+			Auth: server.AuthOptions{
+				ClientCAFile:      opts.ClientCAFile,
+				Anonymous:         opts.AnonymousAuth,
+				TokenWebhook:      opts.AuthenticationTokenWebhook,
+				TokenCacheTTL:     opts.AuthenticationTokenWebhookCacheTTL.Duration,
+				AuthorizationMode: opts.AuthorizationMode,
+				AuthorizedTTL:     opts.AuthorizationWebhookCacheAuthorizedTTL.Duration,
+				UnauthorizedTTL:   opts.AuthorizationWebhookCacheUnauthorizedTTL.Duration,
+			},
+		},
+		Client:  clientset,
+		Pods:    pods,
+		Runtime: runtimeService,
+		Images:  imageService,
+		Healthz: healthz,
+		Metrics: ctrlmetrics.Registry,
+		NodeIPs: nodeIPs,
+		Clock:   clk,
+		Log:     ctrl.Log.WithName("server"),
+	})
 }
 
 // lockRootDir takes an exclusive lock on the root dir's lock file, so two

@@ -43,6 +43,11 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		"no concurrency":                        {"--concurrent-reconciles=0"},
 		"a negative relist period":              {"--relist-period=-1s"},
 		"an unknown flag":                       {"--no-such-flag"},
+		"no port":                               {"--port=0"},
+		"a certificate without its key":         {"--tls-cert-file=/x.crt"},
+		"an unknown authorization mode":         {"--authorization-mode=RBAC"},
+		"a log size that is not a quantity":     {"--container-log-max-size=big"},
+		"a single log file":                     {"--container-log-max-files=1"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

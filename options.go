@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -79,8 +80,41 @@ type Options struct {
 	// NodeStatusUpdateFrequency is how often the Node's status is computed
 	// (and patched when it changed).
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
-	// Port is advertised as the Node's daemon endpoint.
-	Port int `json:"port,omitempty"`
+	// Port is where the node's HTTPS API listens, advertised as the
+	// Node's daemon endpoint; Address is the IP it listens on.
+	Port    int    `json:"port,omitempty"`
+	Address string `json:"address,omitempty"`
+	// TLSCertFile and TLSPrivateKeyFile are the API's serving certificate;
+	// without them nodelet makes a self-signed one in CertDir, or with
+	// RotateServerCertificates requests one through the certificates API
+	// (signer kubernetes.io/kubelet-serving) and renews it before it
+	// expires. CertDir defaults to <root-dir>/pki.
+	TLSCertFile              string `json:"tlsCertFile,omitempty"`
+	TLSPrivateKeyFile        string `json:"tlsPrivateKeyFile,omitempty"`
+	CertDir                  string `json:"certDir,omitempty"`
+	RotateServerCertificates bool   `json:"rotateServerCertificates,omitempty"`
+	// ClientCAFile holds the CAs whose client certificates authenticate to
+	// the API (the API server's kubelet client certificate's CA).
+	ClientCAFile string `json:"clientCAFile,omitempty"`
+	// AnonymousAuth lets requests without credentials in as
+	// system:anonymous; off by default.
+	AnonymousAuth bool `json:"anonymousAuth,omitempty"`
+	// AuthenticationTokenWebhook checks bearer tokens with TokenReviews,
+	// remembered for the cache TTL.
+	AuthenticationTokenWebhook         bool            `json:"authenticationTokenWebhook,omitempty"`
+	AuthenticationTokenWebhookCacheTTL metav1.Duration `json:"authenticationTokenWebhookCacheTTL,omitempty"`
+	// AuthorizationMode is Webhook (SubjectAccessReviews, answers
+	// remembered for the TTLs) or AlwaysAllow.
+	AuthorizationMode                        string          `json:"authorizationMode,omitempty"`
+	AuthorizationWebhookCacheAuthorizedTTL   metav1.Duration `json:"authorizationWebhookCacheAuthorizedTTL,omitempty"`
+	AuthorizationWebhookCacheUnauthorizedTTL metav1.Duration `json:"authorizationWebhookCacheUnauthorizedTTL,omitempty"`
+	// ContainerLogMaxSize is the size at which a running container's log
+	// is rotated ("0" turns rotation off), ContainerLogMaxFiles how many
+	// files it may span, ContainerLogMonitorInterval how often logs are
+	// looked at.
+	ContainerLogMaxSize         string          `json:"containerLogMaxSize,omitempty"`
+	ContainerLogMaxFiles        int             `json:"containerLogMaxFiles,omitempty"`
+	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval,omitempty"`
 	// MetricsBindAddress serves /metrics; "0" turns it off.
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
 	// HealthProbeBindAddress serves /healthz and /readyz.
@@ -118,6 +152,19 @@ func defaultOptions() Options {
 		Port:                      10250,
 		MetricsBindAddress:        "127.0.0.1:10290",
 		HealthProbeBindAddress:    "127.0.0.1:10291",
+
+		// The node's API: the kubelet's secure defaults (its config
+		// file's): no anonymous requests, tokens and access reviewed by
+		// the API server.
+		Address:                                  "0.0.0.0",
+		AuthenticationTokenWebhook:               true,
+		AuthenticationTokenWebhookCacheTTL:       metav1.Duration{Duration: 2 * time.Minute},
+		AuthorizationMode:                        "Webhook",
+		AuthorizationWebhookCacheAuthorizedTTL:   metav1.Duration{Duration: 5 * time.Minute},
+		AuthorizationWebhookCacheUnauthorizedTTL: metav1.Duration{Duration: 30 * time.Second},
+		ContainerLogMaxSize:                      "10Mi",
+		ContainerLogMaxFiles:                     5,
+		ContainerLogMonitorInterval:              metav1.Duration{Duration: 10 * time.Second},
 	}
 }
 
@@ -148,7 +195,22 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ConcurrentReconciles, "concurrent-reconciles", o.ConcurrentReconciles, "How many pods are worked on at once.")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "The Node's pod capacity.")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", o.NodeStatusUpdateFrequency.Duration, "How often the Node's status is computed and, when changed, patched.")
-	fs.IntVar(&o.Port, "port", o.Port, "Port advertised as the Node's daemon endpoint.")
+	fs.IntVar(&o.Port, "port", o.Port, "Port of the node's HTTPS API (logs, exec, attach, port-forward, stats), advertised as the Node's daemon endpoint.")
+	fs.StringVar(&o.Address, "address", o.Address, "IP address the node's HTTPS API listens on.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate of the node's API (default: self-signed in --cert-dir, or requested with --rotate-server-certificates).")
+	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "Key of --tls-cert-file.")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Folder of the serving certificates nodelet makes or requests (default: <root-dir>/pki).")
+	fs.BoolVar(&o.RotateServerCertificates, "rotate-server-certificates", o.RotateServerCertificates, "Request the serving certificate through the certificates API (signer kubernetes.io/kubelet-serving) and renew it before it expires; the requests need approving.")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CAs whose client certificates authenticate to the node's API.")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Let requests without credentials in as system:anonymous.")
+	fs.BoolVar(&o.AuthenticationTokenWebhook, "authentication-token-webhook", o.AuthenticationTokenWebhook, "Check bearer tokens with TokenReviews.")
+	fs.DurationVar(&o.AuthenticationTokenWebhookCacheTTL.Duration, "authentication-token-webhook-cache-ttl", o.AuthenticationTokenWebhookCacheTTL.Duration, "How long TokenReview answers are remembered.")
+	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Webhook (SubjectAccessReviews) or AlwaysAllow.")
+	fs.DurationVar(&o.AuthorizationWebhookCacheAuthorizedTTL.Duration, "authorization-webhook-cache-authorized-ttl", o.AuthorizationWebhookCacheAuthorizedTTL.Duration, "How long an access review's yes is remembered.")
+	fs.DurationVar(&o.AuthorizationWebhookCacheUnauthorizedTTL.Duration, "authorization-webhook-cache-unauthorized-ttl", o.AuthorizationWebhookCacheUnauthorizedTTL.Duration, "How long an access review's no is remembered.")
+	fs.StringVar(&o.ContainerLogMaxSize, "container-log-max-size", o.ContainerLogMaxSize, "Size at which a running container's log file is rotated (a quantity such as 10Mi; 0 turns rotation off).")
+	fs.IntVar(&o.ContainerLogMaxFiles, "container-log-max-files", o.ContainerLogMaxFiles, "How many log files one container's log may span, the live one included.")
+	fs.DurationVar(&o.ContainerLogMonitorInterval.Duration, "container-log-monitor-interval", o.ContainerLogMonitorInterval.Duration, "How often container logs are looked at for rotation.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 }
@@ -202,8 +264,32 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--network-mode must be runtime or agent, not %q", o.NetworkMode)
 	case o.CNICheckPeriod.Duration <= 0:
 		return fmt.Errorf("--cni-check-period must be positive, not %s", o.CNICheckPeriod.Duration)
+	case o.Port < 1 || o.Port > 65535:
+		return fmt.Errorf("--port must be between 1 and 65535, not %d", o.Port)
+	case (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == ""):
+		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
+	case o.AuthorizationMode != "Webhook" && o.AuthorizationMode != "AlwaysAllow":
+		return fmt.Errorf("--authorization-mode must be Webhook or AlwaysAllow, not %q", o.AuthorizationMode)
+	}
+	if _, err := o.containerLogMaxSize(); err != nil {
+		return err
+	}
+	if o.ContainerLogMaxFiles < 2 {
+		return fmt.Errorf("--container-log-max-files must be at least 2, not %d", o.ContainerLogMaxFiles)
+	}
+	if o.ContainerLogMonitorInterval.Duration <= 0 {
+		return fmt.Errorf("--container-log-monitor-interval must be positive, not %s", o.ContainerLogMonitorInterval.Duration)
 	}
 	return nil
+}
+
+// containerLogMaxSize is --container-log-max-size in bytes.
+func (o *Options) containerLogMaxSize() (int64, error) {
+	size, err := resource.ParseQuantity(o.ContainerLogMaxSize)
+	if err != nil {
+		return 0, fmt.Errorf("--container-log-max-size %q: %w", o.ContainerLogMaxSize, err)
+	}
+	return size.Value(), nil
 }
 
 type nopWriter struct{}

@@ -84,6 +84,15 @@ profile_load() {
 	*) die "unknown profile '$PROFILE' (want up, e2e or e2e-1 to e2e-9)" ;;
 	esac
 
+	# How long the certificates the controller-manager signs for approved
+	# CSRs last (nodelet's serving certificate with
+	# --rotate-server-certificates). The e2e stacks sign for two minutes,
+	# so that a test sees nodelet renew its certificate.
+	case "$PROFILE" in
+	up) CLUSTER_SIGNING_DURATION=8760h ;;
+	*) CLUSTER_SIGNING_DURATION=2m ;;
+	esac
+
 	STATE_DIR=${NODELET_STATE_DIR:-/var/lib/nodelet-local/$PROFILE}
 	# The sweep deletes this folder: refuse anything that is not a
 	# dedicated folder at least two levels below /.

@@ -208,6 +208,7 @@ start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
 	--root-ca-file="$PKI_DIR/ca.crt" \
 	--cluster-signing-cert-file="$PKI_DIR/ca.crt" \
 	--cluster-signing-key-file="$PKI_DIR/ca.key" \
+	--cluster-signing-duration="$CLUSTER_SIGNING_DURATION" \
 	--allocate-node-cidrs \
 	--cluster-cidr="$CLUSTER_CIDR" \
 	--node-cidr-mask-size=24 \
@@ -354,6 +355,8 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 --metrics-bind-address=127.0.0.1:$NODELET_METRICS_PORT
 --health-probe-bind-address=127.0.0.1:$NODELET_HEALTH_PORT
 --port=$NODELET_PORT
+--address=127.0.0.1
+--client-ca-file=$PKI_DIR/ca.crt
 --resolv-conf=/etc/resolv.conf
 EOF
 
@@ -394,6 +397,8 @@ NODELET_STARTED=$START_NODELET
 KUBECTL=$KUBECTL
 API_SERVER_URL=$API_SERVER_URL
 CA_FILE=$PKI_DIR/ca.crt
+KUBELET_CLIENT_CERT=$PKI_DIR/apiserver-kubelet-client.crt
+KUBELET_CLIENT_KEY=$PKI_DIR/apiserver-kubelet-client.key
 AUDIT_LOG=$AUDIT_LOG
 LOG_DIR=$LOG_DIR
 CONTAINERD_CONFIG=$CONTAINERD_CONFIG

@@ -67,16 +67,22 @@ func (m *Manager) linkContainerLog(ctx context.Context, pod *corev1.Pod, contain
 	}
 }
 
-// removeContainerLog removes one container instance's log file and its
-// link. logPath is the log file's path as the runtime reports it in the
+// removeContainerLog removes one container instance's log files (the live
+// one and those rotated from it) and its link. logPath is the log file's path as the runtime reports it in the
 // container's status (absolute); empty when there is no file.
 func (m *Manager) removeContainerLog(containerName, containerID string, podName, namespace, logPath string) error {
 	var errs []error
 	if logPath != "" {
 		if !filepath.IsAbs(logPath) {
 			errs = append(errs, fmt.Errorf("log path %q of container %s is not absolute", logPath, containerID))
-		} else if err := os.Remove(logPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("removing log file of container %s: %w", containerID, err))
+		} else {
+			// The rotated files (<log>.<time>[.gz]) go with the live one.
+			rotated, _ := filepath.Glob(logPath + ".*")
+			for _, path := range append([]string{logPath}, rotated...) {
+				if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("removing log file of container %s: %w", containerID, err))
+				}
+			}
 		}
 	}
 	if m.config.ContainerLogDir != "" {

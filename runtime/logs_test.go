@@ -103,12 +103,25 @@ func TestRemoveContainerLog(t *testing.T) {
 	podDir, logPath := e.writeLog(t, pod, "app", 0)
 	e.m.linkContainerLog(context.Background(), pod, "app", "abc123", podDir, logPath)
 	absolute := filepath.Join(podDir, logPath)
+	// Files rotated from it, and the next instance's log, which stays.
+	rotated := []string{absolute + ".20260101-000000.gz", absolute + ".20260101-000010"}
+	next := filepath.Join(podDir, containerLogPath("app", 1))
+	for _, path := range append(rotated, next) {
+		if err := os.WriteFile(path, nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	if err := e.m.removeContainerLog("app", "abc123", "web", "default", absolute); err != nil {
 		t.Fatalf("removeContainerLog() error = %v", err)
 	}
-	if _, err := os.Stat(absolute); !os.IsNotExist(err) {
-		t.Errorf("log file still there: %v", err)
+	for _, path := range append(rotated, absolute) {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("log file %s still there: %v", path, err)
+		}
+	}
+	if _, err := os.Stat(next); err != nil {
+		t.Errorf("the next instance's log file is gone: %v", err)
 	}
 	if links := e.links(t); len(links) != 0 {
 		t.Errorf("links left: %v", links)

@@ -77,9 +77,16 @@ type Env struct {
 	NetworkMode string
 	// NodeIP is the node's InternalIP, where host ports are reached.
 	NodeIP string
-	// NodeletPort is the node's daemon port; the tests derive host ports
-	// from it, so that stacks side by side never share one.
+	// NodeletPort is the node's daemon port, nodelet's HTTPS API; the
+	// tests derive host ports from it, so that stacks side by side never
+	// share one.
 	NodeletPort string
+	// CAFile is the stack's CA (which signs the API server's kubelet
+	// client certificate, KubeletClientCert and KubeletClientKey, and
+	// approved CSRs).
+	CAFile            string
+	KubeletClientCert string
+	KubeletClientKey  string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -158,6 +165,9 @@ func LoadEnv(path string) (Env, error) {
 		NetworkMode:             get("NETWORK_MODE", false),
 		NodeIP:                  get("NODE_IP", false),
 		NodeletPort:             get("NODELET_PORT", false),
+		CAFile:                  get("CA_FILE", false),
+		KubeletClientCert:       get("KUBELET_CLIENT_CERT", false),
+		KubeletClientKey:        get("KUBELET_CLIENT_KEY", false),
 	}
 	if env.NetworkMode == "" {
 		env.NetworkMode = "runtime"

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -188,20 +187,6 @@ func (f *Framework) podEvents(t *testing.T, pod *corev1.Pod) []string {
 		}
 	}
 	return out
-}
-
-// kubectl runs the stack's kubectl as the admin and returns its output.
-func (f *Framework) kubectl(t *testing.T, args ...string) string {
-	t.Helper()
-	if f.Env.Kubectl == "" {
-		t.Fatal("the stack's env file names no KUBECTL")
-	}
-	cmd := exec.CommandContext(t.Context(), f.Env.Kubectl, append([]string{"--kubeconfig", f.Env.AdminKubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // getPod reads the pod as the API server has it now.

@@ -139,9 +139,9 @@ func TestKubectlDebugAddsAnEphemeralContainer(t *testing.T) {
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 
 	// A debugger sharing the app's processes, and one that fails at once.
-	f.kubectl(t, "debug", "-n", ns, pod.Name, "--image="+busyboxImage, "--container=debugger", "--target=app",
+	f.mustKubectl(t, "debug", "-n", ns, pod.Name, "--image="+busyboxImage, "--container=debugger", "--target=app",
 		"--", "sh", "-c", "ps; exec sleep 3600")
-	f.kubectl(t, "debug", "-n", ns, pod.Name, "--image="+busyboxImage, "--container=oneshot", "--", "sh", "-c", "exit 7")
+	f.mustKubectl(t, "debug", "-n", ns, pod.Name, "--image="+busyboxImage, "--container=oneshot", "--", "sh", "-c", "exit 7")
 
 	debugged := f.waitForPod(t, pod, probeTimeout, "to report both ephemeral containers", func(p *corev1.Pod) (bool, error) {
 		debugger, oneshot := ephemeralStatus(p, "debugger"), ephemeralStatus(p, "oneshot")

@@ -3,10 +3,11 @@
 // scheduler and controller-manager, a real containerd with runc and CNI,
 // and nodelet itself, which TestMain builds if needed and starts.
 //
-// Every test but those that kill nodelet (TestRestartSafety,
-// TestRestartKeepsProbedPodsReady) and the burst of the status invariants
-// checker calls t.Parallel. go test runs all sequential top-level tests
-// before it releases the parallel ones, so those always run alone.
+// Most tests call t.Parallel. go test runs all sequential top-level tests
+// before it releases the parallel ones, so the tests that do not —
+// TestRestartSafety and TestRestartKeepsProbedPodsReady, which kill
+// nodelet, the ones that restart it with other flags, the 100 MB log and
+// the burst of the status invariants checker — always run alone.
 package e2e
 
 import (
@@ -94,6 +95,14 @@ func runMain(m *testing.M) int {
 	}
 	fmt.Printf("e2e: node %s Ready %s after nodelet started (nodelet %s, log %s)\n",
 		env.NodeName, time.Since(start).Round(time.Millisecond), bin, env.NodeletLog)
+	// The node's API too: the node may still look Ready from an earlier
+	// run.
+	if env.NodeletPort != "" {
+		if err := f.waitForNodeAPI(ctx, time.Minute); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\nnodelet log (last 80 lines):\n%s\n", err, f.Nodelet.LogLines("", 80))
+			return 1
+		}
+	}
 
 	return m.Run()
 }

@@ -29,6 +29,8 @@ type Nodelet struct {
 	exited   chan struct{}
 	exitErr  error
 	stopping bool
+	// extraArgs are added to args at the next Start (SetExtraArgs).
+	extraArgs []string
 }
 
 // NewNodelet prepares nodelet with the flags the stack's scripts start it
@@ -40,7 +42,10 @@ func NewNodelet(bin string, env Env) (*Nodelet, error) {
 		return nil, fmt.Errorf("reading nodelet's flags: %w", err)
 	}
 	args := strings.Fields(string(data))
-	args = append(args, "--zap-log-level=debug")
+	args = append(args, "--zap-log-level=debug",
+		// A 100 MB log must stay one file for `kubectl logs` to show it
+		// whole; the rotation test sets its own limits.
+		"--container-log-max-size=200Mi")
 	return &Nodelet{bin: bin, args: args, logPath: env.NodeletLog, healthAddr: env.NodeletHealthAddr}, nil
 }
 
@@ -99,7 +104,7 @@ func (n *Nodelet) Start() error {
 	}
 	fmt.Fprintf(logFile, "===== e2e: starting %s at %s\n", n.bin, time.Now().Format(time.RFC3339Nano))
 
-	cmd := exec.Command(n.bin, n.args...)
+	cmd := exec.Command(n.bin, append(append([]string{}, n.args...), n.extraArgs...)...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// nodelet must not outlive a test binary that died (a timeout panic
@@ -178,6 +183,24 @@ func (n *Nodelet) UnexpectedExit() error {
 		return nil
 	}
 	return fmt.Errorf("pid %d: %v", n.cmd.Process.Pid, n.exitErr)
+}
+
+// SetExtraArgs sets flags that the next Start adds to the stack's (later
+// flags win); nil goes back to the stack's alone.
+func (n *Nodelet) SetExtraArgs(args []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.extraArgs = args
+}
+
+// PID is the running nodelet's process ID, 0 when none runs.
+func (n *Nodelet) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.hasExited() {
+		return 0
+	}
+	return n.cmd.Process.Pid
 }
 
 // Healthy tells whether nodelet's health endpoint answers, for waits.

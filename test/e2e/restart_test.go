@@ -125,8 +125,8 @@ func TestRestartSafety(t *testing.T) {
 	})
 }
 
-// restartNodelet starts nodelet again and waits until it serves and its
-// Node is Ready.
+// restartNodelet starts nodelet again and waits until it serves (health
+// and API) and its Node is Ready.
 func (f *Framework) restartNodelet(t *testing.T) {
 	t.Helper()
 	if err := f.Nodelet.Start(); err != nil {
@@ -141,5 +141,12 @@ func (f *Framework) restartNodelet(t *testing.T) {
 	}
 	if _, err := f.waitForNodeReady(ctx, time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	// The node may still look Ready from before the restart; its API
+	// port tells that this nodelet serves.
+	if f.Env.NodeletPort != "" {
+		if err := f.waitForNodeAPI(ctx, time.Minute); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
