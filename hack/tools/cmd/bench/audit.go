@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -63,20 +65,35 @@ func (c *requestCounts) add(key string) {
 	c.ByKey[key]++
 }
 
-// countRequests reads the API server's audit log once and fills each
-// window's counts. A request is counted once (long-running ones are logged
-// at ResponseStarted and ResponseComplete under one audit ID).
+// countRequests reads the API server's audit log once, with the backups
+// it rotated out (audit-<time>.log beside it), and fills each window's
+// counts. A request is counted once (long-running ones are logged at
+// ResponseStarted and ResponseComplete under one audit ID).
 func countRequests(path string, windows []*auditWindow) error {
-	file, err := os.Open(path)
+	ext := filepath.Ext(path)
+	backups, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
 	if err != nil {
-		return fmt.Errorf("reading the audit log: %w", err)
+		return fmt.Errorf("finding the audit log's backups: %w", err)
 	}
-	defer file.Close()
 	users := map[string]bool{}
 	for _, w := range windows {
 		users[w.User] = true
 	}
 	seen := map[string]bool{}
+	for _, file := range append(backups, path) {
+		if err := countRequestsIn(file, windows, users, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func countRequestsIn(path string, windows []*auditWindow, users, seen map[string]bool) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading the audit log: %w", err)
+	}
+	defer file.Close()
 	scanner := bufio.NewScanner(file)
 	scanner.Buffer(make([]byte, 1<<20), 16<<20)
 	for scanner.Scan() {

@@ -42,7 +42,7 @@ func TestCRICallsBetweenCountsOnlyTheCRIsServices(t *testing.T) {
 	}
 }
 
-func TestCountRequestsCountsEachRequestOnceInItsUsersWindow(t *testing.T) {
+func TestCountRequestsCountsEachRequestOnceInItsUsersWindowAcrossRotation(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	lines := []string{
 		// In the window: a pod status patch and a watch logged twice.
@@ -55,8 +55,13 @@ func TestCountRequestsCountsEachRequestOnceInItsUsersWindow(t *testing.T) {
 		`{"auditID":"e","stage":"ResponseComplete","verb":"get","user":{"username":"system:node:nodelet"},"objectRef":{"resource":"nodes"},"requestReceivedTimestamp":"2026-11-22T10:00:09.000000Z"}`,
 		`not json`,
 	}
-	path := filepath.Join(t.TempDir(), "audit.log")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	// The first line went into a backup the API server rotated out.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(filepath.Join(dir, "audit-2026-11-22T10-00-05.000.log"), []byte(lines[0]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines[1:], "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	nodelet := newAuditWindow("system:node:nodelet", t0, t0.Add(5*time.Second))
