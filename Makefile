@@ -70,7 +70,7 @@ test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
 ##@ Benchmarks
 
 .PHONY: bench
-bench: ## nodelet against the kubelet on one stack, side by side (root; about 20 minutes; BENCH_FLAGS=...).
+bench: ## nodelet against the kubelet on one stack, side by side (root; 15 to 25 minutes; BENCH_FLAGS=...).
 	hack/bench.sh $(BENCH_FLAGS)
 
 ##@ Local stack
