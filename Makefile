@@ -11,9 +11,11 @@ BIN_DIR := $(CURDIR)/.cache/bin
 # The stack `up`, `down` and `run` act on: up (for people) or e2e (the one
 # `make test` starts and stops).
 PROFILE ?= up
-# Extra flags, e.g. `make up UP_FLAGS=--no-nodelet`, `make down DOWN_FLAGS=--purge`.
+# Extra flags, e.g. `make up UP_FLAGS=--no-nodelet`, `make down DOWN_FLAGS=--purge`,
+# `make bench BENCH_FLAGS="-single-runs 5"` (`.cache/bin/bench agents -h`).
 UP_FLAGS ?=
 DOWN_FLAGS ?=
+BENCH_FLAGS ?=
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 # nodelet's version, shown as the Node's nodeInfo.kubeletVersion.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -64,6 +66,12 @@ test-unit: ## Unit and envtest tests with -race (builds envtest's binaries if mi
 .PHONY: test-e2e
 test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
 	hack/test.sh setup e2e
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: ## nodelet against the kubelet on one stack, side by side (root; 15 to 25 minutes; BENCH_FLAGS=...).
+	hack/bench.sh $(BENCH_FLAGS)
 
 .PHONY: bench-network
 bench-network: ## Sandbox creation with networking, median and p99 of 50, in each network mode (root).

@@ -6,8 +6,13 @@
 # Profiles run side by side without sharing anything but the machine:
 #   up          what `make up` starts for a person to use;
 #   e2e         what `make test` starts for the e2e suite;
-#   e2e-1..9    more e2e stacks, for e2e suites run at once (E2E_PROFILE).
-# e2e's ports are up's plus 10000; e2e-N's are e2e's plus N*100.
+#   e2e-1..9    more e2e stacks, for e2e suites run at once (E2E_PROFILE);
+#   bench       the benchmark's stack (`make bench`), nodelet's node `nodelet`;
+#   bench-ref   the benchmark's reference node `ref`, run by the kubelet: a
+#               runtime, network and cgroups of its own on bench's control
+#               plane (hack/bench.sh starts it; local-up.sh does not).
+# e2e's ports are up's plus 10000; e2e-N's are e2e's plus N*100; bench's are
+# up's plus 20000, and bench-ref's node ports bench's plus 100.
 #
 # shellcheck disable=SC2034  # the variables are for the scripts sourcing this
 
@@ -55,7 +60,7 @@ require_root() {
 # profile_load PROFILE sets every name, path and port of a profile.
 profile_load() {
 	PROFILE=${1:-}
-	local offset
+	local offset control_plane_offset='' bridge=''
 	case "$PROFILE" in
 	up)
 		offset=0
@@ -81,8 +86,28 @@ profile_load() {
 		SERVICE_IP=10.$((97 + n)).0.1
 		NODE_NAME=${NODE_NAME:-e2e-node}
 		;;
-	*) die "unknown profile '$PROFILE' (want up, e2e or e2e-1 to e2e-9)" ;;
+	bench)
+		offset=20000
+		CLUSTER_CIDR=10.240.0.0/16
+		SERVICE_CIDR=10.90.0.0/16
+		SERVICE_IP=10.90.0.1
+		NODE_NAME=${NODE_NAME:-nodelet}
+		;;
+	bench-ref)
+		# Shares bench's control plane, registry and cluster CIDR; the
+		# controller-manager gives its Node a subnet of its own.
+		offset=20100
+		control_plane_offset=20000
+		CLUSTER_CIDR=10.240.0.0/16
+		SERVICE_CIDR=10.90.0.0/16
+		SERVICE_IP=10.90.0.1
+		NODE_NAME=${NODE_NAME:-ref}
+		# nodelet-bench-ref is longer than a link name may be.
+		bridge=kubelet-bench
+		;;
+	*) die "unknown profile '$PROFILE' (want up, e2e, e2e-1 to e2e-9, bench or bench-ref)" ;;
 	esac
+	control_plane_offset=${control_plane_offset:-$offset}
 
 	# How long the certificates the controller-manager signs for approved
 	# CSRs last (nodelet's serving certificate with
@@ -99,16 +124,16 @@ profile_load() {
 	[[ $STATE_DIR == /*/* && $STATE_DIR != *..* && $STATE_DIR != */ ]] ||
 		die "state folder '$STATE_DIR' must be an absolute path at least two levels deep, without a trailing /"
 
-	ETCD_PORT=$((2379 + offset))
-	ETCD_PEER_PORT=$((2380 + offset))
-	APISERVER_PORT=$((6443 + offset))
-	CONTROLLER_MANAGER_PORT=$((10257 + offset))
-	SCHEDULER_PORT=$((10259 + offset))
+	ETCD_PORT=$((2379 + control_plane_offset))
+	ETCD_PEER_PORT=$((2380 + control_plane_offset))
+	APISERVER_PORT=$((6443 + control_plane_offset))
+	CONTROLLER_MANAGER_PORT=$((10257 + control_plane_offset))
+	SCHEDULER_PORT=$((10259 + control_plane_offset))
 	# Not 5000: Debian's docker-registry package configures a system
 	# registry there.
-	REGISTRY_PORT=$((5100 + offset))
+	REGISTRY_PORT=$((5100 + control_plane_offset))
 	# A second registry, which requires a login, for imagePullSecrets.
-	PRIVATE_REGISTRY_PORT=$((5101 + offset))
+	PRIVATE_REGISTRY_PORT=$((5101 + control_plane_offset))
 	CONTAINERD_METRICS_PORT=$((1338 + offset))
 	NODELET_METRICS_PORT=$((8080 + offset))
 	NODELET_HEALTH_PORT=$((8081 + offset))
@@ -140,12 +165,14 @@ profile_load() {
 	# libcni's result files start with the network's name: the "-net"
 	# suffix keeps one profile's name from being the prefix of another's.
 	CNI_NETWORK_NAME=nodelet-$PROFILE-net
-	CNI_BRIDGE=nodelet-$PROFILE
+	CNI_BRIDGE=${bridge:-nodelet-$PROFILE}
 	CGROUP_ROOT=/nodelet-$PROFILE
 	NODELET_ROOT_DIR=$STATE_DIR/nodelet
 	POD_LOG_DIR=$STATE_DIR/pod-logs
 	CONTAINER_LOG_DIR=$STATE_DIR/containers
 	NODELET_LOG=$LOG_DIR/nodelet.log
+	# The reference kubelet's (profile bench-ref).
+	KUBELET_ROOT_DIR=$STATE_DIR/kubelet
 	NODELET_ARGS_FILE=$STATE_DIR/nodelet.args
 	ENV_FILE=$STATE_DIR/env
 	API_SERVER_URL=https://127.0.0.1:$APISERVER_PORT
@@ -283,6 +310,71 @@ port_free() {
 	[[ -z $(ss -Hltn "sport = :$1") ]]
 }
 
+# --- containerd ------------------------------------------------------------
+
+# start_containerd starts the profile's private containerd (config, root,
+# state, socket, metrics port, CNI folder and runc root all its own), with
+# the stack's registry as a plain-HTTP mirror and its pause image, and waits
+# until it answers CRI.
+start_containerd() {
+	log "Starting containerd at $CONTAINERD_SOCK"
+	mkdir -p "$CONTAINERD_DIR" "$CNI_CONF_DIR"
+	cat >"$CONTAINERD_CONFIG" <<EOF
+# containerd for the nodelet-local profile $PROFILE: every path under
+# $STATE_DIR, so that two profiles (and a system containerd) never meet.
+version = 2
+root = "$CONTAINERD_DIR/root"
+state = "$CONTAINERD_DIR/state"
+# Snapshotters this machine has no use for; they only probe and complain.
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[metrics]
+  address = "127.0.0.1:$CONTAINERD_METRICS_PORT"
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = "$CONTAINERD_DIR/opt"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "$PAUSE_IMAGE"
+    # Lowering a process's oom_score_adj is denied on these machines; without
+    # this every RunPodSandbox fails in runc.
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    systemd_cgroup = false
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      snapshotter = "overlayfs"
+      default_runtime_name = "runc"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+          SystemdCgroup = false
+          Root = "$CONTAINERD_DIR/runc"
+
+    [plugins."io.containerd.grpc.v1.cri".cni]
+      bin_dir = "$CNI_BIN_DIR"
+      conf_dir = "$CNI_CONF_DIR"
+
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REGISTRY"]
+      endpoint = ["http://$REGISTRY"]
+    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$PRIVATE_REGISTRY"]
+      endpoint = ["http://$PRIVATE_REGISTRY"]
+EOF
+	start_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
+	wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
+}
+
 # --- the sweep -------------------------------------------------------------
 
 cgroup_dirs() {
@@ -365,6 +457,9 @@ sweep_iptables() {
 # veths, our iptables rules and our entries in libcni's fixed cache.
 sweep() {
 	stop_daemon nodelet 30
+	# The benchmark's kubelet (bench-ref), before the runtime's pods go, or
+	# it would start them again.
+	stop_daemon kubelet 30
 	local pid
 	for pid in $(state_pids); do
 		if [[ $(cmdline_of "$pid") == *"--root-dir=$NODELET_ROOT_DIR"* ]]; then
@@ -435,6 +530,11 @@ sweep() {
 	sweep_iptables
 
 	rm -f /var/lib/cni/results/"$CNI_NETWORK_NAME"-* "${runtime_files[@]}"
+	# The kubelet links its containers' logs from a folder it does not let
+	# us move.
+	if [[ -d /var/log/containers ]]; then
+		find /var/log/containers -maxdepth 1 -type l -lname "$STATE_DIR/*" -delete 2>/dev/null || true
+	fi
 	rm -rf /var/lib/cni/networks/"$CNI_NETWORK_NAME"
 }
 

@@ -34,6 +34,8 @@ usage() {
 (($# >= 1)) || usage
 profile_load "$1"
 shift
+# bench-ref is a node on bench's control plane; hack/bench.sh starts it.
+[[ $PROFILE != bench-ref ]] || die "profile bench-ref has no stack of its own: hack/bench.sh starts it"
 START_NODELET=true
 for arg in "$@"; do
 	case "$arg" in
@@ -276,61 +278,7 @@ wait_daemon 30 registry-private curl -fsS --user "$PRIVATE_REGISTRY_USER:$(<"$PR
 
 # --- 4. containerd -----------------------------------------------------------
 
-log "Starting containerd at $CONTAINERD_SOCK"
-cat >"$CONTAINERD_CONFIG" <<EOF
-# containerd for the nodelet-local profile $PROFILE: every path under
-# $STATE_DIR, so that two profiles (and a system containerd) never meet.
-version = 2
-root = "$CONTAINERD_DIR/root"
-state = "$CONTAINERD_DIR/state"
-# Snapshotters this machine has no use for; they only probe and complain.
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.zfs",
-]
-
-[grpc]
-  address = "$CONTAINERD_SOCK"
-
-[metrics]
-  address = "127.0.0.1:$CONTAINERD_METRICS_PORT"
-
-[plugins]
-  [plugins."io.containerd.internal.v1.opt"]
-    path = "$CONTAINERD_DIR/opt"
-
-  [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "$PAUSE_IMAGE"
-    # Lowering a process's oom_score_adj is denied on these machines; without
-    # this every RunPodSandbox fails in runc.
-    restrict_oom_score_adj = true
-    netns_mounts_under_state_dir = true
-    systemd_cgroup = false
-    stream_server_address = "127.0.0.1"
-    stream_server_port = "0"
-
-    [plugins."io.containerd.grpc.v1.cri".containerd]
-      snapshotter = "overlayfs"
-      default_runtime_name = "runc"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-        runtime_type = "io.containerd.runc.v2"
-        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-          SystemdCgroup = false
-          Root = "$CONTAINERD_DIR/runc"
-
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "$CNI_BIN_DIR"
-      conf_dir = "$CNI_CONF_DIR"
-
-    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REGISTRY"]
-      endpoint = ["http://$REGISTRY"]
-    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$PRIVATE_REGISTRY"]
-      endpoint = ["http://$PRIVATE_REGISTRY"]
-EOF
-start_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
-wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
+start_containerd
 
 # --- 5. nodelet's flags and the env file -----------------------------------
 

@@ -8,7 +8,8 @@
 # setup  installs missing packages, builds the tools and images when missing
 # lint   gofmt check and go vet
 # unit   go test -race on every package but test/e2e, with envtest's
-#        binaries (kube-apiserver, etcd, kubectl) from .cache/bin
+#        binaries (kube-apiserver, etcd, kubectl) from .cache/bin, and the
+#        benchmark harness's unit tests (hack/tools/cmd/bench)
 # e2e    starts the e2e stack without nodelet, checks the kustomize and
 #        Helm manifests against it, builds nodelet, runs test/e2e (which
 #        starts nodelet itself) and always stops the stack; then the same
@@ -40,7 +41,9 @@ suite_unit() {
 	local packages
 	packages=$(go list ./... | grep -v '/test/e2e') || return 1
 	# shellcheck disable=SC2086
-	KUBEBUILDER_ASSETS=$BIN_DIR go test -race $packages
+	KUBEBUILDER_ASSETS=$BIN_DIR go test -race $packages || return 1
+	# The benchmark harness's own figures and parsing (hack/tools module).
+	(cd "$TOOLS_DIR" && go test ./cmd/bench/)
 }
 
 # The stack the e2e suite runs on; E2E_PROFILE=e2e-1 (to e2e-9) runs a

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Benchmarks nodelet against the kubelet, side by side on one stack, as root:
+#
+#   hack/bench.sh [BENCH AGENTS FLAGS...]      (make bench BENCH_FLAGS=...)
+#
+# 1. profile bench: etcd, the control plane, the registry and a containerd,
+#    with nodelet (built from the working tree) as node `nodelet`;
+# 2. profile bench-ref: a second containerd with its own CNI folder,
+#    network, bridge, subnet, IPAM folder, cgroup root and ports, and the
+#    kubelet v1.36.3 (built from k8s.io/kubernetes in hack/tools) as node
+#    `ref`, with the KubeletConfiguration below;
+# 3. hack/tools/cmd/bench runs the workloads on both nodes, alternating
+#    (`bench agents -h` lists its flags: runs, burst sizes, idle time);
+# 4. both agents are stopped and the same pod is started straight through
+#    CRI on each containerd: the runtime's floor ($BENCH_FLOOR_RUNS runs);
+# 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
+#    bench/results (or $BENCH_OUT).
+#
+# Both profiles are stopped at the end whatever happened; their state
+# folders stay for post-mortems (logs/kubelet.log, logs/nodelet.log). It
+# fails only when the stack or an agent cannot run, never on a timing.
+#
+# The kubelet does on this machine what it does on every node it runs on:
+# with protectKernelDefaults false (its default) it sets vm.overcommit_memory=1,
+# vm.panic_on_oom=0, kernel.panic=10, kernel.panic_on_oops=1 and the root
+# keyring limits, and links container logs in /var/log/containers (the
+# sweep removes those links).
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_root
+OUT_DIR=${BENCH_OUT:-$REPO_ROOT/bench/results}
+FLOOR_RUNS=${BENCH_FLOOR_RUNS:-20}
+AGENTS_FLAGS=("$@")
+STARTED=$SECONDS
+
+stop_stacks() {
+	"$REPO_ROOT/hack/local-down.sh" bench-ref || true
+	"$REPO_ROOT/hack/local-down.sh" bench || true
+}
+trap stop_stacks EXIT
+
+log "Load before the bench: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$REPO_ROOT/hack/build-tools.sh"
+"$REPO_ROOT/hack/build-tools.sh" kubelet bench
+
+# An earlier run's kubelet must not meet the new control plane.
+profile_load bench-ref
+sweep
+
+# --- 1. the stack, nodelet's containerd and nodelet ----------------------------
+
+"$REPO_ROOT/hack/local-up.sh" bench >/dev/null
+profile_load bench
+BENCH_ENV=$ENV_FILE
+BENCH_PKI=$PKI_DIR
+ADMIN=$ADMIN_KUBECONFIG
+BENCH_AUDIT_LOG=$AUDIT_LOG
+kubectl_admin() { "$KUBECTL" --kubeconfig="$ADMIN" "$@"; }
+
+# --- 2. the kubelet's containerd and the kubelet ---------------------------------
+
+profile_load bench-ref
+if [[ -d $STATE_DIR ]]; then
+	remove_tree "$STATE_DIR"
+fi
+leaks=$(leftovers)
+[[ -z $leaks ]] || die "the sweep of bench-ref left: $leaks"
+for port in $CONTAINERD_METRICS_PORT $NODELET_PORT $NODELET_HEALTH_PORT; do
+	port_free "$port" || die "port $port is taken: $(ss -Hltnp "sport = :$port" | head -n1)"
+done
+mkdir -p "$PKI_DIR" "$KUBECONFIG_DIR" "$LOG_DIR" "$RUN_DIR" "$KUBELET_ROOT_DIR" "$POD_LOG_DIR"
+chmod 0700 "$PKI_DIR" "$KUBECONFIG_DIR"
+start_containerd
+
+# The kubelet refuses a loopback node IP: give it the host's own address.
+# Nothing is sent to it; the API server is never asked to reach the node.
+route_dev=$(ip -4 -o route show default | awk '{print $5; exit}')
+HOST_IP=$(ip -4 -o addr show dev "$route_dev" scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+[[ -n $HOST_IP ]] || die "no global IPv4 address on $route_dev for the kubelet's node IP"
+
+# Its identity: a client certificate of system:node:ref from the stack's CA,
+# so the Node authorizer and NodeRestriction confine it as they do nodelet.
+log "Starting the kubelet for node $NODE_NAME on $CRI_ENDPOINT"
+openssl genrsa -out "$PKI_DIR/kubelet-client.key" 2048 2>/dev/null
+openssl req -new -key "$PKI_DIR/kubelet-client.key" -subj "/O=system:nodes/CN=system:node:$NODE_NAME" \
+	-out "$PKI_DIR/kubelet-client.csr" 2>/dev/null
+openssl x509 -req -in "$PKI_DIR/kubelet-client.csr" -CA "$BENCH_PKI/ca.crt" -CAkey "$BENCH_PKI/ca.key" \
+	-CAserial "$BENCH_PKI/ca.srl" -days 30 -sha256 -out "$PKI_DIR/kubelet-client.crt" \
+	-extfile <(printf 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n') 2>/dev/null
+rm -f "$PKI_DIR/kubelet-client.csr"
+KUBELET_KUBECONFIG=$KUBECONFIG_DIR/kubelet.kubeconfig
+cat >"$KUBELET_KUBECONFIG" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: nodelet-bench
+  cluster:
+    server: $API_SERVER_URL
+    certificate-authority-data: $(base64 -w0 "$BENCH_PKI/ca.crt")
+users:
+- name: system:node:$NODE_NAME
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI_DIR/kubelet-client.crt")
+    client-key-data: $(base64 -w0 "$PKI_DIR/kubelet-client.key")
+contexts:
+- name: nodelet-bench
+  context:
+    cluster: nodelet-bench
+    user: system:node:$NODE_NAME
+current-context: nodelet-bench
+EOF
+chmod 0600 "$KUBELET_KUBECONFIG"
+
+# What these machines need (cgroup v1 with the cgroupfs driver, swap, no
+# systemd) and what keeps the kubelet inside the profile: its ports, its
+# cgroup root, its log and plugin folders. Everything else is its default.
+KUBELET_CONFIG=$STATE_DIR/kubelet-config.yaml
+cat >"$KUBELET_CONFIG" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: $CRI_ENDPOINT
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+cgroupsPerQOS: false
+cgroupRoot: $CGROUP_ROOT
+enforceNodeAllocatable: []
+localStorageCapacityIsolation: false
+address: 127.0.0.1
+port: $NODELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $NODELET_HEALTH_PORT
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: false
+  x509:
+    clientCAFile: $BENCH_PKI/ca.crt
+authorization:
+  mode: AlwaysAllow
+podLogsDir: $POD_LOG_DIR
+volumePluginDir: $KUBELET_ROOT_DIR/volume-plugins
+resolvConf: /etc/resolv.conf
+EOF
+start_daemon kubelet "$BIN_DIR/kubelet" \
+	--config="$KUBELET_CONFIG" \
+	--kubeconfig="$KUBELET_KUBECONFIG" \
+	--hostname-override="$NODE_NAME" \
+	--node-ip="$HOST_IP" \
+	--root-dir="$KUBELET_ROOT_DIR"
+
+# The controller-manager gives the Node its subnet; the runtime then gets
+# the same conflist nodelet writes for its own node: bridge with host-local
+# addresses, portmap, bandwidth.
+pod_cidr() { kubectl_admin get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}' 2>/dev/null | grep -q .; }
+wait_daemon 120 kubelet pod_cidr
+POD_CIDR=$(kubectl_admin get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}')
+cat >"$CNI_CONF_DIR/10-$CNI_NETWORK_NAME.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$CNI_NETWORK_NAME",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$CNI_BRIDGE",
+      "isGateway": true,
+      "ipMasq": true,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
+    {"type": "bandwidth", "capabilities": {"bandwidth": true}}
+  ]
+}
+EOF
+node_ready() {
+	[[ $(kubectl_admin get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+wait_daemon 120 kubelet node_ready
+
+REF_ENV=$ENV_FILE
+cat >"$REF_ENV" <<EOF
+PROFILE=$PROFILE
+STATE_DIR=$STATE_DIR
+ADMIN_KUBECONFIG=$ADMIN
+NODE_NAME=$NODE_NAME
+NODE_IP=$HOST_IP
+CRI_ENDPOINT=$CRI_ENDPOINT
+CONTAINERD_METRICS_ADDR=127.0.0.1:$CONTAINERD_METRICS_PORT
+CGROUP_ROOT=$CGROUP_ROOT
+CNI_CONF_DIR=$CNI_CONF_DIR
+CNI_NETWORK_NAME=$CNI_NETWORK_NAME
+CNI_BRIDGE=$CNI_BRIDGE
+POD_CIDR=$POD_CIDR
+BUSYBOX_IMAGE=$BUSYBOX_IMAGE
+PAUSE_IMAGE=$PAUSE_IMAGE
+AUDIT_LOG=$BENCH_AUDIT_LOG
+KUBELET_CONFIG=$KUBELET_CONFIG
+KUBELET_LOG=$LOG_DIR/kubelet.log
+EOF
+
+# --- 3. to 5. the workloads, the floor, the report ----------------------------------
+
+mkdir -p "$OUT_DIR"
+RESULTS=$OUT_DIR/bench.json
+log "Running the workloads on nodelet and the kubelet"
+"$BIN_DIR/bench" agents -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -out "$RESULTS" "${AGENTS_FLAGS[@]}"
+
+log "Stopping both agents for the runtime's floor"
+profile_load bench
+stop_daemon nodelet 30
+profile_load bench-ref
+stop_daemon kubelet 30
+"$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS"
+
+"$BIN_DIR/bench" report -in "$RESULTS" -out-dir "$OUT_DIR"
+log "The bench took $((SECONDS - STARTED))s; results in $OUT_DIR"

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// describeMachine says what the bench runs on, from /proc and os-release.
+func describeMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU()}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	m.CPUModel = firstValue("/proc/cpuinfo", "model name", ":")
+	if total := firstValue("/proc/meminfo", "MemTotal", ":"); total != "" {
+		m.MemoryBytes, _ = parseKB(total)
+	}
+	m.OS = strings.Trim(firstValue("/etc/os-release", "PRETTY_NAME", "="), `"`)
+	return m
+}
+
+// firstValue returns the value of the first "KEY<sep>value" line of a file.
+func firstValue(path, key, sep string) string {
+	file, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer file.Close()
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		name, value, ok := strings.Cut(scanner.Text(), sep)
+		if ok && strings.TrimSpace(name) == key {
+			return strings.TrimSpace(value)
+		}
+	}
+	return ""
+}

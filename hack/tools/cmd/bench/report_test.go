@@ -1,0 +1,187 @@
+// Unit tests of the bench's parsing and reporting, on made-up data and
+// files in a temporary folder: nothing to run against.
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPUCountsFromTheCommandNamesEnd(t *testing.T) {
+	// A command name with spaces and a parenthesis; utime 150, stime 50,
+	// cutime 20, cstime 30 ticks.
+	stat := "4242 (kube let) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 20 30 20 0 12 0 100 1000 50 18446744073709551615"
+	got, err := parseStatCPU([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2.5; got != want {
+		t.Errorf("parseStatCPU = %v, want %v", got, want)
+	}
+}
+
+func TestCRICallsBetweenCountsOnlyTheCRIsServices(t *testing.T) {
+	before := map[string]float64{"runtime.v1.RuntimeService/ListContainers": 10, "containerd.services.tasks.v1.Tasks/Get": 5}
+	after := map[string]float64{
+		"runtime.v1.RuntimeService/ListContainers":  40,
+		"runtime.v1.RuntimeService/ListPodSandbox":  30,
+		"runtime.v1.ImageService/ImageFsInfo":       2,
+		"containerd.services.tasks.v1.Tasks/Get":    99,
+		"runtime.v1.RuntimeService/ContainerStatus": 0,
+	}
+	total, perMethod := criCallsBetween(before, after)
+	if total != 62 {
+		t.Errorf("total = %v, want 62", total)
+	}
+	if perMethod["RuntimeService/ListContainers"] != 30 || perMethod["RuntimeService/ListPodSandbox"] != 30 || perMethod["ImageService/ImageFsInfo"] != 2 || len(perMethod) != 3 {
+		t.Errorf("perMethod = %v", perMethod)
+	}
+}
+
+func TestCountRequestsCountsEachRequestOnceInItsUsersWindowAcrossRotation(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	lines := []string{
+		// In the window: a pod status patch and a watch logged twice.
+		`{"auditID":"a","stage":"ResponseComplete","verb":"patch","user":{"username":"system:node:nodelet"},"objectRef":{"resource":"pods","subresource":"status"},"requestReceivedTimestamp":"2026-11-22T10:00:01.000000Z"}`,
+		`{"auditID":"b","stage":"ResponseStarted","verb":"watch","user":{"username":"system:node:nodelet"},"objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-11-22T10:00:02.000000Z"}`,
+		`{"auditID":"b","stage":"ResponseComplete","verb":"watch","user":{"username":"system:node:nodelet"},"objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-11-22T10:00:02.000000Z"}`,
+		// The other agent's, an admin's, and one after the window.
+		`{"auditID":"c","stage":"ResponseComplete","verb":"patch","user":{"username":"system:node:ref"},"objectRef":{"resource":"pods","subresource":"status"},"requestReceivedTimestamp":"2026-11-22T10:00:01.000000Z"}`,
+		`{"auditID":"d","stage":"ResponseComplete","verb":"create","user":{"username":"admin"},"objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-11-22T10:00:01.000000Z"}`,
+		`{"auditID":"e","stage":"ResponseComplete","verb":"get","user":{"username":"system:node:nodelet"},"objectRef":{"resource":"nodes"},"requestReceivedTimestamp":"2026-11-22T10:00:09.000000Z"}`,
+		`not json`,
+	}
+	// The first line went into a backup the API server rotated out.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(filepath.Join(dir, "audit-2026-11-22T10-00-05.000.log"), []byte(lines[0]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines[1:], "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodelet := newAuditWindow("system:node:nodelet", t0, t0.Add(5*time.Second))
+	ref := newAuditWindow("system:node:ref", t0, t0.Add(5*time.Second))
+	if err := countRequests(path, []*auditWindow{nodelet, ref}); err != nil {
+		t.Fatal(err)
+	}
+	if nodelet.Counts.Total != 2 || nodelet.Counts.ByKey["patch pods/status"] != 1 || nodelet.Counts.ByKey["watch pods"] != 1 {
+		t.Errorf("nodelet's counts = %+v, want one status patch and one watch", nodelet.Counts)
+	}
+	if ref.Counts.Total != 1 {
+		t.Errorf("ref's counts = %+v, want one request", ref.Counts)
+	}
+}
+
+func TestParseBursts(t *testing.T) {
+	sizes, runs, err := parseBursts("30:5,100:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes[0] != 30 || sizes[1] != 100 || runs[30] != 5 || runs[100] != 3 {
+		t.Errorf("parseBursts = %v %v", sizes, runs)
+	}
+	for _, bad := range []string{"30", "30:0", "x:1", "30:5,"} {
+		if _, _, err := parseBursts(bad); err == nil {
+			t.Errorf("parseBursts(%q) accepted", bad)
+		}
+	}
+}
+
+// madeUpResults are a small bench run in which nodelet starts pods clearly
+// faster and uses about as much CPU as the kubelet.
+func madeUpResults() *Results {
+	start := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	results := &Results{
+		Started:  start,
+		Finished: start.Add(10 * time.Minute),
+		Machine:  Machine{CPUs: 2, MemoryBytes: 24 << 30, Kernel: "6.1", OS: "Debian", Loads: []float64{0.2, 0.4}},
+		Settings: Settings{SingleRuns: 3, InitRuns: 2, Bursts: []int{3}, BurstRuns: map[int]int{3: 2}, IdlePods: 3, IdleRuns: 2,
+			IdleFor: time.Minute, Image: "pause", InitImage: "busybox"},
+		Agents: map[string]*AgentResults{},
+	}
+	for name, scale := range map[string]float64{"nodelet": 1, "kubelet": 2} {
+		a := &AgentResults{Node: name, Version: "v1", RuntimeVersion: "containerd://1.6.20"}
+		for i := range 3 {
+			a.Single = append(a.Single, PodRun{ReadySeconds: scale * (0.2 + 0.01*float64(i)), GoneSeconds: 0.5, Requests: &requestCounts{Total: 7}})
+			a.Floor = append(a.Floor, FloorRun{Seconds: 0.1 + 0.01*float64(i)})
+		}
+		for range 2 {
+			a.Init = append(a.Init, PodRun{ReadySeconds: scale * 0.4})
+			a.Bursts = append(a.Bursts, BurstRun{Pods: 3, ReadySeconds: []float64{scale * 0.3, scale * 0.4, scale * 0.5},
+				AllReadySeconds: scale * 0.6, AllGoneSeconds: 1, Agent: procUsage{CPUSeconds: 0.5, PeakRSSBytes: 50 << 20},
+				Requests: &requestCounts{Total: 21}})
+			a.Idle = append(a.Idle, IdleRun{Pods: 3, Seconds: 60, Agent: procUsage{CPUSeconds: 0.3 * scale, PeakRSSBytes: 60 << 20},
+				CRICalls: 120 * scale, Requests: &requestCounts{Total: 12}})
+		}
+		results.Agents[name] = a
+	}
+	return results
+}
+
+func TestFiguresDecideEachRowByItsSpread(t *testing.T) {
+	rows := figures(madeUpResults())
+	find := func(workload, name string) *figure {
+		for _, row := range rows {
+			if row.Workload == workload && row.Name == name {
+				return row
+			}
+		}
+		t.Fatalf("no row %q / %q", workload, name)
+		return nil
+	}
+	single := find("one pod at a time", "create → Ready")
+	if single.Verdict != VerdictNodelet || single.Ratio != 0.5 {
+		t.Errorf("one pod: verdict %s ratio %v, want nodelet 0.5", single.Verdict, single.Ratio)
+	}
+	if cpu := find("burst of 3", "agent CPU, create → all Ready"); cpu.Verdict != VerdictTie {
+		t.Errorf("equal CPU: verdict %s, want tie", cpu.Verdict)
+	}
+	if p99 := find("burst of 3", "start latency p99"); p99.Summaries["kubelet"].Median < 0.99 || p99.Summaries["kubelet"].Median > 1 {
+		t.Errorf("kubelet's p99 of 0.6, 0.8, 1.0 = %v, want 0.996", p99.Summaries["kubelet"].Median)
+	}
+	if calls := find("3 pods idle, 1m0s", "CRI calls containerd served"); calls.Summaries["nodelet"].Median != 2 {
+		t.Errorf("CRI calls/s = %v, want 2", calls.Summaries["nodelet"].Median)
+	}
+	if perPod := find("burst of 3", "API requests per pod"); perPod.Summaries["nodelet"].Median != 7 {
+		t.Errorf("API requests per pod = %v, want 7", perPod.Summaries["nodelet"].Median)
+	}
+}
+
+func TestReportWritesTheTablesTheJSONAndAChart(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "raw.json")
+	if err := writeResults(in, madeUpResults()); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results")
+	if err := runReport([]string{"-in", in, "-out-dir", out}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "bench.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| one pod at a time | create → Ready | s | 0.200 / 0.210 / 0.220 | 0.400 / 0.420 / 0.440 | 0.50 | nodelet |") {
+		t.Errorf("bench.md lacks the one-pod row:\n%s", md)
+	}
+	if _, err := readResults(filepath.Join(out, "bench.json")); err != nil {
+		t.Error(err)
+	}
+	file, err := os.Open(filepath.Join(out, "bench.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	img, err := png.Decode(file)
+	if err != nil {
+		t.Fatalf("bench.png: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 1000 || b.Dy() < 500 {
+		t.Errorf("bench.png is %v, want a readable size", b)
+	}
+}

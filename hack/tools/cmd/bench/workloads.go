@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// runner runs the workloads on every agent, alternating which goes first so
+// that drift (the machine's load, caches, etcd's size) hits both alike.
+type runner struct {
+	client   kubernetes.Interface
+	ns       string
+	settings Settings
+	tracker  *tracker
+	agents   []*agent
+	results  *Results
+	// windows are counted in the audit log once everything ran.
+	windows    []*auditWindow
+	podTimeout time.Duration
+}
+
+// inTurn returns the agents in the order of run i: as given on even runs,
+// reversed on odd ones.
+func inTurn(agents []*agent, i int) []*agent {
+	if i%2 == 0 {
+		return agents
+	}
+	reversed := make([]*agent, len(agents))
+	for j, a := range agents {
+		reversed[len(agents)-1-j] = a
+	}
+	return reversed
+}
+
+func (r *runner) noteLoad() {
+	r.results.Machine.Loads = append(r.results.Machine.Loads, loadAverage())
+}
+
+// --- pods ---------------------------------------------------------------------
+
+// The bench's pods run the pause program as their one container, as the
+// kubelet's own density tests do: it does nothing, and, being a Go program,
+// it has a SIGTERM handler from its first instruction. A shell with a trap
+// would not do: a deletion that lands before the trap is set is ignored by
+// PID 1 and lasts the whole grace period.
+func (r *runner) pod(a *agent, name, workload string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: r.ns,
+			Labels:    map[string]string{"app": "bench", "agent": a.Name, "workload": workload},
+		},
+		Spec: corev1.PodSpec{
+			// Bound here, so the scheduler is out of the measured path.
+			NodeName: a.Node,
+			Containers: []corev1.Container{{
+				Name:            "main",
+				Image:           r.settings.Image,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+			}},
+		},
+	}
+}
+
+// sleeperCommand keeps a busybox container running until it is told to
+// stop; the probe workload needs a shell in its container.
+var sleeperCommand = []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
+
+// initPod has a busybox init container that exits at once before the main
+// container and, with -readiness-probe, a busybox main container with an
+// exec readiness probe.
+func (r *runner) initPod(a *agent, name string) *corev1.Pod {
+	pod := r.pod(a, name, "init")
+	pod.Spec.InitContainers = []corev1.Container{{
+		Name:            "init",
+		Image:           r.settings.InitImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"true"},
+	}}
+	if r.settings.ReadinessOn {
+		main := &pod.Spec.Containers[0]
+		main.Image = r.settings.InitImage
+		main.Command = sleeperCommand
+		main.ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}},
+			PeriodSeconds: 1,
+		}
+	}
+	return pod
+}
+
+// --- one pod at a time --------------------------------------------------------
+
+// single creates one pod, waits until it is Running and Ready, deletes it
+// and waits until it is gone.
+func (r *runner) single(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.podTimeout)
+	defer cancel()
+	names := []string{pod.Name}
+	r.tracker.forget(names)
+	start := time.Now()
+	if _, err := r.client.CoreV1().Pods(r.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return PodRun{}, fmt.Errorf("creating pod %s/%s: %w", r.ns, pod.Name, err)
+	}
+	ready, err := r.tracker.waitReady(ctx, names)
+	if err != nil {
+		return PodRun{}, fmt.Errorf("pod %s on node %s (%s): %w", pod.Name, a.Node, a.Name, err)
+	}
+	deleting := time.Now()
+	if err := r.client.CoreV1().Pods(r.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		return PodRun{}, fmt.Errorf("deleting pod %s/%s: %w", r.ns, pod.Name, err)
+	}
+	gone, err := r.tracker.waitGone(ctx, names)
+	if err != nil {
+		return PodRun{}, fmt.Errorf("pod %s on node %s (%s): %w", pod.Name, a.Node, a.Name, err)
+	}
+	window := newAuditWindow(a.User, start, gone[0])
+	r.windows = append(r.windows, window)
+	return PodRun{
+		Start:        start,
+		ReadySeconds: ready[0].Sub(start).Seconds(),
+		GoneSeconds:  gone[0].Sub(deleting).Seconds(),
+		Requests:     window.Counts,
+	}, nil
+}
+
+func (r *runner) runSingles(ctx context.Context, workload string, runs int, makePod func(a *agent, name string) *corev1.Pod, record func(*AgentResults, PodRun)) error {
+	for i := range runs {
+		r.noteLoad()
+		for _, a := range inTurn(r.agents, i) {
+			run, err := r.single(ctx, a, makePod(a, fmt.Sprintf("%s-%s-%d", a.Name, workload, i)))
+			if err != nil {
+				return err
+			}
+			record(r.results.Agents[a.Name], run)
+			log.Printf("%s %d/%d %s: Ready after %.3fs, gone after %.3fs", workload, i+1, runs, a.Name, run.ReadySeconds, run.GoneSeconds)
+		}
+	}
+	return nil
+}
+
+// --- bursts and idling ----------------------------------------------------------
+
+// burst creates n pods at once, waits until all are Running and Ready,
+// optionally keeps them idling while it measures, then deletes them all at
+// once and waits until all are gone.
+func (r *runner) burst(ctx context.Context, a *agent, n, run int, idle bool) (BurstRun, *IdleRun, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.podTimeout+r.settings.IdleSettle+r.settings.IdleFor)
+	defer cancel()
+	workload := fmt.Sprintf("burst%d", n)
+	names := make([]string, n)
+	pods := make([]*corev1.Pod, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%s-%d-%d", a.Name, workload, run, i)
+		pods[i] = r.pod(a, names[i], workload)
+	}
+	r.tracker.forget(names)
+	pid, err := readPIDFile(a.pidFile())
+	if err != nil {
+		return BurstRun{}, nil, fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+
+	meter, err := startUsage(pid)
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
+	sent := make([]time.Time, n)
+	first := time.Now()
+	if err := r.all(ctx, n, func(ctx context.Context, i int) error {
+		sent[i] = time.Now()
+		_, err := r.client.CoreV1().Pods(r.ns).Create(ctx, pods[i], metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return BurstRun{}, nil, fmt.Errorf("creating %d pods for %s: %w", n, a.Name, err)
+	}
+	ready, err := r.tracker.waitReady(ctx, names)
+	if err != nil {
+		return BurstRun{}, nil, fmt.Errorf("a burst of %d on node %s (%s): %w", n, a.Node, a.Name, err)
+	}
+	starting, err := meter.stop()
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
+	result := BurstRun{Pods: n, Start: first, Agent: starting, ReadySeconds: make([]float64, n)}
+	last := first
+	for i := range ready {
+		result.ReadySeconds[i] = ready[i].Sub(sent[i]).Seconds()
+		if ready[i].After(last) {
+			last = ready[i]
+		}
+	}
+	result.AllReadySeconds = last.Sub(first).Seconds()
+
+	var idleRun *IdleRun
+	if idle {
+		if idleRun, err = r.idle(ctx, a, n); err != nil {
+			return BurstRun{}, nil, err
+		}
+	}
+
+	if meter, err = startUsage(pid); err != nil {
+		return BurstRun{}, nil, err
+	}
+	deleting := time.Now()
+	if err := r.all(ctx, n, func(ctx context.Context, i int) error {
+		return r.client.CoreV1().Pods(r.ns).Delete(ctx, names[i], metav1.DeleteOptions{})
+	}); err != nil {
+		return BurstRun{}, nil, fmt.Errorf("deleting %d pods of %s: %w", n, a.Name, err)
+	}
+	gone, err := r.tracker.waitGone(ctx, names)
+	if err != nil {
+		return BurstRun{}, nil, fmt.Errorf("a burst of %d on node %s (%s): %w", n, a.Node, a.Name, err)
+	}
+	if result.AgentDeleting, err = meter.stop(); err != nil {
+		return BurstRun{}, nil, err
+	}
+	last = deleting
+	for _, t := range gone {
+		if t.After(last) {
+			last = t
+		}
+	}
+	result.AllGoneSeconds = last.Sub(deleting).Seconds()
+	window := newAuditWindow(a.User, first, last)
+	r.windows = append(r.windows, window)
+	result.Requests = window.Counts
+	return result, idleRun, nil
+}
+
+// idle measures an agent and its runtime while n pods run and nothing
+// changes, after letting the start settle.
+func (r *runner) idle(ctx context.Context, a *agent, n int) (*IdleRun, error) {
+	if err := pause(ctx, r.settings.IdleSettle); err != nil {
+		return nil, err
+	}
+	agentPID, err := readPIDFile(a.pidFile())
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", a.Name, err)
+	}
+	containerdPID, err := readPIDFile(a.containerdPIDFile())
+	if err != nil {
+		return nil, fmt.Errorf("containerd of %s: %w", a.Name, err)
+	}
+	before, err := grpcHandled(ctx, a.MetricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	agentMeter, err := startUsage(agentPID)
+	if err != nil {
+		return nil, err
+	}
+	containerdMeter, err := startUsage(containerdPID)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// The measurement is this stretch of nothing happening.
+	if err := pause(ctx, r.settings.IdleFor); err != nil {
+		return nil, err
+	}
+	end := time.Now()
+	run := &IdleRun{Pods: n, Seconds: end.Sub(start).Seconds()}
+	if run.Agent, err = agentMeter.stop(); err != nil {
+		return nil, err
+	}
+	if run.Containerd, err = containerdMeter.stop(); err != nil {
+		return nil, err
+	}
+	after, err := grpcHandled(ctx, a.MetricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	run.CRICalls, run.CRIByMethod = criCallsBetween(before, after)
+	window := newAuditWindow(a.User, start, end)
+	r.windows = append(r.windows, window)
+	run.Requests = window.Counts
+	return run, nil
+}
+
+func (r *runner) runBursts(ctx context.Context, n, runs int) error {
+	idle := n == r.settings.IdlePods
+	for i := range runs {
+		r.noteLoad()
+		for _, a := range inTurn(r.agents, i) {
+			result, idleRun, err := r.burst(ctx, a, n, i, idle)
+			if err != nil {
+				return err
+			}
+			agentResults := r.results.Agents[a.Name]
+			agentResults.Bursts = append(agentResults.Bursts, result)
+			log.Printf("burst of %d %d/%d %s: all Ready after %.2fs (p50 %.2fs, p99 %.2fs), %.2f CPU-s, peak RSS %d MiB; all gone after %.2fs",
+				n, i+1, runs, a.Name, result.AllReadySeconds, Percentile(result.ReadySeconds, 50), Percentile(result.ReadySeconds, 99),
+				result.Agent.CPUSeconds, result.Agent.PeakRSSBytes>>20, result.AllGoneSeconds)
+			if idleRun != nil {
+				agentResults.Idle = append(agentResults.Idle, *idleRun)
+				log.Printf("idle with %d pods %d/%d %s: %.2f CPU-s in %.0fs, peak RSS %d MiB, %.1f CRI calls/s",
+					n, i+1, runs, a.Name, idleRun.Agent.CPUSeconds, idleRun.Seconds, idleRun.Agent.PeakRSSBytes>>20, idleRun.CRICalls/idleRun.Seconds)
+			}
+		}
+	}
+	return nil
+}
+
+// all runs f for 0..n-1 at once and returns the first error.
+func (r *runner) all(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = f(ctx, i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pause waits d unless ctx ends first.
+func pause(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
