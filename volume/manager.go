@@ -55,9 +55,10 @@ const (
 )
 
 // DefaultSyncPeriod is how often volumes whose files come from the API are
-// rewritten when Options.SyncPeriod is zero: about as often as the
-// kubelet's periodic pod sync rewrites them.
-const DefaultSyncPeriod = time.Minute
+// rewritten when Options.SyncPeriod is zero. With reads shared between pods
+// for half of it (objectCache), an update reaches every pod within a minute,
+// about as soon as the kubelet's periodic pod sync brings it.
+const DefaultSyncPeriod = 40 * time.Second
 
 // retryPeriod is how soon a volume that is in use is set up again after a
 // failed resync or token refresh.
@@ -89,6 +90,9 @@ type Manager struct {
 	client      kubernetes.Interface
 	clock       clock.Clock
 	log         logr.Logger
+
+	// objects shares ConfigMap and Secret reads between pods' resyncs.
+	objects objectCache
 
 	mu sync.Mutex
 	// pods is what is remembered of each pod's volumes, by volume name.
@@ -283,9 +287,9 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 func (m *Manager) contents(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) (payload map[string]fileProjection, dueAt time.Time, err error) {
 	switch {
 	case vol.ConfigMap != nil:
-		payload, err = m.configMapFiles(ctx, pod.Namespace, vol.ConfigMap, modeOr(vol.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode))
+		payload, err = m.configMapFiles(ctx, pod.Namespace, vol.ConfigMap, modeOr(vol.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode), m.maxReadAge(state))
 	case vol.Secret != nil:
-		payload, err = m.secretFiles(ctx, pod.Namespace, vol.Secret, modeOr(vol.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode))
+		payload, err = m.secretFiles(ctx, pod.Namespace, vol.Secret, modeOr(vol.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode), m.maxReadAge(state))
 	case vol.DownwardAPI != nil:
 		payload, err = downwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode), m.allocatable(ctx))
 	case vol.Projected != nil:
@@ -323,13 +327,13 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vol *core
 				LocalObjectReference: source.ConfigMap.LocalObjectReference,
 				Items:                source.ConfigMap.Items,
 				Optional:             source.ConfigMap.Optional,
-			}, defaultMode)
+			}, defaultMode, m.maxReadAge(state))
 		case source.Secret != nil:
 			files, err = m.secretFiles(ctx, pod.Namespace, &corev1.SecretVolumeSource{
 				SecretName: source.Secret.Name,
 				Items:      source.Secret.Items,
 				Optional:   source.Secret.Optional,
-			}, defaultMode)
+			}, defaultMode, m.maxReadAge(state))
 		case source.DownwardAPI != nil:
 			files, err = downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode, m.allocatable(ctx))
 		}
@@ -371,10 +375,22 @@ func (m *Manager) token(ctx context.Context, pod *corev1.Pod, volume string, sou
 	return fresh, nil
 }
 
-// configMapFiles reads a ConfigMap and returns the files it gives.
-func (m *Manager) configMapFiles(ctx context.Context, namespace string, source *corev1.ConfigMapVolumeSource, defaultMode int32) (map[string]fileProjection, error) {
+// maxReadAge is how old a shared read of a ConfigMap or Secret may be for
+// the volume: none for its first set-up, half a sync period for a resync.
+func (m *Manager) maxReadAge(state *volumeState) time.Duration {
+	if !state.ready || m.syncPeriod <= 0 {
+		return 0
+	}
+	return m.syncPeriod / 2
+}
+
+// configMapFiles reads a ConfigMap, or takes a read no older than maxAge,
+// and returns the files it gives.
+func (m *Manager) configMapFiles(ctx context.Context, namespace string, source *corev1.ConfigMapVolumeSource, defaultMode int32, maxAge time.Duration) (map[string]fileProjection, error) {
 	optional := source.Optional != nil && *source.Optional
-	cm, err := m.client.CoreV1().ConfigMaps(namespace).Get(ctx, source.Name, metav1.GetOptions{})
+	cm, err := cachedGet(&m.objects, objectKey{"configmap", namespace, source.Name}, m.clock.Now(), maxAge, func() (*corev1.ConfigMap, error) {
+		return m.client.CoreV1().ConfigMaps(namespace).Get(ctx, source.Name, metav1.GetOptions{})
+	})
 	switch {
 	case apierrors.IsNotFound(err) && optional:
 		cm = &corev1.ConfigMap{}
@@ -387,10 +403,13 @@ func (m *Manager) configMapFiles(ctx context.Context, namespace string, source *
 	return configMapPayload(cm, source.Items, defaultMode, optional)
 }
 
-// secretFiles reads a Secret and returns the files it gives.
-func (m *Manager) secretFiles(ctx context.Context, namespace string, source *corev1.SecretVolumeSource, defaultMode int32) (map[string]fileProjection, error) {
+// secretFiles reads a Secret, or takes a read no older than maxAge, and
+// returns the files it gives.
+func (m *Manager) secretFiles(ctx context.Context, namespace string, source *corev1.SecretVolumeSource, defaultMode int32, maxAge time.Duration) (map[string]fileProjection, error) {
 	optional := source.Optional != nil && *source.Optional
-	secret, err := m.client.CoreV1().Secrets(namespace).Get(ctx, source.SecretName, metav1.GetOptions{})
+	secret, err := cachedGet(&m.objects, objectKey{"secret", namespace, source.SecretName}, m.clock.Now(), maxAge, func() (*corev1.Secret, error) {
+		return m.client.CoreV1().Secrets(namespace).Get(ctx, source.SecretName, metav1.GetOptions{})
+	})
 	switch {
 	case apierrors.IsNotFound(err) && optional:
 		secret = &corev1.Secret{}

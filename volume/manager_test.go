@@ -790,3 +790,48 @@ func TestSetUpPodOnManyPodsAtOnce(t *testing.T) {
 		t.Errorf("ListPods = %v, %v; want none left", uids, err)
 	}
 }
+
+func TestResyncsOfManyPodsShareConfigMapReads(t *testing.T) {
+	requireRoot(t)
+	e := newTestEnv(t, Options{SyncPeriod: 30 * time.Second}, rootCAConfigMap("shop", "CA-1"))
+	configMapGets := func() int {
+		n := 0
+		for _, a := range e.client.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "configmaps" {
+				n++
+			}
+		}
+		return n
+	}
+	pods := []*corev1.Pod{makePod(apiAccessVolume()), makePod(apiAccessVolume()), makePod(apiAccessVolume())}
+	for i, pod := range pods {
+		pod.Name, pod.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+	}
+	var refreshAt time.Time
+	for _, pod := range pods {
+		_, refreshAt = setUp(t, e, pod)
+	}
+	if got := configMapGets(); got != len(pods) {
+		t.Fatalf("first set-ups made %d ConfigMap GETs, want one each (%d): a new pod reads afresh", got, len(pods))
+	}
+
+	// The resyncs fall due together: one read serves them all.
+	e.clock.SetTime(refreshAt)
+	for _, pod := range pods {
+		setUp(t, e, pod)
+	}
+	if got := configMapGets(); got != len(pods)+1 {
+		t.Errorf("resyncs made %d ConfigMap GETs in all, want %d: one shared read", got, len(pods)+1)
+	}
+
+	// An update reaches a pod resyncing after the shared read grew older
+	// than half the sync period.
+	if _, err := e.client.CoreV1().ConfigMaps("shop").Update(context.Background(), rootCAConfigMap("shop", "CA-2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.SetTime(refreshAt.Add(30 * time.Second))
+	paths, _ := setUp(t, e, pods[0])
+	if got := visibleFiles(t, paths[apiAccess])["ca.crt"]; got != "CA-2 -rw-r--r--" {
+		t.Errorf("ca.crt after the next resync = %q, want the update", got)
+	}
+}
