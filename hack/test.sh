@@ -41,9 +41,9 @@ suite_unit() {
 	local packages
 	packages=$(go list ./... | grep -v '/test/e2e') || return 1
 	# shellcheck disable=SC2086
-	KUBEBUILDER_ASSETS=$BIN_DIR go test -race $packages || return 1
+	KUBEBUILDER_ASSETS=$BIN_DIR go test -race -count=1 $packages || return 1
 	# The benchmark harness's own figures and parsing (hack/tools module).
-	(cd "$TOOLS_DIR" && go test ./cmd/bench/)
+	(cd "$TOOLS_DIR" && go test -count=1 ./cmd/bench/)
 }
 
 # The stack the e2e suite runs on; E2E_PROFILE=e2e-1 (to e2e-9) runs a

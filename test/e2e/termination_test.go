@@ -13,8 +13,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// The two tests of this file time what they check, so they run alone
+// (no t.Parallel, see main_test.go): on a node that starts thirty pods at
+// once, the runtime alone can take seconds to stop a container.
 func TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode(t *testing.T) {
-	t.Parallel()
 	ns := f.NewNamespace(t)
 	// The spec's grace is long so that the deletion's 2s is what counts.
 	pod := f.createPod(t, newPod(ns, "doomed").withGracePeriod(30).obj())
@@ -40,6 +42,11 @@ func TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode(t *testing.T) {
 	t.Logf("the pod left the API %s after its deletion", took.Round(time.Millisecond))
 	if limit := grace + 5*time.Second; took > limit {
 		t.Errorf("the pod left the API %s after its deletion with grace %s, want within %s", took, grace, limit)
+	}
+	// sleep, as PID 1, ignores SIGTERM: the container stops when its
+	// grace runs out, not before.
+	if took < grace {
+		t.Errorf("the pod left the API %s after its deletion with grace %s: its container was not given its grace", took, grace)
 	}
 
 	// The Pod goes last, but folders may be removed just after; allow a
@@ -87,7 +94,6 @@ func (f *Framework) podLeftovers(ctx context.Context, pod *corev1.Pod) (map[stri
 }
 
 func TestSlowTerminationDoesNotDelayAnotherPodsStart(t *testing.T) {
-	t.Parallel()
 	ns := f.NewNamespace(t)
 	baseline := f.timePodStart(t, newPod(ns, "baseline").obj())
 
@@ -116,6 +122,9 @@ func TestSlowTerminationDoesNotDelayAnotherPodsStart(t *testing.T) {
 	if limit := 2*baseline + 2*time.Second; during >= limit {
 		t.Errorf("a pod created during another's slow termination took %s to be Ready, want below %s (twice the %s of one created alone, plus 2s)", during, limit, baseline)
 	}
+	// The test runs alone: the rest of the suite need not wait out the
+	// slow pod's 60s. A shorter grace restarts its termination.
+	f.deletePod(t, slow, ptr.To(int64(1)))
 }
 
 // timePodStart creates a pod and returns how long it took, on the test's

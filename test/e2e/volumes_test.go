@@ -307,15 +307,22 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 		t.Fatalf("updating ConfigMap big: %v", err)
 	}
 	updated := time.Now()
-	// nodelet reads the ConfigMaps of running pods again every minute,
+	// nodelet reads the ConfigMaps of running pods again within a minute,
 	// about as often as the kubelet's pod sync rewrites them; the margin
 	// is for a loaded machine.
 	const syncPeriod, margin = time.Minute, 15 * time.Second
+	// The wait ends on a read of the second version through its own
+	// folder too: a read that began just before the swap sees the new
+	// files by name but the old folder already gone, and if it were the
+	// last one read, the new folder would not be among the reads.
 	var seenAt time.Time
-	eventually(t, syncPeriod+margin, "the second version in both files", func(ctx context.Context) (bool, error) {
+	eventually(t, syncPeriod+margin, "the second version in both files and in its folder", func(ctx context.Context) (bool, error) {
+		seenAt = time.Time{}
 		for _, r := range reads() {
-			if slices.Equal(r.byName, second) {
+			if seenAt.IsZero() && slices.Equal(r.byName, second) {
 				seenAt = r.time
+			}
+			if slices.Equal(r.byName, second) && slices.Equal(r.snapshot, second) {
 				return true, nil
 			}
 		}
