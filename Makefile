@@ -70,11 +70,11 @@ test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
 ##@ Benchmarks
 
 .PHONY: bench
-bench: ## nodelet against the kubelet on one stack, side by side (root; 15 to 25 minutes; BENCH_FLAGS=...).
+bench: ## nodelet against the kubelet side by side, then sandbox creation in each network mode (root; 20 to 30 minutes; BENCH_FLAGS=...).
 	hack/bench.sh $(BENCH_FLAGS)
 
 .PHONY: bench-network
-bench-network: ## Sandbox creation with networking, median and p99 of 50, in each network mode (root).
+bench-network: ## Only the last part of bench: sandbox creation with networking, median and p99 of 50, in each network mode (root).
 	hack/bench-network.sh
 
 ##@ Local stack

@@ -14,7 +14,11 @@
 # 4. both agents are stopped and the same pod is started straight through
 #    CRI on each containerd: the runtime's floor ($BENCH_FLOOR_RUNS runs);
 # 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
-#    bench/results (or $BENCH_OUT).
+#    bench/results (or $BENCH_OUT);
+# 6. with both profiles stopped, hack/bench-network.sh times sandbox
+#    creation with the pod network in each network mode, on profile e2e-9
+#    (so that it never meets a `make test` running beside), into
+#    network.txt there.
 #
 # Both profiles are stopped at the end whatever happened; their state
 # folders stay for post-mortems (logs/kubelet.log, logs/nodelet.log). It
@@ -221,4 +225,11 @@ stop_daemon kubelet 30
 "$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS"
 
 "$BIN_DIR/bench" report -in "$RESULTS" -out-dir "$OUT_DIR"
+
+# --- 6. sandbox creation with the pod network, in each network mode --------------
+
+stop_stacks
+log "Timing sandbox creation with the pod network in each network mode"
+E2E_PROFILE=${BENCH_NETWORK_PROFILE:-e2e-9} BENCH_NETWORK_OUT=$OUT_DIR/network.txt \
+	"$REPO_ROOT/hack/bench-network.sh"
 log "The bench took $((SECONDS - STARTED))s; results in $OUT_DIR"

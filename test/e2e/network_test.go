@@ -388,8 +388,17 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 				withShell("trap 'exit 0' TERM; sleep 3600 & wait").obj())
 		}
 		if round == killRound {
-			// In the middle of this burst's sandbox creations.
-			time.Sleep(1500 * time.Millisecond)
+			// In the middle of this burst's sandbox creations: as soon as
+			// the runtime holds the first of them.
+			eventually(t, time.Minute, fmt.Sprintf("a sandbox of round %d", round), func(ctx context.Context) (bool, error) {
+				for _, pod := range pods {
+					sandboxes, err := f.listSandboxes(ctx, pod.UID)
+					if err != nil || len(sandboxes) > 0 {
+						return err == nil, err
+					}
+				}
+				return false, nil
+			})
 			if err := f.Nodelet.Kill(); err != nil {
 				t.Fatalf("killing nodelet: %v", err)
 			}
