@@ -37,7 +37,7 @@ func running(name, sandboxID string, restartCount int, pod *corev1.Pod) *Contain
 		State:        ContainerRunning,
 		CreatedAt:    testNow.Add(-time.Hour),
 		StartedAt:    testNow.Add(-time.Hour),
-		Hash:         HashContainer(containerSpec(pod, name)),
+		Hash:         HashContainer(ContainerSpec(pod, name)),
 		RestartCount: restartCount,
 	}
 }

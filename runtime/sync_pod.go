@@ -397,7 +397,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, kill conta
 	var container *corev1.Container
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if pod != nil {
-		container = containerSpec(pod, kill.Name)
+		container = ContainerSpec(pod, kill.Name)
 		grace = containerGracePeriodSeconds(pod, container, kill.Reason)
 	}
 	if kill.GracePeriodOverride != nil {
@@ -454,9 +454,9 @@ func firstIP(ips []string) string {
 	return ips[0]
 }
 
-// containerSpec finds a container of the pod by name, init and ephemeral
+// ContainerSpec finds a container of the pod by name, init and ephemeral
 // containers included.
-func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
+func ContainerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
 			return &pod.Spec.InitContainers[i]

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/logs"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // serveContainerLogs serves /containerLogs/{namespace}/{pod}/{container},
@@ -57,7 +58,7 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %q does not exist", podName), http.StatusNotFound)
 		return
 	}
-	if containerSpec(pod, containerName) == nil {
+	if noderuntime.ContainerSpec(pod, containerName) == nil {
 		http.Error(w, fmt.Sprintf("container %q not found in pod %q", containerName, podName), http.StatusNotFound)
 		return
 	}

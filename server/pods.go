@@ -46,28 +46,6 @@ func (s *Server) getPod(ctx context.Context, namespace, name string) (*corev1.Po
 	return pod, nil
 }
 
-// containerSpec finds a container of the pod by name, init and ephemeral
-// containers included.
-func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-			return &c
-		}
-	}
-	return nil
-}
-
 // podFullName is the kubelet's name of a pod in its errors: name_namespace.
 func podFullName(namespace, name string) string {
 	return name + "_" + namespace

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/proxy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // streamOptions are the streams an exec or attach asks for.
@@ -116,7 +118,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pod does not exist", http.StatusNotFound)
 		return
 	}
-	spec := containerSpec(pod, containerName)
+	spec := noderuntime.ContainerSpec(pod, containerName)
 	if spec == nil {
 		writeStreamingError(w, fmt.Errorf("container %s not found in pod %s", containerName, podFullName(namespace, podName)))
 		return
