@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -68,11 +69,19 @@ type Rotator struct {
 	opts    RotationOptions
 	clock   clock.WithTicker
 	log     logr.Logger
+
+	// mu serialises rounds.
+	mu sync.Mutex
+	// logPaths holds the log path of each running container seen in the
+	// last round. A container's log path is fixed when it is created, so
+	// the runtime is asked once per container, not every round: with a
+	// hundred containers that is ten calls a second less.
+	logPaths map[string]string
 }
 
 // NewRotator returns a Rotator; it does nothing until started.
 func NewRotator(runtime RotationRuntime, opts RotationOptions, clk clock.WithTicker, log logr.Logger) *Rotator {
-	return &Rotator{runtime: runtime, opts: opts, clock: clk, log: log}
+	return &Rotator{runtime: runtime, opts: opts, clock: clk, log: log, logPaths: map[string]string{}}
 }
 
 // NeedLeaderElection is false: every node rotates its own logs.
@@ -107,24 +116,39 @@ func (r *Rotator) RotateAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing running containers: %w", err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var errs []error
+	seen := make(map[string]string, len(containers))
 	for _, c := range containers {
-		if err := r.rotateIfFull(ctx, c.Id); err != nil {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		path, known := r.logPaths[c.Id]
+		if !known {
+			resp, err := r.runtime.ContainerStatus(ctx, c.Id, false)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("getting status of container %s: %w", c.Id, err))
+				continue
+			}
+			if resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				continue
+			}
+			path = resp.GetStatus().GetLogPath()
+		}
+		seen[c.Id] = path
+		if path == "" {
+			continue
+		}
+		if err := r.rotateIfFull(ctx, c.Id, path); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	r.logPaths = seen
 	return errors.Join(errs...)
 }
 
-func (r *Rotator) rotateIfFull(ctx context.Context, id string) error {
-	resp, err := r.runtime.ContainerStatus(ctx, id, false)
-	if err != nil {
-		return fmt.Errorf("getting status of container %s: %w", id, err)
-	}
-	path := resp.GetStatus().GetLogPath()
-	if path == "" || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		return nil
-	}
+func (r *Rotator) rotateIfFull(ctx context.Context, id, path string) error {
 	info, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// Lost (a failed rotation, someone's rm): have the runtime make it

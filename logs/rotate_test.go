@@ -257,3 +257,43 @@ func TestRotateAllNeverOverwritesARotatedFile(t *testing.T) {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
 }
+
+// A container's log path is fixed at its creation: each round lists the
+// running containers, but the runtime is asked for a container's status
+// only the first time it is seen.
+func TestRotateAllAsksForEachContainersLogPathOnce(t *testing.T) {
+	env := newRotationEnv(t, RotationOptions{MaxSize: 10, MaxFiles: 3, Interval: time.Second}, map[string]runtimeapi.ContainerState{
+		"a": runtimeapi.ContainerState_CONTAINER_RUNNING,
+		"b": runtimeapi.ContainerState_CONTAINER_RUNNING,
+	})
+	env.write(t, "a", "short\n")
+	env.write(t, "b", "short\n")
+	statusCalls := func() int {
+		n := 0
+		for _, call := range env.runtime.GetCalls() {
+			if call == "ContainerStatus" {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		if err := env.rotator.RotateAll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		env.clock.Step(10 * time.Second)
+	}
+	if got := statusCalls(); got != 2 {
+		t.Errorf("three rounds over two containers asked for a container status %d times, want 2", got)
+	}
+
+	// The path remembered is still the one rotated.
+	env.write(t, "b", "longer than ten bytes\n")
+	if err := env.rotator.RotateAll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0.log": "", "0.log.20260102-030435": "short\nlonger than ten bytes\n"}
+	if diff := cmp.Diff(want, env.files(t, "b")); diff != "" {
+		t.Errorf("files of b after a round over a remembered path (-want +got):\n%s", diff)
+	}
+}
