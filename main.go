@@ -163,6 +163,8 @@ func run(ctx context.Context, opts Options) error {
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
 		ResolvConf:      opts.ResolvConf,
+
+		ParallelSandboxStarts: opts.ParallelSandboxStarts,
 	}
 	var networkStatus func(context.Context) error
 	if cniAgent != nil {

@@ -75,6 +75,9 @@ type Options struct {
 	// every pod its own, as the kubelet's pod workers do, so that no pod
 	// waits for another.
 	ConcurrentReconciles int `json:"concurrentReconciles,omitempty"`
+	// ParallelSandboxStarts is how many pod sandboxes are being created in
+	// the runtime at once; 0 means two per CPU.
+	ParallelSandboxStarts int `json:"parallelSandboxStarts,omitempty"`
 	// MaxPods is the Node's pod capacity.
 	MaxPods int `json:"maxPods,omitempty"`
 	// NodeStatusUpdateFrequency is how often the Node's status is computed
@@ -193,6 +196,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods.")
 	fs.DurationVar(&o.RelistPeriod.Duration, "relist-period", o.RelistPeriod.Duration, "How often the PLEG relists the container runtime.")
 	fs.IntVar(&o.ConcurrentReconciles, "concurrent-reconciles", o.ConcurrentReconciles, "How many pods are worked on at once.")
+	fs.IntVar(&o.ParallelSandboxStarts, "parallel-sandbox-starts", o.ParallelSandboxStarts, "How many pod sandboxes are created in the runtime at once; the others wait their turn, first come first served (0: two per CPU).")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "The Node's pod capacity.")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", o.NodeStatusUpdateFrequency.Duration, "How often the Node's status is computed and, when changed, patched.")
 	fs.IntVar(&o.Port, "port", o.Port, "Port of the node's HTTPS API (logs, exec, attach, port-forward, stats), advertised as the Node's daemon endpoint.")
@@ -256,6 +260,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--node-name is required when the host name is unknown")
 	case o.ConcurrentReconciles < 1:
 		return fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", o.ConcurrentReconciles)
+	case o.ParallelSandboxStarts < 0:
+		return fmt.Errorf("--parallel-sandbox-starts must be 0 or more, not %d", o.ParallelSandboxStarts)
 	case o.RelistPeriod.Duration <= 0:
 		return fmt.Errorf("--relist-period must be positive, not %s", o.RelistPeriod.Duration)
 	case o.MaxPods < 1:

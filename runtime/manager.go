@@ -10,10 +10,12 @@ package runtime
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -40,6 +42,9 @@ type Config struct {
 	// sandbox (the agent network mode); they stand in for the ones the
 	// runtime reports. known is false for a sandbox it did not network.
 	SandboxIPs func(sandboxID string) (ips []string, known bool)
+	// ParallelSandboxStarts is how many RunPodSandbox calls may be in
+	// flight at once; zero or less means two per CPU.
+	ParallelSandboxStarts int
 }
 
 // Manager carries out pod plans through CRI. It keeps no state a restart
@@ -55,6 +60,13 @@ type Manager struct {
 	// runtimeName prefixes container IDs ("containerd://...").
 	runtimeName string
 	puller      *imagePuller
+	// sandboxStarts admits RunPodSandbox calls first come, first served.
+	// A burst of a hundred pods then does not ask the runtime for a
+	// hundred sandboxes at once, where each waits on all the others and
+	// every pod is Ready late: the first pods get theirs soon and go on
+	// to their containers (never held back) while the later ones wait
+	// their turn. Stopping a pod never waits here.
+	sandboxStarts *semaphore.Weighted
 }
 
 // NewManager asks the runtime who it is and returns a Manager for it.
@@ -64,15 +76,26 @@ func NewManager(ctx context.Context, runtimeService cri.RuntimeService, imageSer
 		return nil, fmt.Errorf("getting the container runtime version: %w", err)
 	}
 	return &Manager{
-		runtime:     runtimeService,
-		images:      imageService,
-		config:      config,
-		recorder:    recorder,
-		clock:       clk,
-		log:         log,
-		runtimeName: version.RuntimeName,
-		puller:      newImagePuller(imageService, recorder, clk),
+		runtime:       runtimeService,
+		images:        imageService,
+		config:        config,
+		recorder:      recorder,
+		clock:         clk,
+		log:           log,
+		runtimeName:   version.RuntimeName,
+		puller:        newImagePuller(imageService, recorder, clk),
+		sandboxStarts: semaphore.NewWeighted(int64(parallelSandboxStarts(config.ParallelSandboxStarts))),
 	}, nil
+}
+
+// parallelSandboxStarts is the limit on RunPodSandbox calls in flight:
+// the configured one, or two per CPU. Creating a sandbox (namespaces, the
+// pause container, the CNI plugins) keeps the node's CPUs busy.
+func parallelSandboxStarts(configured int) int {
+	if configured > 0 {
+		return configured
+	}
+	return 2 * goruntime.NumCPU()
 }
 
 // RuntimeName is the runtime's name as CRI Version reports it.

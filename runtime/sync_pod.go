@@ -225,7 +225,11 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *ru
 	if err := ensureDir(config.LogDirectory); err != nil {
 		return "", fmt.Errorf("creating log folder of pod %s: %w", klog.KObj(pod), err)
 	}
+	if err := m.sandboxStarts.Acquire(ctx, 1); err != nil {
+		return "", fmt.Errorf("waiting for a turn to run the sandbox of pod %s: %w", klog.KObj(pod), err)
+	}
 	id, err := m.runtime.RunPodSandbox(ctx, config, m.config.RuntimeHandler)
+	m.sandboxStarts.Release(1)
 	if err != nil {
 		m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", grpcMessage(err))
 		return "", fmt.Errorf("running sandbox of pod %s: %w", klog.KObj(pod), err)

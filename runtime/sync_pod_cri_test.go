@@ -7,6 +7,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
@@ -77,6 +80,8 @@ func newSyncTestEnv(t *testing.T) *syncTestEnv {
 		clock:       clk,
 		runtimeName: critest.FakeRuntimeName,
 		puller:      newImagePuller(images, recorder, clk),
+
+		sandboxStarts: semaphore.NewWeighted(2),
 	}
 	return &syncTestEnv{m: m, runtime: rt, images: images, recorder: recorder, clock: clk, logDir: config.PodLogDir, linkDir: config.ContainerLogDir}
 }
@@ -231,5 +236,86 @@ func TestSyncPodReportsContainerConfigErrors(t *testing.T) {
 	}
 	if containers, _ := e.runtime.ListContainers(ctx, nil); len(containers) != 0 {
 		t.Errorf("the runtime holds %d containers, want none", len(containers))
+	}
+}
+
+// gatedRuntime holds every RunPodSandbox until the test opens the gate,
+// counting the calls in flight.
+type gatedRuntime struct {
+	*recordingRuntime
+	gate     chan struct{}
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	started  chan struct{}
+}
+
+func (r *gatedRuntime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	r.mu.Lock()
+	r.inFlight++
+	r.most = max(r.most, r.inFlight)
+	r.mu.Unlock()
+	r.started <- struct{}{}
+	<-r.gate
+	r.mu.Lock()
+	r.inFlight--
+	r.mu.Unlock()
+	return r.recordingRuntime.RunPodSandbox(ctx, config, handler)
+}
+
+// A burst of pods asks the runtime for at most ParallelSandboxStarts
+// sandboxes at once (two here); the others wait their turn and all get
+// theirs.
+func TestSyncPodRunsAtMostTheParallelSandboxStartsAtOnce(t *testing.T) {
+	e := newSyncTestEnv(t)
+	rt := &gatedRuntime{recordingRuntime: e.runtime, gate: make(chan struct{}), started: make(chan struct{}, 10)}
+	e.m.runtime = rt
+	const pods = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, pods)
+	for i := range pods {
+		pod := syncTestPod()
+		pod.Name = fmt.Sprintf("pod-%d", i)
+		pod.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		wg.Go(func() {
+			status, err := e.m.GetPodStatus(t.Context(), pod.UID)
+			if err != nil {
+				errs <- err
+				return
+			}
+			actions := ComputePodActions(pod, status, nil, e.clock.Now())
+			result := e.m.SyncPod(t.Context(), pod, status, actions, &PodEnv{PodDir: t.TempDir()})
+			if result.Err != nil || result.SandboxError != nil || len(result.ContainerErrors) != 0 {
+				errs <- fmt.Errorf("pod %s: SyncPod() = %+v, want no errors", pod.Name, result)
+			}
+		})
+	}
+	// Two calls start; the third waits for one of them to end.
+	for range 2 {
+		<-rt.started
+	}
+	select {
+	case <-rt.started:
+		t.Fatalf("a third RunPodSandbox started while two were in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(rt.gate)
+	for range pods - 2 {
+		<-rt.started
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if rt.most != 2 {
+		t.Errorf("at most %d RunPodSandbox calls were in flight at once, want 2", rt.most)
+	}
+	sandboxes, err := rt.ListPodSandbox(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sandboxes) != pods {
+		t.Errorf("%d sandboxes after the burst, want %d", len(sandboxes), pods)
 	}
 }
