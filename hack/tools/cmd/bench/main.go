@@ -84,7 +84,7 @@ func runAgents(ctx context.Context, args []string) error {
 	flags.IntVar(&f.settings.IdlePods, "idle-pods", 100, "the burst size whose runs also idle (0: none)")
 	flags.DurationVar(&f.settings.IdleFor, "idle", 60*time.Second, "how long the idle stretch is measured")
 	flags.DurationVar(&f.settings.IdleSettle, "idle-settle", 15*time.Second, "how long a burst settles before the idle stretch")
-	flags.BoolVar(&f.settings.ReadinessOn, "readiness-probe", false, "give the init workload's container a readiness probe (needs an agent that runs probes)")
+	flags.BoolVar(&f.settings.ReadinessOn, "readiness-probe", true, "give the init workload's container an exec readiness probe (=false for an agent that runs no probes)")
 	flags.DurationVar(&f.podTimeout, "pod-timeout", 5*time.Minute, "how long a workload may take before the bench gives up on the agent")
 	_ = flags.Parse(args)
 

@@ -74,8 +74,8 @@ func (r *runner) pod(a *agent, name, workload string) *corev1.Pod {
 var sleeperCommand = []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
 
 // initPod has a busybox init container that exits at once before the main
-// container and, with -readiness-probe, a busybox main container with an
-// exec readiness probe.
+// container and, with -readiness-probe (the default), a busybox main
+// container with an exec readiness probe.
 func (r *runner) initPod(a *agent, name string) *corev1.Pod {
 	pod := r.pod(a, name, "init")
 	pod.Spec.InitContainers = []corev1.Container{{
