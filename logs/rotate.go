@@ -121,20 +121,12 @@ func (r *Rotator) RotateAll(ctx context.Context) error {
 	var errs []error
 	seen := make(map[string]string, len(containers))
 	for _, c := range containers {
-		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			continue
-		}
 		path, known := r.logPaths[c.Id]
 		if !known {
-			resp, err := r.runtime.ContainerStatus(ctx, c.Id, false)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("getting status of container %s: %w", c.Id, err))
+			if path, err = r.logPath(ctx, c.Id); err != nil {
+				errs = append(errs, err)
 				continue
 			}
-			if resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-				continue
-			}
-			path = resp.GetStatus().GetLogPath()
 		}
 		seen[c.Id] = path
 		if path == "" {
@@ -146,6 +138,19 @@ func (r *Rotator) RotateAll(ctx context.Context) error {
 	}
 	r.logPaths = seen
 	return errors.Join(errs...)
+}
+
+// logPath asks the runtime for a container's log path: "" when it has
+// none or stopped since it was listed.
+func (r *Rotator) logPath(ctx context.Context, id string) (string, error) {
+	resp, err := r.runtime.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return "", fmt.Errorf("getting status of container %s: %w", id, err)
+	}
+	if resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return "", nil
+	}
+	return resp.GetStatus().GetLogPath(), nil
 }
 
 func (r *Rotator) rotateIfFull(ctx context.Context, id, path string) error {
