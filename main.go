@@ -61,7 +61,7 @@ func main() {
 	zapOpts.BindFlags(goFlags)
 	opts, err := parseOptions(os.Args[1:], goFlags)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "nodelet: %v\n", err)
 		os.Exit(2)
 	}
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
@@ -98,7 +98,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	restConfig.UserAgent = "nodelet/" + version
-	restConfig.QPS, restConfig.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
+	restConfig.QPS, restConfig.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
@@ -333,6 +333,10 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		}
 		return nil
 	}
+	configz, err := opts.configuration()
+	if err != nil {
+		return nil, err
+	}
 	return server.New(server.Config{
 		Options: server.Options{
 			NodeName: opts.NodeName,
@@ -361,6 +365,7 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		Images:  imageService,
 		Healthz: healthz,
 		Metrics: ctrlmetrics.Registry,
+		Configz: configz,
 		NodeIPs: nodeIPs,
 		Clock:   clk,
 		Log:     ctrl.Log.WithName("server"),

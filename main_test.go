@@ -1,45 +1,120 @@
 package main
 
-// Tests of option parsing and the root dir lock: plain files in
-// t.TempDir(), no cluster.
+// Tests of option parsing, the configuration file and the root dir lock:
+// plain files in t.TempDir(), no cluster. The start-up test runs this test
+// binary as nodelet (TestMain calls main when asked to).
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
-func TestParseOptionsFlagsWinOverTheConfigFile(t *testing.T) {
-	config := filepath.Join(t.TempDir(), "nodelet.yaml")
-	data := "nodeName: from-file\nmaxPods: 42\nrelistPeriod: 2s\nrootDir: /from/file\n"
-	if err := os.WriteFile(config, []byte(data), 0o644); err != nil {
+// runAsNodelet, set in the environment, makes the test binary run main
+// with the arguments after "--".
+const runAsNodelet = "NODELET_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsNodelet) == "1" {
+		for i, arg := range os.Args {
+			if arg == "--" {
+				os.Args = append([]string{"nodelet"}, os.Args[i+1:]...)
+				break
+			}
+		}
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const configHeader = "apiVersion: config.nodelet.dev/v1alpha1\nkind: NodeletConfiguration\n"
+
+func writeConfig(t *testing.T, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nodelet.yaml")
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := parseOptions([]string{"--config", config, "--node-name=from-flag"}, nil)
+	return path
+}
+
+func TestParseOptionsFlagsWinOverTheConfigFile(t *testing.T) {
+	config := writeConfig(t, configHeader+"maxPods: 42\nrelistPeriod: 2s\nrootDir: /from/file\nclusterDomain: file.local\n"+
+		"authentication:\n  anonymous:\n    enabled: true\n")
+	opts, err := parseOptions([]string{"--config", config, "--root-dir=/from/flag", "--anonymous-auth=false", "--cluster-dns=10.96.0.10,10.96.0.11"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.NodeName != "from-flag" {
-		t.Errorf("NodeName = %q, want the flag's", opts.NodeName)
+	if opts.RootDir != "/from/flag" || opts.AnonymousAuth {
+		t.Errorf("RootDir %q, AnonymousAuth %v; want the flags' /from/flag and false", opts.RootDir, opts.AnonymousAuth)
 	}
-	if opts.MaxPods != 42 || opts.RelistPeriod.Duration != 2*time.Second || opts.RootDir != "/from/file" {
-		t.Errorf("file settings not applied: maxPods %d, relistPeriod %s, rootDir %q", opts.MaxPods, opts.RelistPeriod.Duration, opts.RootDir)
+	if opts.MaxPods != 42 || opts.RelistPeriod.Duration != 2*time.Second || opts.ClusterDomain != "file.local" {
+		t.Errorf("file settings not applied: maxPods %d, relistPeriod %s, clusterDomain %q", opts.MaxPods, opts.RelistPeriod.Duration, opts.ClusterDomain)
 	}
-	if opts.ConcurrentReconciles != defaultOptions().ConcurrentReconciles {
+	if diff := cmp.Diff([]string{"10.96.0.10", "10.96.0.11"}, opts.ClusterDNS); diff != "" {
+		t.Errorf("ClusterDNS (-want +got):\n%s", diff)
+	}
+	if opts.ConcurrentReconciles != configv1alpha1.DefaultMaxPods {
 		t.Errorf("ConcurrentReconciles = %d, want the default", opts.ConcurrentReconciles)
 	}
 }
 
-func TestParseOptionsRejectsBadInput(t *testing.T) {
-	config := filepath.Join(t.TempDir(), "nodelet.yaml")
-	if err := os.WriteFile(config, []byte("noSuchSetting: 1\n"), 0o644); err != nil {
+func TestEffectiveConfigurationIsTheFileDefaultedAndTheFlags(t *testing.T) {
+	file := configHeader + "maxPods: 42\nnetworkMode: agent\nallowedUnsafeSysctls: [net.core.somaxconn]\n" +
+		"authorization:\n  webhook:\n    cacheAuthorizedTTL: 1m\n"
+	opts, err := parseOptions([]string{"--config", writeConfig(t, file), "--max-pods=7", "--cluster-domain=flag.local", "--health-probe-bind-address=0"}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	got, err := opts.configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	want, err := configv1alpha1.Decode([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configv1alpha1.SetDefaults(want)
+	want.MaxPods = 7
+	want.ClusterDomain = "flag.local"
+	want.HealthzBindAddress, want.HealthzPort = "", ptr.To[int32](0)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("effective configuration (-want +got):\n%s", diff)
+	}
+}
+
+func TestDefaultOptionsAreTheConfigurationDefaults(t *testing.T) {
+	opts := defaultOptions()
+	got, err := opts.configuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &configv1alpha1.NodeletConfiguration{}
+	configv1alpha1.SetDefaults(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults through options (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseOptionsRejectsBadInput(t *testing.T) {
+	unknown := writeConfig(t, configHeader+"noSuchSetting: 1\n")
+	unversioned := writeConfig(t, "maxPods: 42\n")
 	cases := map[string][]string{
-		"an unknown setting in the config file": {"--config", config},
-		"a missing config file":                 {"--config", config + ".missing"},
+		"an unknown setting in the config file": {"--config", unknown},
+		"an unversioned config file":            {"--config", unversioned},
+		"a missing config file":                 {"--config", unknown + ".missing"},
 		"no concurrency":                        {"--concurrent-reconciles=0"},
 		"a negative relist period":              {"--relist-period=-1s"},
 		"an unknown flag":                       {"--no-such-flag"},
@@ -48,11 +123,46 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		"an unknown authorization mode":         {"--authorization-mode=RBAC"},
 		"a log size that is not a quantity":     {"--container-log-max-size=big"},
 		"a single log file":                     {"--container-log-max-files=1"},
+		"a cluster DNS that is not an IP":       {"--cluster-dns=dns.local"},
+		"a health address without a port":       {"--health-probe-bind-address=127.0.0.1"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			if _, err := parseOptions(args, nil); err == nil {
 				t.Errorf("parseOptions(%v) succeeded, want an error", args)
+			}
+		})
+	}
+}
+
+// TestBadConfigFileStopsNodeletWithOneLine runs nodelet's main with bad
+// configuration files: it must exit with code 2 and one line naming the
+// problem, before it reaches for a cluster or a runtime.
+func TestBadConfigFileStopsNodeletWithOneLine(t *testing.T) {
+	tests := map[string]struct {
+		file     string
+		wantLine string // after "nodelet: config file <path>: "
+	}{
+		"an unknown field":   {configHeader + "maxPodz: 42\n", `unknown field "maxPodz"`},
+		"a wrong type":       {configHeader + "maxPods: many\n", `field "maxPods": got string, want int32`},
+		"no apiVersion":      {"kind: NodeletConfiguration\nmaxPods: 42\n", `missing apiVersion, want "config.nodelet.dev/v1alpha1"`},
+		"the kubelet's kind": {"apiVersion: config.nodelet.dev/v1alpha1\nkind: KubeletConfiguration\n", `kind "KubeletConfiguration" is not supported, want "NodeletConfiguration"`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := writeConfig(t, tc.file)
+			cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--config", path, "--root-dir", t.TempDir())
+			cmd.Env = append(os.Environ(), runAsNodelet+"=1")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 {
+				t.Fatalf("nodelet exited with %v, want exit code 2; stderr:\n%s", err, stderr.String())
+			}
+			want := "nodelet: config file " + path + ": " + tc.wantLine + "\n"
+			if stderr.String() != want {
+				t.Errorf("stderr:\n%q\nwant exactly:\n%q", stderr.String(), want)
 			}
 		})
 	}

@@ -3,172 +3,254 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+	"k8s.io/utils/ptr"
+
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
-// Options are nodelet's settings. Every field can be given as a flag or in
-// the --config file (the same names in camelCase); a flag given on the
+// Options are nodelet's settings: the flags, which are the fields of the
+// configuration file (config.nodelet.dev/v1alpha1 NodeletConfiguration,
+// package api/config/v1alpha1, where each one's default is written), and
+// the few that belong to one node only and so are flags alone, as the
+// kubelet's: the kubeconfig, the node's name and IP. A flag given on the
 // command line wins over the file.
 type Options struct {
 	// Kubeconfig to reach the API server as the node; default: in-cluster,
-	// or $KUBECONFIG.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// or $KUBECONFIG. Flag only.
+	Kubeconfig string
 	// NodeName is the Node nodelet registers and runs pods for; default:
-	// the host name.
-	NodeName string `json:"nodeName,omitempty"`
+	// the host name, lowercased. Flag only.
+	NodeName string
 	// NodeIP is the Node's InternalIP; default: the host's first
-	// non-loopback address.
-	NodeIP string `json:"nodeIP,omitempty"`
-	// ContainerRuntimeEndpoint is the CRI socket.
-	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
-	// KubeAPIQPS and KubeAPIBurst limit nodelet's requests to the API
-	// server, the kubelet's defaults: a burst of pod starts writes statuses
-	// and events at once.
-	KubeAPIQPS   float32 `json:"kubeAPIQPS,omitempty"`
-	KubeAPIBurst int     `json:"kubeAPIBurst,omitempty"`
-	// RuntimeRequestTimeout bounds every CRI call but pulls and stops.
-	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
-	// RootDir holds nodelet's state: pod folders, volumes, the lock file.
-	RootDir string `json:"rootDir,omitempty"`
-	// PodLogDir holds the pods' container logs, as the kubelet's /var/log/pods.
-	PodLogDir string `json:"podLogDir,omitempty"`
-	// ContainerLogDir holds the links log shippers read, as /var/log/containers.
-	ContainerLogDir string `json:"containerLogDir,omitempty"`
-	// CgroupRoot is the cgroup under which pod cgroups are made.
-	CgroupRoot string `json:"cgroupRoot,omitempty"`
-	// CNIConfDir and CNIBinDir are the runtime's CNI folders; nodelet writes
-	// the node's conflist into CNIConfDir when none is there.
-	CNIConfDir string `json:"cniConfDir,omitempty"`
-	CNIBinDir  string `json:"cniBinDir,omitempty"`
-	// CNINetworkName and CNIBridge name the network and bridge of the
-	// conflist nodelet writes.
-	CNINetworkName string `json:"cniNetworkName,omitempty"`
-	CNIBridge      string `json:"cniBridge,omitempty"`
-	// PodCIDR overrides the Node's spec.podCIDR for the conflist.
-	PodCIDR string `json:"podCIDR,omitempty"`
-	// NetworkMode is who runs CNI: "runtime" (the runtime, with the
-	// node's conflist in CNIConfDir) or "agent" (nodelet, behind its shim
-	// plugin, which it installs into CNIBinDir and CNIConfDir).
-	NetworkMode string `json:"networkMode,omitempty"`
-	// CNIAgentConfDir holds the node's real conflist in agent mode;
-	// default: <RootDir>/cni/net.d.
-	CNIAgentConfDir string `json:"cniAgentConfDir,omitempty"`
-	// CNIShimPath is the shim plugin's binary that agent mode installs;
-	// default: nodelet-cni beside nodelet's own binary.
-	CNIShimPath string `json:"cniShimPath,omitempty"`
-	// CNICheckPeriod is how often agent mode CHECKs every pod's network.
-	CNICheckPeriod metav1.Duration `json:"cniCheckPeriod,omitempty"`
-	// ResolvConf is the host's resolver configuration, given to pods.
-	ResolvConf string `json:"resolvConf,omitempty"`
-	// RelistPeriod is how often the PLEG relists the runtime.
-	RelistPeriod metav1.Duration `json:"relistPeriod,omitempty"`
-	// ConcurrentReconciles is how many pods are worked on at once. A pod
-	// waiting out a grace period, a lifecycle hook or an image pull holds
-	// one; the default, as many as the node's default capacity, gives
-	// every pod its own, as the kubelet's pod workers do, so that no pod
-	// waits for another.
-	ConcurrentReconciles int `json:"concurrentReconciles,omitempty"`
-	// ParallelSandboxStarts is how many pod sandboxes are being created in
-	// the runtime at once; 0 means two per CPU.
-	ParallelSandboxStarts int `json:"parallelSandboxStarts,omitempty"`
-	// MaxPods is the Node's pod capacity.
-	MaxPods int `json:"maxPods,omitempty"`
-	// NodeStatusUpdateFrequency is how often the Node's status is computed
-	// (and patched when it changed).
-	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
-	// Port is where the node's HTTPS API listens, advertised as the
-	// Node's daemon endpoint; Address is the IP it listens on.
-	Port    int    `json:"port,omitempty"`
-	Address string `json:"address,omitempty"`
-	// TLSCertFile and TLSPrivateKeyFile are the API's serving certificate;
-	// without them nodelet makes a self-signed one in CertDir, or with
-	// RotateServerCertificates requests one through the certificates API
-	// (signer kubernetes.io/kubelet-serving) and renews it before it
-	// expires. CertDir defaults to <root-dir>/pki.
-	TLSCertFile              string `json:"tlsCertFile,omitempty"`
-	TLSPrivateKeyFile        string `json:"tlsPrivateKeyFile,omitempty"`
-	CertDir                  string `json:"certDir,omitempty"`
-	RotateServerCertificates bool   `json:"rotateServerCertificates,omitempty"`
-	// ClientCAFile holds the CAs whose client certificates authenticate to
-	// the API (the API server's kubelet client certificate's CA).
-	ClientCAFile string `json:"clientCAFile,omitempty"`
-	// AnonymousAuth lets requests without credentials in as
-	// system:anonymous; off by default.
-	AnonymousAuth bool `json:"anonymousAuth,omitempty"`
-	// AuthenticationTokenWebhook checks bearer tokens with TokenReviews,
-	// remembered for the cache TTL.
-	AuthenticationTokenWebhook         bool            `json:"authenticationTokenWebhook,omitempty"`
-	AuthenticationTokenWebhookCacheTTL metav1.Duration `json:"authenticationTokenWebhookCacheTTL,omitempty"`
-	// AuthorizationMode is Webhook (SubjectAccessReviews, answers
-	// remembered for the TTLs) or AlwaysAllow.
-	AuthorizationMode                        string          `json:"authorizationMode,omitempty"`
-	AuthorizationWebhookCacheAuthorizedTTL   metav1.Duration `json:"authorizationWebhookCacheAuthorizedTTL,omitempty"`
-	AuthorizationWebhookCacheUnauthorizedTTL metav1.Duration `json:"authorizationWebhookCacheUnauthorizedTTL,omitempty"`
-	// ContainerLogMaxSize is the size at which a running container's log
-	// is rotated ("0" turns rotation off), ContainerLogMaxFiles how many
-	// files it may span, ContainerLogMonitorInterval how often logs are
-	// looked at.
-	ContainerLogMaxSize         string          `json:"containerLogMaxSize,omitempty"`
-	ContainerLogMaxFiles        int             `json:"containerLogMaxFiles,omitempty"`
-	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval,omitempty"`
+	// non-loopback address. Flag only.
+	NodeIP string
+
+	// The fields below are the configuration file's; see
+	// v1alpha1.NodeletConfiguration for what each means and its default.
+
+	ContainerRuntimeEndpoint string
+	KubeAPIQPS               int32
+	KubeAPIBurst             int
+	RuntimeRequestTimeout    metav1.Duration
+	RootDir                  string
+	PodLogDir                string
+	ContainerLogDir          string
+	CgroupRoot               string
+	ResolvConf               string
+	// ClusterDNS, ClusterDomain and AllowedUnsafeSysctls are the
+	// kubelet's settings of the same names.
+	ClusterDNS           []string
+	ClusterDomain        string
+	AllowedUnsafeSysctls []string
+
+	NetworkMode     string
+	CNIConfDir      string
+	CNIBinDir       string
+	CNINetworkName  string
+	CNIBridge       string
+	PodCIDR         string
+	CNIAgentConfDir string
+	CNIShimPath     string
+	CNICheckPeriod  metav1.Duration
+
+	RelistPeriod              metav1.Duration
+	ConcurrentReconciles      int
+	ParallelSandboxStarts     int
+	MaxPods                   int
+	NodeStatusUpdateFrequency metav1.Duration
+
+	Port                                     int
+	Address                                  string
+	TLSCertFile                              string
+	TLSPrivateKeyFile                        string
+	CertDir                                  string
+	RotateServerCertificates                 bool
+	ClientCAFile                             string
+	AnonymousAuth                            bool
+	AuthenticationTokenWebhook               bool
+	AuthenticationTokenWebhookCacheTTL       metav1.Duration
+	AuthorizationMode                        string
+	AuthorizationWebhookCacheAuthorizedTTL   metav1.Duration
+	AuthorizationWebhookCacheUnauthorizedTTL metav1.Duration
+
+	ContainerLogMaxSize         string
+	ContainerLogMaxFiles        int
+	ContainerLogMonitorInterval metav1.Duration
+
 	// MetricsBindAddress serves /metrics; "0" turns it off.
-	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
-	// HealthProbeBindAddress serves /healthz and /readyz.
-	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+	MetricsBindAddress string
+	// HealthProbeBindAddress is host:port of /healthz and /readyz, the
+	// file's healthzBindAddress and healthzPort; "0" turns them off.
+	HealthProbeBindAddress string
 }
 
-// defaultMaxPods is the Node's pod capacity by default (the kubelet's).
-const defaultMaxPods = 110
-
-// defaultOptions are nodelet's defaults, documented on the flags.
+// defaultOptions are nodelet's defaults: the configuration's
+// (v1alpha1.SetDefaults) and the host's name.
 func defaultOptions() Options {
+	config := &configv1alpha1.NodeletConfiguration{}
+	configv1alpha1.SetDefaults(config)
+	return optionsFromConfiguration(config)
+}
+
+// optionsFromConfiguration is a defaulted configuration file as options,
+// with the node's name defaulted to the host's.
+func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 	host, _ := os.Hostname()
+	healthz := "0"
+	if port := ptr.Deref(c.HealthzPort, 0); port != 0 {
+		healthz = net.JoinHostPort(c.HealthzBindAddress, strconv.Itoa(int(port)))
+	}
 	return Options{
 		// Node names are lowercase, host names need not be.
-		NodeName:                  strings.ToLower(host),
-		ContainerRuntimeEndpoint:  "unix:///run/containerd/containerd.sock",
-		KubeAPIQPS:                50,
-		KubeAPIBurst:              100,
-		RuntimeRequestTimeout:     metav1.Duration{Duration: 2 * time.Minute},
-		RootDir:                   "/var/lib/nodelet",
-		PodLogDir:                 "/var/log/pods",
-		ContainerLogDir:           "/var/log/containers",
-		CgroupRoot:                "/nodelet",
-		CNIConfDir:                "/etc/cni/net.d",
-		CNIBinDir:                 "/opt/cni/bin",
-		CNINetworkName:            "nodelet",
-		CNIBridge:                 "nodelet0",
-		NetworkMode:               "runtime",
-		CNICheckPeriod:            metav1.Duration{Duration: time.Minute},
-		ResolvConf:                "/etc/resolv.conf",
-		RelistPeriod:              metav1.Duration{Duration: time.Second},
-		ConcurrentReconciles:      defaultMaxPods,
-		MaxPods:                   defaultMaxPods,
-		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
-		Port:                      10250,
-		MetricsBindAddress:        "127.0.0.1:10290",
-		HealthProbeBindAddress:    "127.0.0.1:10291",
+		NodeName: strings.ToLower(host),
 
-		// The node's API: the kubelet's secure defaults (its config
-		// file's): no anonymous requests, tokens and access reviewed by
-		// the API server.
-		Address:                                  "0.0.0.0",
-		AuthenticationTokenWebhook:               true,
-		AuthenticationTokenWebhookCacheTTL:       metav1.Duration{Duration: 2 * time.Minute},
-		AuthorizationMode:                        "Webhook",
-		AuthorizationWebhookCacheAuthorizedTTL:   metav1.Duration{Duration: 5 * time.Minute},
-		AuthorizationWebhookCacheUnauthorizedTTL: metav1.Duration{Duration: 30 * time.Second},
-		ContainerLogMaxSize:                      "10Mi",
-		ContainerLogMaxFiles:                     5,
-		ContainerLogMonitorInterval:              metav1.Duration{Duration: 10 * time.Second},
+		ContainerRuntimeEndpoint: c.ContainerRuntimeEndpoint,
+		KubeAPIQPS:               ptr.Deref(c.KubeAPIQPS, 0),
+		KubeAPIBurst:             int(c.KubeAPIBurst),
+		RuntimeRequestTimeout:    c.RuntimeRequestTimeout,
+		RootDir:                  c.RootDir,
+		PodLogDir:                c.PodLogsDir,
+		ContainerLogDir:          c.ContainerLogsDir,
+		CgroupRoot:               c.CgroupRoot,
+		ResolvConf:               c.ResolvConf,
+		ClusterDNS:               slices.Clone(c.ClusterDNS),
+		ClusterDomain:            c.ClusterDomain,
+		AllowedUnsafeSysctls:     slices.Clone(c.AllowedUnsafeSysctls),
+
+		NetworkMode:     c.NetworkMode,
+		CNIConfDir:      c.CNIConfDir,
+		CNIBinDir:       c.CNIBinDir,
+		CNINetworkName:  c.CNINetworkName,
+		CNIBridge:       c.CNIBridge,
+		PodCIDR:         c.PodCIDR,
+		CNIAgentConfDir: c.CNIAgentConfDir,
+		CNIShimPath:     c.CNIShimPath,
+		CNICheckPeriod:  c.CNICheckPeriod,
+
+		RelistPeriod:              c.RelistPeriod,
+		ConcurrentReconciles:      int(c.ConcurrentReconciles),
+		ParallelSandboxStarts:     int(c.ParallelSandboxStarts),
+		MaxPods:                   int(c.MaxPods),
+		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
+
+		Port:                                     int(c.Port),
+		Address:                                  c.Address,
+		TLSCertFile:                              c.TLSCertFile,
+		TLSPrivateKeyFile:                        c.TLSPrivateKeyFile,
+		CertDir:                                  c.CertDir,
+		RotateServerCertificates:                 c.RotateServerCertificates,
+		ClientCAFile:                             c.Authentication.X509.ClientCAFile,
+		AnonymousAuth:                            ptr.Deref(c.Authentication.Anonymous.Enabled, false),
+		AuthenticationTokenWebhook:               ptr.Deref(c.Authentication.Webhook.Enabled, false),
+		AuthenticationTokenWebhookCacheTTL:       c.Authentication.Webhook.CacheTTL,
+		AuthorizationMode:                        c.Authorization.Mode,
+		AuthorizationWebhookCacheAuthorizedTTL:   c.Authorization.Webhook.CacheAuthorizedTTL,
+		AuthorizationWebhookCacheUnauthorizedTTL: c.Authorization.Webhook.CacheUnauthorizedTTL,
+
+		ContainerLogMaxSize:         c.ContainerLogMaxSize,
+		ContainerLogMaxFiles:        int(ptr.Deref(c.ContainerLogMaxFiles, 0)),
+		ContainerLogMonitorInterval: c.ContainerLogMonitorInterval,
+
+		MetricsBindAddress:     c.MetricsBindAddress,
+		HealthProbeBindAddress: healthz,
 	}
+}
+
+// configuration is the options' configuration file: the effective
+// configuration, served on /configz.
+func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) {
+	healthzAddress, healthzPort, err := splitBindAddress(o.HealthProbeBindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("--health-probe-bind-address: %w", err)
+	}
+	c := &configv1alpha1.NodeletConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: configv1alpha1.Kind},
+
+		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
+		RuntimeRequestTimeout:    o.RuntimeRequestTimeout,
+		KubeAPIQPS:               ptr.To(o.KubeAPIQPS),
+		KubeAPIBurst:             int32(o.KubeAPIBurst),
+		RootDir:                  o.RootDir,
+		PodLogsDir:               o.PodLogDir,
+		ContainerLogsDir:         o.ContainerLogDir,
+		CgroupRoot:               o.CgroupRoot,
+		ResolvConf:               o.ResolvConf,
+		ClusterDNS:               slices.Clone(o.ClusterDNS),
+		ClusterDomain:            o.ClusterDomain,
+		AllowedUnsafeSysctls:     slices.Clone(o.AllowedUnsafeSysctls),
+
+		NetworkMode:     o.NetworkMode,
+		CNIConfDir:      o.CNIConfDir,
+		CNIBinDir:       o.CNIBinDir,
+		CNINetworkName:  o.CNINetworkName,
+		CNIBridge:       o.CNIBridge,
+		PodCIDR:         o.PodCIDR,
+		CNIAgentConfDir: o.CNIAgentConfDir,
+		CNIShimPath:     o.CNIShimPath,
+		CNICheckPeriod:  o.CNICheckPeriod,
+
+		RelistPeriod:              o.RelistPeriod,
+		ConcurrentReconciles:      int32(o.ConcurrentReconciles),
+		ParallelSandboxStarts:     int32(o.ParallelSandboxStarts),
+		MaxPods:                   int32(o.MaxPods),
+		NodeStatusUpdateFrequency: o.NodeStatusUpdateFrequency,
+
+		Address:                  o.Address,
+		Port:                     int32(o.Port),
+		TLSCertFile:              o.TLSCertFile,
+		TLSPrivateKeyFile:        o.TLSPrivateKeyFile,
+		CertDir:                  o.CertDir,
+		RotateServerCertificates: o.RotateServerCertificates,
+		Authentication: configv1alpha1.NodeletAuthentication{
+			X509: configv1alpha1.NodeletX509Authentication{ClientCAFile: o.ClientCAFile},
+			Webhook: configv1alpha1.NodeletWebhookAuthentication{
+				Enabled:  ptr.To(o.AuthenticationTokenWebhook),
+				CacheTTL: o.AuthenticationTokenWebhookCacheTTL,
+			},
+			Anonymous: configv1alpha1.NodeletAnonymousAuthentication{Enabled: ptr.To(o.AnonymousAuth)},
+		},
+		Authorization: configv1alpha1.NodeletAuthorization{
+			Mode: o.AuthorizationMode,
+			Webhook: configv1alpha1.NodeletWebhookAuthorization{
+				CacheAuthorizedTTL:   o.AuthorizationWebhookCacheAuthorizedTTL,
+				CacheUnauthorizedTTL: o.AuthorizationWebhookCacheUnauthorizedTTL,
+			},
+		},
+
+		ContainerLogMaxSize:         o.ContainerLogMaxSize,
+		ContainerLogMaxFiles:        ptr.To(int32(o.ContainerLogMaxFiles)),
+		ContainerLogMonitorInterval: o.ContainerLogMonitorInterval,
+
+		MetricsBindAddress: o.MetricsBindAddress,
+		HealthzBindAddress: healthzAddress,
+		HealthzPort:        ptr.To(healthzPort),
+	}
+	return c, nil
+}
+
+// splitBindAddress splits host:port; "0" and "" are port 0, off.
+func splitBindAddress(address string) (string, int32, error) {
+	if address == "" || address == "0" {
+		return "", 0, nil
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q is not host:port: %w", address, err)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: port %q is not a number from 0 to 65535", address, port)
+	}
+	return host, int32(n), nil
 }
 
 // bindFlags registers a flag for every option, writing into o.
@@ -176,7 +258,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig to reach the API server as the node (default: in-cluster config or $KUBECONFIG).")
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of the Node to register and run pods for.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The Node's InternalIP (default: the first non-loopback address).")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server, events included.")
+	fs.Int32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server, events included.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server above --kube-api-qps.")
 	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "CRI endpoint of the container runtime.")
 	fs.DurationVar(&o.RuntimeRequestTimeout.Duration, "runtime-request-timeout", o.RuntimeRequestTimeout.Duration, "Timeout of CRI calls other than image pulls and container stops.")
@@ -194,6 +276,9 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CNIShimPath, "cni-shim-path", o.CNIShimPath, "Agent mode: the nodelet-cni binary to install into --cni-bin-dir (default: nodelet-cni beside nodelet).")
 	fs.DurationVar(&o.CNICheckPeriod.Duration, "cni-check-period", o.CNICheckPeriod.Duration, "Agent mode: how often every pod network is checked (CNI CHECK); a broken one has its sandbox recreated.")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods.")
+	fs.StringSliceVar(&o.ClusterDNS, "cluster-dns", o.ClusterDNS, "Comma-separated IP addresses of the cluster's DNS servers, given to pods with the ClusterFirst DNS policy.")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "The cluster's DNS domain, searched by pods besides the host's domains.")
+	fs.StringSliceVar(&o.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, "Comma-separated unsafe sysctls, or prefixes ending in *, that pods may set.")
 	fs.DurationVar(&o.RelistPeriod.Duration, "relist-period", o.RelistPeriod.Duration, "How often the PLEG relists the container runtime.")
 	fs.IntVar(&o.ConcurrentReconciles, "concurrent-reconciles", o.ConcurrentReconciles, "How many pods are worked on at once.")
 	fs.IntVar(&o.ParallelSandboxStarts, "parallel-sandbox-starts", o.ParallelSandboxStarts, "How many pod sandboxes are created in the runtime at once; the others wait their turn, first come first served (0: two per CPU).")
@@ -220,9 +305,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 }
 
 // parseOptions reads defaults, then the --config file, then the flags given
-// on the command line.
+// on the command line, and validates the result.
 func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
-	opts := defaultOptions()
 	var configFile string
 
 	// First pass: find --config without failing on the other flags.
@@ -232,18 +316,18 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
 	pre.Usage = func() {}
 	pre.SetOutput(nopWriter{})
 	_ = pre.Parse(args)
+	config := &configv1alpha1.NodeletConfiguration{}
 	if configFile != "" {
-		data, err := os.ReadFile(configFile)
-		if err != nil {
-			return opts, fmt.Errorf("reading config file: %w", err)
-		}
-		if err := yaml.UnmarshalStrict(data, &opts); err != nil {
-			return opts, fmt.Errorf("parsing config file %s: %w", configFile, err)
+		var err error
+		if config, err = readConfigFile(configFile); err != nil {
+			return Options{}, err
 		}
 	}
+	configv1alpha1.SetDefaults(config)
+	opts := optionsFromConfiguration(config)
 
 	fs := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
-	fs.StringVar(&configFile, "config", configFile, "Optional YAML file with any of the settings below, in camelCase; flags given on the command line win.")
+	fs.StringVar(&configFile, "config", configFile, "A "+configv1alpha1.Kind+" file ("+configv1alpha1.SchemeGroupVersion.String()+") with any of the settings below but --kubeconfig, --node-name and --node-ip; flags given on the command line win.")
 	opts.bindFlags(fs)
 	if goFlags != nil {
 		fs.AddGoFlagSet(goFlags)
@@ -254,37 +338,31 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
 	return opts, opts.validate()
 }
 
-func (o *Options) validate() error {
-	switch {
-	case o.NodeName == "":
-		return fmt.Errorf("--node-name is required when the host name is unknown")
-	case o.ConcurrentReconciles < 1:
-		return fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", o.ConcurrentReconciles)
-	case o.ParallelSandboxStarts < 0:
-		return fmt.Errorf("--parallel-sandbox-starts must be 0 or more, not %d", o.ParallelSandboxStarts)
-	case o.RelistPeriod.Duration <= 0:
-		return fmt.Errorf("--relist-period must be positive, not %s", o.RelistPeriod.Duration)
-	case o.MaxPods < 1:
-		return fmt.Errorf("--max-pods must be at least 1, not %d", o.MaxPods)
-	case o.NetworkMode != "runtime" && o.NetworkMode != "agent":
-		return fmt.Errorf("--network-mode must be runtime or agent, not %q", o.NetworkMode)
-	case o.CNICheckPeriod.Duration <= 0:
-		return fmt.Errorf("--cni-check-period must be positive, not %s", o.CNICheckPeriod.Duration)
-	case o.Port < 1 || o.Port > 65535:
-		return fmt.Errorf("--port must be between 1 and 65535, not %d", o.Port)
-	case (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == ""):
-		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
-	case o.AuthorizationMode != "Webhook" && o.AuthorizationMode != "AlwaysAllow":
-		return fmt.Errorf("--authorization-mode must be Webhook or AlwaysAllow, not %q", o.AuthorizationMode)
+// readConfigFile reads and strictly decodes a configuration file.
+func readConfigFile(path string) (*configv1alpha1.NodeletConfiguration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	if _, err := o.containerLogMaxSize(); err != nil {
+	config, err := configv1alpha1.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return config, nil
+}
+
+// validate checks the options: the node's name, then the configuration
+// they make, whose errors name the file's fields.
+func (o *Options) validate() error {
+	if o.NodeName == "" {
+		return fmt.Errorf("--node-name is required when the host name is unknown")
+	}
+	config, err := o.configuration()
+	if err != nil {
 		return err
 	}
-	if o.ContainerLogMaxFiles < 2 {
-		return fmt.Errorf("--container-log-max-files must be at least 2, not %d", o.ContainerLogMaxFiles)
-	}
-	if o.ContainerLogMonitorInterval.Duration <= 0 {
-		return fmt.Errorf("--container-log-monitor-interval must be positive, not %s", o.ContainerLogMonitorInterval.Duration)
+	if errs := configv1alpha1.Validate(config); len(errs) > 0 {
+		return fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
 	}
 	return nil
 }

@@ -237,8 +237,8 @@ type attributes struct {
 // requestAttributes maps a request to the Node subresources that may
 // allow it, in order, as the kubelet does (with its fine-grained
 // authorization, GA in 1.36): the verb comes from the HTTP method;
-// /stats, /metrics and /logs have their own subresource, /pods and
-// /healthz theirs or proxy, and everything else (logs of containers,
+// /stats, /metrics and /logs have their own subresource, /pods, /healthz
+// and /configz theirs or proxy, and everything else (logs of containers,
 // exec, attach, port-forward) needs nodes/proxy.
 func requestAttributes(method, path string) []attributes {
 	verb := ""

@@ -32,6 +32,7 @@ func TestRequestAttributes(t *testing.T) {
 		"resource metrics":               {"GET", "/metrics/resource", []attributes{{"get", "metrics"}}},
 		"pods, or proxy":                 {"GET", "/pods", []attributes{{"get", "pods"}, {"get", "proxy"}}},
 		"healthz, or proxy":              {"GET", "/healthz", []attributes{{"get", "healthz"}, {"get", "proxy"}}},
+		"configz, or proxy":              {"GET", "/configz", []attributes{{"get", "configz"}, {"get", "proxy"}}},
 		"system logs":                    {"GET", "/logs/messages", []attributes{{"get", "log"}}},
 		"a path that only starts alike":  {"GET", "/statsfoo", []attributes{{"get", "proxy"}}},
 		"other methods":                  {"DELETE", "/run/ns/pod/c", []attributes{{"delete", "proxy"}}},

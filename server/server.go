@@ -14,6 +14,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -60,6 +61,10 @@ type Config struct {
 	Healthz func() error
 	// Metrics are nodelet's own metrics, for /metrics.
 	Metrics prometheus.Gatherer
+	// Configz is nodelet's effective configuration, served on /configz as
+	// {"nodeletconfig": Configz}, the shape of the kubelet's
+	// {"kubeletconfig": ...}; nil serves nothing there.
+	Configz any
 	// NodeIPs are the node's addresses, for the serving certificate.
 	NodeIPs func() []string
 	Clock   clock.WithTicker
@@ -165,6 +170,9 @@ func (s *Server) serve(ctx context.Context, listener net.Listener) error {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	if s.cfg.Configz != nil {
+		mux.HandleFunc("GET /configz", s.serveConfigz)
+	}
 	mux.HandleFunc("GET /pods", s.servePods)
 	mux.HandleFunc("GET /pods/", s.servePods)
 	mux.Handle("GET /metrics", s.metricsHandler())
@@ -217,6 +225,16 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		log.V(1).Info("Refused a forbidden request", "subresources", subresources)
 		http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource(s)=%v)", user.Name, attrs[0].Verb, subresources), http.StatusForbidden)
 	})
+}
+
+func (s *Server) serveConfigz(w http.ResponseWriter, r *http.Request) {
+	body, err := json.Marshal(map[string]any{"nodeletconfig": s.cfg.Configz})
+	if err != nil {
+		http.Error(w, "marshalling the configuration: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
 }
 
 func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {

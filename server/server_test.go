@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -218,6 +219,7 @@ func newTestServer(t *testing.T, auth AuthOptions) *testServer {
 		Images:  critesting.NewFakeImageService(),
 		Healthz: func() error { return ts.healthErr },
 		Metrics: metrics,
+		Configz: testConfigz,
 		NodeIPs: func() []string { return []string{"127.0.0.1"} },
 		Clock:   ts.clock,
 		Log:     testr.New(t),
@@ -759,6 +761,45 @@ func TestNodeEndpoints(t *testing.T) {
 	}
 	if code, _ := ts.get(t, "/no/such/endpoint", admin); code != http.StatusNotFound {
 		t.Errorf("an unknown endpoint: %d, want 404", code)
+	}
+}
+
+// testConfigz stands for nodelet's configuration: the server serves
+// whatever it is given.
+var testConfigz = map[string]any{"apiVersion": "config.nodelet.dev/v1alpha1", "kind": "NodeletConfiguration", "maxPods": 42}
+
+func TestConfigz(t *testing.T) {
+	ts := newTestServer(t, AuthOptions{})
+
+	code, body := ts.get(t, "/configz", ts.admin(t))
+	var got map[string]map[string]any
+	if err := json.Unmarshal([]byte(body), &got); code != http.StatusOK || err != nil {
+		t.Fatalf("/configz: %d %v %q, want 200 and JSON", code, err, body)
+	}
+	want := map[string]map[string]any{"nodeletconfig": {"apiVersion": "config.nodelet.dev/v1alpha1", "kind": "NodeletConfiguration", "maxPods": float64(42)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("/configz (-want +got):\n%s", diff)
+	}
+
+	// As the kubelet's: nodes/configz or nodes/proxy opens it, nodes/stats
+	// does not. Access is checked with the API server before asking, as
+	// the server remembers a no.
+	serviceAccount := func(name, subresource string) string {
+		token := ts.serviceAccountToken(t, name)
+		ts.grant(t, name, subresource)
+		ts.waitForAccess(t, "system:serviceaccount:"+ts.namespace+":"+name, subresource, true)
+		return token
+	}
+	statsToken := serviceAccount("stats-reader", "stats")
+	wantBody := fmt.Sprintf("Forbidden (user=system:serviceaccount:%s:stats-reader, verb=get, resource=nodes, subresource(s)=[configz proxy])", ts.namespace)
+	if code, body := ts.do(t, http.MethodGet, "/configz", nil, statsToken); code != http.StatusForbidden || strings.TrimSpace(body) != wantBody {
+		t.Errorf("/configz with nodes/stats only: %d %q, want 403 %q", code, body, wantBody)
+	}
+	for _, subresource := range []string{"configz", "proxy"} {
+		token := serviceAccount(subresource+"-reader", subresource)
+		if code, body := ts.do(t, http.MethodGet, "/configz", nil, token); code != http.StatusOK {
+			t.Errorf("/configz with nodes/%s: %d %q, want 200", subresource, code, body)
+		}
 	}
 }
 

@@ -1,0 +1,110 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The values of NetworkMode.
+const (
+	// NetworkModeRuntime: the container runtime runs CNI with the node's
+	// conflist.
+	NetworkModeRuntime = "runtime"
+	// NetworkModeAgent: nodelet runs CNI itself, behind its shim plugin.
+	NetworkModeAgent = "agent"
+)
+
+// The values of Authorization.Mode.
+const (
+	// AuthorizationModeWebhook asks the API server with a
+	// SubjectAccessReview per request.
+	AuthorizationModeWebhook = "Webhook"
+	// AuthorizationModeAlwaysAllow lets every authenticated request in.
+	AuthorizationModeAlwaysAllow = "AlwaysAllow"
+)
+
+// DefaultMaxPods is the Node's pod capacity by default, the kubelet's.
+const DefaultMaxPods = 110
+
+// SetDefaults fills every field of c left unset with its default. It is
+// the one place nodelet's defaults are written; the fields' comments say
+// the same.
+func SetDefaults(c *NodeletConfiguration) {
+	if c.APIVersion == "" {
+		c.APIVersion = SchemeGroupVersion.String()
+	}
+	if c.Kind == "" {
+		c.Kind = Kind
+	}
+	setString(&c.ContainerRuntimeEndpoint, "unix:///run/containerd/containerd.sock")
+	setDuration(&c.RuntimeRequestTimeout, 2*time.Minute)
+	if c.KubeAPIQPS == nil {
+		c.KubeAPIQPS = ptr.To[int32](50)
+	}
+	setInt32(&c.KubeAPIBurst, 100)
+
+	setString(&c.RootDir, "/var/lib/nodelet")
+	setString(&c.PodLogsDir, "/var/log/pods")
+	setString(&c.ContainerLogsDir, "/var/log/containers")
+	setString(&c.CgroupRoot, "/nodelet")
+	setString(&c.ResolvConf, "/etc/resolv.conf")
+
+	setString(&c.NetworkMode, NetworkModeRuntime)
+	setString(&c.CNIConfDir, "/etc/cni/net.d")
+	setString(&c.CNIBinDir, "/opt/cni/bin")
+	setString(&c.CNINetworkName, "nodelet")
+	setString(&c.CNIBridge, "nodelet0")
+	setDuration(&c.CNICheckPeriod, time.Minute)
+
+	setDuration(&c.RelistPeriod, time.Second)
+	setInt32(&c.ConcurrentReconciles, DefaultMaxPods)
+	setInt32(&c.MaxPods, DefaultMaxPods)
+	setDuration(&c.NodeStatusUpdateFrequency, 10*time.Second)
+
+	// The node's API: the kubelet's secure defaults (its config file's):
+	// no anonymous requests, tokens and access reviewed by the API server.
+	setString(&c.Address, "0.0.0.0")
+	setInt32(&c.Port, 10250)
+	if c.Authentication.Webhook.Enabled == nil {
+		c.Authentication.Webhook.Enabled = ptr.To(true)
+	}
+	setDuration(&c.Authentication.Webhook.CacheTTL, 2*time.Minute)
+	if c.Authentication.Anonymous.Enabled == nil {
+		c.Authentication.Anonymous.Enabled = ptr.To(false)
+	}
+	setString(&c.Authorization.Mode, AuthorizationModeWebhook)
+	setDuration(&c.Authorization.Webhook.CacheAuthorizedTTL, 5*time.Minute)
+	setDuration(&c.Authorization.Webhook.CacheUnauthorizedTTL, 30*time.Second)
+
+	setString(&c.ContainerLogMaxSize, "10Mi")
+	if c.ContainerLogMaxFiles == nil {
+		c.ContainerLogMaxFiles = ptr.To[int32](5)
+	}
+	setDuration(&c.ContainerLogMonitorInterval, 10*time.Second)
+
+	setString(&c.MetricsBindAddress, "127.0.0.1:10290")
+	setString(&c.HealthzBindAddress, "127.0.0.1")
+	if c.HealthzPort == nil {
+		c.HealthzPort = ptr.To[int32](10291)
+	}
+}
+
+func setString(field *string, value string) {
+	if *field == "" {
+		*field = value
+	}
+}
+
+func setInt32(field *int32, value int32) {
+	if *field == 0 {
+		*field = value
+	}
+}
+
+func setDuration(field *metav1.Duration, value time.Duration) {
+	if field.Duration == 0 {
+		field.Duration = value
+	}
+}

@@ -1,0 +1,109 @@
+package v1alpha1
+
+import (
+	"net"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a defaulted configuration, returning every bad field by
+// its path in the file.
+func Validate(c *NodeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	positive := func(path *field.Path, d metav1.Duration) {
+		if d.Duration <= 0 {
+			errs = append(errs, field.Invalid(path, d.Duration.String(), "must be positive"))
+		}
+	}
+	if c.ContainerRuntimeEndpoint == "" {
+		errs = append(errs, field.Required(field.NewPath("containerRuntimeEndpoint"), ""))
+	}
+	positive(field.NewPath("runtimeRequestTimeout"), c.RuntimeRequestTimeout)
+	if c.KubeAPIQPS != nil && *c.KubeAPIQPS < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("kubeAPIQPS"), *c.KubeAPIQPS, "must not be negative"))
+	}
+	if c.KubeAPIBurst < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("kubeAPIBurst"), c.KubeAPIBurst, "must not be negative"))
+	}
+	if c.RootDir == "" {
+		errs = append(errs, field.Required(field.NewPath("rootDir"), ""))
+	}
+	for i, ip := range c.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, field.Invalid(field.NewPath("clusterDNS").Index(i), ip, "must be an IP address"))
+		}
+	}
+	for i, sysctl := range c.AllowedUnsafeSysctls {
+		if name := strings.TrimSuffix(sysctl, "*"); name == "" || strings.ContainsAny(name, "* \t") {
+			errs = append(errs, field.Invalid(field.NewPath("allowedUnsafeSysctls").Index(i), sysctl, "must be a sysctl name or a prefix of one ending in *"))
+		}
+	}
+
+	switch c.NetworkMode {
+	case NetworkModeRuntime, NetworkModeAgent:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("networkMode"), c.NetworkMode, []string{NetworkModeRuntime, NetworkModeAgent}))
+	}
+	if c.PodCIDR != "" {
+		for _, cidr := range strings.Split(c.PodCIDR, ",") {
+			if _, _, err := net.ParseCIDR(cidr); err != nil {
+				errs = append(errs, field.Invalid(field.NewPath("podCIDR"), c.PodCIDR, "must be CIDRs separated by commas"))
+				break
+			}
+		}
+	}
+	positive(field.NewPath("cniCheckPeriod"), c.CNICheckPeriod)
+
+	positive(field.NewPath("relistPeriod"), c.RelistPeriod)
+	if c.ConcurrentReconciles < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("concurrentReconciles"), c.ConcurrentReconciles, "must be at least 1"))
+	}
+	if c.ParallelSandboxStarts < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("parallelSandboxStarts"), c.ParallelSandboxStarts, "must not be negative"))
+	}
+	if c.MaxPods < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxPods"), c.MaxPods, "must be at least 1"))
+	}
+	positive(field.NewPath("nodeStatusUpdateFrequency"), c.NodeStatusUpdateFrequency)
+
+	if net.ParseIP(c.Address) == nil {
+		errs = append(errs, field.Invalid(field.NewPath("address"), c.Address, "must be an IP address"))
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		errs = append(errs, field.Invalid(field.NewPath("port"), c.Port, "must be between 1 and 65535"))
+	}
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		errs = append(errs, field.Invalid(field.NewPath("tlsPrivateKeyFile"), c.TLSPrivateKeyFile, "tlsCertFile and tlsPrivateKeyFile go together"))
+	}
+	authn := field.NewPath("authentication")
+	positive(authn.Child("webhook", "cacheTTL"), c.Authentication.Webhook.CacheTTL)
+	authz := field.NewPath("authorization")
+	switch c.Authorization.Mode {
+	case AuthorizationModeWebhook, AuthorizationModeAlwaysAllow:
+	default:
+		errs = append(errs, field.NotSupported(authz.Child("mode"), c.Authorization.Mode, []string{AuthorizationModeWebhook, AuthorizationModeAlwaysAllow}))
+	}
+	positive(authz.Child("webhook", "cacheAuthorizedTTL"), c.Authorization.Webhook.CacheAuthorizedTTL)
+	positive(authz.Child("webhook", "cacheUnauthorizedTTL"), c.Authorization.Webhook.CacheUnauthorizedTTL)
+
+	if size, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxSize"), c.ContainerLogMaxSize, "must be a quantity such as 10Mi"))
+	} else if size.Sign() < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxSize"), c.ContainerLogMaxSize, "must not be negative"))
+	}
+	if c.ContainerLogMaxFiles != nil && *c.ContainerLogMaxFiles < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("containerLogMaxFiles"), *c.ContainerLogMaxFiles, "must be at least 2"))
+	}
+	positive(field.NewPath("containerLogMonitorInterval"), c.ContainerLogMonitorInterval)
+
+	if c.HealthzPort != nil && (*c.HealthzPort < 0 || *c.HealthzPort > 65535) {
+		errs = append(errs, field.Invalid(field.NewPath("healthzPort"), *c.HealthzPort, "must be between 0 and 65535"))
+	}
+	if c.HealthzPort != nil && *c.HealthzPort != 0 && net.ParseIP(c.HealthzBindAddress) == nil {
+		errs = append(errs, field.Invalid(field.NewPath("healthzBindAddress"), c.HealthzBindAddress, "must be an IP address"))
+	}
+	return errs
+}

@@ -1,0 +1,64 @@
+package v1alpha1
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+)
+
+func TestValidate(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(*NodeletConfiguration)
+		// wantFields are the paths of the errors, in order.
+		wantFields []string
+	}{
+		"the defaults are valid": {mutate: func(*NodeletConfiguration) {}},
+		"agent network mode":     {mutate: func(c *NodeletConfiguration) { c.NetworkMode = NetworkModeAgent }},
+		"health probes off":      {mutate: func(c *NodeletConfiguration) { c.HealthzPort = ptr.To[int32](0); c.HealthzBindAddress = "" }},
+		"cluster DNS, sysctls and a dual stack CIDR": {mutate: func(c *NodeletConfiguration) {
+			c.ClusterDNS = []string{"10.96.0.10", "fd00::10"}
+			c.AllowedUnsafeSysctls = []string{"net.core.somaxconn", "kernel.msg*"}
+			c.PodCIDR = "10.244.0.0/24,fd00:10:244::/64"
+		}},
+		"a certificate with its key": {mutate: func(c *NodeletConfiguration) { c.TLSCertFile, c.TLSPrivateKeyFile = "/x.crt", "/x.key" }},
+		"log rotation off":           {mutate: func(c *NodeletConfiguration) { c.ContainerLogMaxSize = "0" }},
+
+		"an unknown network mode":           {mutate: func(c *NodeletConfiguration) { c.NetworkMode = "host" }, wantFields: []string{"networkMode"}},
+		"no concurrency":                    {mutate: func(c *NodeletConfiguration) { c.ConcurrentReconciles = 0 }, wantFields: []string{"concurrentReconciles"}},
+		"negative parallel sandbox starts":  {mutate: func(c *NodeletConfiguration) { c.ParallelSandboxStarts = -1 }, wantFields: []string{"parallelSandboxStarts"}},
+		"a negative relist period":          {mutate: func(c *NodeletConfiguration) { c.RelistPeriod.Duration = -1 }, wantFields: []string{"relistPeriod"}},
+		"no pods":                           {mutate: func(c *NodeletConfiguration) { c.MaxPods = 0 }, wantFields: []string{"maxPods"}},
+		"no CNI check period":               {mutate: func(c *NodeletConfiguration) { c.CNICheckPeriod.Duration = 0 }, wantFields: []string{"cniCheckPeriod"}},
+		"a port out of range":               {mutate: func(c *NodeletConfiguration) { c.Port = 70000 }, wantFields: []string{"port"}},
+		"an address that is not an IP":      {mutate: func(c *NodeletConfiguration) { c.Address = "localhost" }, wantFields: []string{"address"}},
+		"a certificate without its key":     {mutate: func(c *NodeletConfiguration) { c.TLSCertFile = "/x.crt" }, wantFields: []string{"tlsPrivateKeyFile"}},
+		"an unknown authorization mode":     {mutate: func(c *NodeletConfiguration) { c.Authorization.Mode = "RBAC" }, wantFields: []string{"authorization.mode"}},
+		"a zero token cache":                {mutate: func(c *NodeletConfiguration) { c.Authentication.Webhook.CacheTTL.Duration = 0 }, wantFields: []string{"authentication.webhook.cacheTTL"}},
+		"a zero access cache":               {mutate: func(c *NodeletConfiguration) { c.Authorization.Webhook.CacheUnauthorizedTTL.Duration = 0 }, wantFields: []string{"authorization.webhook.cacheUnauthorizedTTL"}},
+		"a log size that is not a quantity": {mutate: func(c *NodeletConfiguration) { c.ContainerLogMaxSize = "big" }, wantFields: []string{"containerLogMaxSize"}},
+		"a single log file":                 {mutate: func(c *NodeletConfiguration) { c.ContainerLogMaxFiles = ptr.To[int32](1) }, wantFields: []string{"containerLogMaxFiles"}},
+		"a negative QPS":                    {mutate: func(c *NodeletConfiguration) { c.KubeAPIQPS = ptr.To[int32](-1) }, wantFields: []string{"kubeAPIQPS"}},
+		"a cluster DNS that is not an IP":   {mutate: func(c *NodeletConfiguration) { c.ClusterDNS = []string{"10.96.0.10", "dns.local"} }, wantFields: []string{"clusterDNS[1]"}},
+		"an empty sysctl":                   {mutate: func(c *NodeletConfiguration) { c.AllowedUnsafeSysctls = []string{"*"} }, wantFields: []string{"allowedUnsafeSysctls[0]"}},
+		"a pod CIDR that is not one":        {mutate: func(c *NodeletConfiguration) { c.PodCIDR = "10.244.0.0" }, wantFields: []string{"podCIDR"}},
+		"a health port out of range":        {mutate: func(c *NodeletConfiguration) { c.HealthzPort = ptr.To[int32](-1) }, wantFields: []string{"healthzPort"}},
+		"every bad field is named": {
+			mutate:     func(c *NodeletConfiguration) { c.MaxPods, c.Port, c.RelistPeriod.Duration = 0, 0, 0 },
+			wantFields: []string{"relistPeriod", "maxPods", "port"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := defaulted()
+			tc.mutate(&c)
+			var got []string
+			for _, err := range Validate(&c) {
+				got = append(got, err.Field)
+			}
+			if diff := cmp.Diff(tc.wantFields, got); diff != "" {
+				t.Errorf("Validate: error fields (-want +got):\n%s\nerrors: %v", diff, Validate(&c))
+			}
+		})
+	}
+}
