@@ -89,3 +89,21 @@ func Condition(cond func(ctx context.Context) (bool, error)) func(ctx context.Co
 func interval(timeout time.Duration) time.Duration {
 	return min(max(timeout/100, minInterval), maxInterval)
 }
+
+// Receive waits for a value from ch and returns it, and fails the test if
+// timeout passes first, naming what it awaited.
+func Receive[T any](t TB, timeout time.Duration, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("waiting %s for %s: nothing came", timeout, what)
+	case <-t.Context().Done():
+		t.Fatalf("waiting %s for %s: %v", timeout, what, t.Context().Err())
+	}
+	var zero T
+	return zero
+}

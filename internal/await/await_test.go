@@ -112,3 +112,16 @@ func TestInterval(t *testing.T) {
 		}
 	}
 }
+
+func TestReceive(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	ft := &fakeT{ctx: t.Context()}
+	if got := Receive(ft, 10*time.Second, "a seven", ch); got != 7 || ft.failed != "" {
+		t.Errorf("Receive() = %d, failure %q; want 7 and no failure", got, ft.failed)
+	}
+	Receive(ft, 20*time.Millisecond, "a second value", ch)
+	if want := "waiting 20ms for a second value: nothing came"; ft.failed != want {
+		t.Errorf("failure = %q, want %q", ft.failed, want)
+	}
+}
