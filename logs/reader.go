@@ -152,7 +152,8 @@ func (r *fileReader) next() ([]byte, error) {
 		case err == nil:
 			line := chunk
 			if len(r.long) > 0 {
-				line = append(r.long, chunk...)
+				r.long = append(r.long, chunk...)
+				line = r.long
 			}
 			r.offset += int64(len(line))
 			return line[:len(line)-1], nil
