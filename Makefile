@@ -40,7 +40,7 @@ build: ## Build nodelet into .cache/bin/nodelet.
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/nodelet .
 
 .PHONY: lint
-lint: ## Check formatting (gofmt) and run go vet.
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and the file-length budget.
 	hack/test.sh lint
 
 .PHONY: manifests

@@ -6,8 +6,11 @@
 #   hack/test.sh SUITE...        only those: setup lint unit e2e
 #
 # setup  installs missing packages, builds the tools and images when missing
-# lint   gofmt check and go vet
-# unit   go test -race on every package but test/e2e, with envtest's
+# lint   gofmt check, go vet, golangci-lint with .golangci.yml (built into
+#        .cache/bin at its pinned version if missing), the file-length
+#        budget (hack/check-file-length.sh), and the test proving the
+#        configuration's pure-code rules catch a violation (hack/lint)
+# unit   go test -race on every package but test/e2e and hack/lint, with envtest's
 #        binaries (kube-apiserver, etcd, kubectl) from .cache/bin, and the
 #        benchmark harness's unit tests (hack/tools/cmd/bench)
 # e2e    starts the e2e stack without nodelet, checks the kustomize and
@@ -34,12 +37,21 @@ suite_lint() {
 		rc=1
 	fi
 	go vet ./... || rc=1
+	if "$REPO_ROOT/hack/build-tools.sh" golangci-lint; then
+		"$BIN_DIR/golangci-lint" run ./... || rc=1
+	else
+		rc=1
+	fi
+	"$REPO_ROOT/hack/check-file-length.sh" || rc=1
+	# The configuration itself: a violation in a pure path is reported.
+	go test -count=1 ./hack/lint/ || rc=1
 	return $rc
 }
 
 suite_unit() {
 	local packages
-	packages=$(go list ./... | grep -v '/test/e2e') || return 1
+	# hack/lint tests the lint configuration: the lint suite runs it.
+	packages=$(go list ./... | grep -v -e '/test/e2e' -e '/hack/lint$') || return 1
 	# shellcheck disable=SC2086
 	KUBEBUILDER_ASSETS=$BIN_DIR go test -race -count=1 $packages || return 1
 	# The benchmark harness's own figures and parsing (hack/tools module).

@@ -47,7 +47,7 @@ func parseRecord(line []byte) (record, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(ts))
 	if err != nil {
-		return r, fmt.Errorf("%w: bad timestamp in %q: %v", errMalformed, truncate(line), err)
+		return r, fmt.Errorf("%w: bad timestamp in %q: %w", errMalformed, truncate(line), err)
 	}
 	r.timestamp = t
 

@@ -152,7 +152,8 @@ func (r *fileReader) next() ([]byte, error) {
 		case err == nil:
 			line := chunk
 			if len(r.long) > 0 {
-				line = append(r.long, chunk...)
+				r.long = append(r.long, chunk...)
+				line = r.long
 			}
 			r.offset += int64(len(line))
 			return line[:len(line)-1], nil
@@ -217,12 +218,18 @@ func (f *follower) waitForMore(ctx context.Context, current *os.File) (next *os.
 	return nil, false, f.wait(ctx)
 }
 
+// testHookNoFileAtPath is called when a follower finds no file at its
+// path, in the middle of a rotation; the tests use it to write the new file
+// only after that.
+var testHookNoFileAtPath = func(path string) {}
+
 // openIfRotated opens the file at path if it is no longer the one being
 // read. Between the rename of the old file and the runtime's reopening
 // there is no file at path: that is not a rotation yet.
 func (f *follower) openIfRotated(current *os.File) (*os.File, error) {
 	atPath, err := os.Stat(f.path)
 	if errors.Is(err, os.ErrNotExist) {
+		testHookNoFileAtPath(f.path)
 		return nil, nil
 	}
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 var t0 = time.Date(2026, 11, 22, 1, 19, 8, 0, time.UTC)
@@ -182,26 +184,19 @@ func appendTo(t *testing.T, path, content string) {
 	}
 }
 
-// waitFor polls until cond holds, failing the test after 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitForOutput waits until a follower has written want to out.
+func waitForOutput(t *testing.T, what string, out *syncBuffer, want func() string) {
 	t.Helper()
-	waitForOutput(t, what, cond, nil)
+	await.Eventually(t, 10*time.Second, what, func(context.Context) error {
+		if got := out.String(); got != want() {
+			return fmt.Errorf("the output so far:\n%s", got)
+		}
+		return nil
+	})
 }
 
-// waitForOutput is waitFor naming what a follower wrote when it fails.
-func waitForOutput(t *testing.T, what string, cond func() bool, out *syncBuffer) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			if out != nil {
-				t.Fatalf("timed out waiting for %s; the output so far:\n%s", what, out.String())
-			}
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// is returns s, for waitForOutput's want.
+func is(s string) func() string { return func() string { return s } }
 
 func TestFollowReadsNewLinesUntilTheContainerStops(t *testing.T) {
 	path := writeFile(t, rec(0, "stdout", "F", "first"))
@@ -214,24 +209,19 @@ func TestFollowReadsNewLinesUntilTheContainerStops(t *testing.T) {
 			return running.Load(), nil
 		}, &out, &out)
 	}()
-	waitFor(t, "the first line", func() bool { return out.String() == "first\n" })
+	waitForOutput(t, "the first line", &out, is("first\n"))
 
 	// A record written in two writes is shown once whole.
 	appendTo(t, path, rec(1, "stdout", "P", "sec")[:20])
 	appendTo(t, path, rec(1, "stdout", "P", "sec")[20:])
 	appendTo(t, path, rec(2, "stdout", "F", "ond"))
-	waitFor(t, "the second line", func() bool { return out.String() == "first\nsecond\n" })
+	waitForOutput(t, "the second line", &out, is("first\nsecond\n"))
 
 	// What the container wrote just before it stopped is still read.
 	appendTo(t, path, rec(3, "stderr", "F", "bye"))
 	running.Store(false)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("ReadLogs: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the follow did not end after the container stopped")
+	if err := await.Receive(t, 10*time.Second, "the follow to end after the container stopped", done); err != nil {
+		t.Fatalf("ReadLogs: %v", err)
 	}
 	if out.String() != "first\nsecond\nbye\n" {
 		t.Errorf("output = %q", out.String())
@@ -246,13 +236,8 @@ func TestFollowEndsWithTheContext(t *testing.T) {
 		done <- ReadLogs(ctx, path, Options{Follow: true}, func(context.Context) (bool, error) { return true, nil }, &syncBuffer{}, nil)
 	}()
 	cancel()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Errorf("ReadLogs ended without an error when its context was cancelled")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the follow did not end with its context")
+	if err := await.Receive(t, 10*time.Second, "the follow to end with its context", done); err == nil {
+		t.Errorf("ReadLogs ended without an error when its context was cancelled")
 	}
 }
 
@@ -262,6 +247,20 @@ func TestFollowAcrossRotations(t *testing.T) {
 	running.Store(true)
 	var out syncBuffer
 	done := make(chan error, 1)
+	// Between a rename and the runtime's new file, the follower finds no
+	// file at the path: sawNoFile says when.
+	sawNoFile := make(chan struct{}, 1)
+	testHookNoFileAtPath = func(p string) {
+		if p != path {
+			return
+		}
+		select {
+		case sawNoFile <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookNoFileAtPath = func(string) {} })
+
 	go func() {
 		done <- ReadLogs(t.Context(), path, Options{Follow: true}, func(context.Context) (bool, error) {
 			return running.Load(), nil
@@ -269,7 +268,7 @@ func TestFollowAcrossRotations(t *testing.T) {
 	}()
 
 	// The follower has the file open before the first rotation.
-	waitFor(t, "the first line", func() bool { return out.String() == "line 0\n" })
+	waitForOutput(t, "the first line", &out, is("line 0\n"))
 	var want strings.Builder
 	want.WriteString("line 0\n")
 	n := 0
@@ -282,6 +281,12 @@ func TestFollowAcrossRotations(t *testing.T) {
 	}
 	for rotation := range 5 {
 		write(path, 50)
+		// What the follower found in the previous rotation's window (it
+		// is done with it: it wrote all lines of the file after it).
+		select {
+		case <-sawNoFile:
+		default:
+		}
 		// As the Rotator and the runtime do it: the file is renamed, the
 		// runtime goes on writing to it until it reopens the log, then
 		// writes to a new file at the old path.
@@ -291,16 +296,18 @@ func TestFollowAcrossRotations(t *testing.T) {
 		}
 		write(rotated, 10)
 		if rotation%2 == 0 {
-			// Sometimes the follower sees the path without a file.
-			time.Sleep(20 * time.Millisecond)
+			// Sometimes the follower sees the path without a file. It
+			// does once it has read the renamed file to its end: only
+			// then is there a new file.
+			await.Receive(t, 10*time.Second, fmt.Sprintf("the follower to find no file at the path in rotation %d", rotation), sawNoFile)
 		}
 		write(path, 10)
 		// Rotations are an interval apart: the follower catches up in
 		// between (one more than a whole file behind, it would go on
 		// with the newest file).
-		waitForOutput(t, fmt.Sprintf("the lines up to rotation %d", rotation), func() bool { return out.String() == want.String() }, &out)
+		waitForOutput(t, fmt.Sprintf("the lines up to rotation %d", rotation), &out, want.String)
 	}
-	waitFor(t, "every line", func() bool { return out.String() == want.String() })
+	waitForOutput(t, "every line", &out, want.String)
 	running.Store(false)
 	if err := <-done; err != nil {
 		t.Fatalf("ReadLogs: %v", err)
@@ -332,7 +339,7 @@ func TestFollowFlushesBeforeWaiting(t *testing.T) {
 			return running.Load(), nil
 		}, out, out)
 	}()
-	waitFor(t, "a flush", func() bool { return out.flushes.Load() > 0 })
+	await.Eventually(t, 10*time.Second, "a flush", await.Condition(func(context.Context) (bool, error) { return out.flushes.Load() > 0, nil }))
 	running.Store(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)

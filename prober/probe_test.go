@@ -158,7 +158,7 @@ func TestGRPCProbe(t *testing.T) {
 	healthServer.SetServingStatus("sick", healthpb.HealthCheckResponse_NOT_SERVING)
 	server := grpc.NewServer()
 	healthpb.RegisterHealthServer(server, healthServer)
-	go server.Serve(l)
+	go func() { _ = server.Serve(l) }()
 	defer server.Stop()
 
 	bare, err := net.Listen("tcp", "127.0.0.1:0")
@@ -166,7 +166,7 @@ func TestGRPCProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	noHealth := grpc.NewServer()
-	go noHealth.Serve(bare)
+	go func() { _ = noHealth.Serve(bare) }()
 	defer noHealth.Stop()
 
 	port := func(l net.Listener) int32 { return int32(l.Addr().(*net.TCPAddr).Port) }

@@ -1,20 +1,23 @@
 package prober
 
 // Pure tests of StartedAndReady, and the Manager's bookkeeping with real
-// workers (real clock, one-second periods, a fake command runner).
+// workers (a fake clock the test steps through a probe period, a fake
+// command runner).
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/await"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -117,7 +120,8 @@ func TestManagerRunsWorkersUntilThePodIsRemoved(t *testing.T) {
 	var mu sync.Mutex
 	changed := 0
 	runner := &scriptedRunner{}
-	m := NewManager(Options{Runner: runner, OnChange: func(_ context.Context, ns, name string, uid types.UID) {
+	clk := testingclock.NewFakeClock(testNow)
+	m := NewManager(Options{Runner: runner, Clock: clk, OnChange: func(_ context.Context, ns, name string, uid types.UID) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ns == "default" && name == "web" && uid == "uid-1" {
@@ -133,15 +137,19 @@ func TestManagerRunsWorkersUntilThePodIsRemoved(t *testing.T) {
 	// Before the container exists, the worker waits.
 	m.UpdatePod(pod, &corev1.PodStatus{Phase: corev1.PodPending})
 	status := runningStatus("c1", 0, true)
-	status.ContainerStatuses[0].State.Running.StartedAt = metav1.Now()
 	m.UpdatePod(pod, status)
-	deadline := time.Now().Add(10 * time.Second)
-	for m.Results(pod.UID)[id].Readiness != noderuntime.ProbeSuccess {
-		if time.Now().After(deadline) {
-			t.Fatalf("readiness = %s 10s after the container ran, want Success", m.Results(pod.UID)[id].Readiness)
+	// Right after the manager started, the first probe comes at a random
+	// point of the first period.
+	await.Eventually(t, 10*time.Second, "the worker to wait for its first probe", await.Condition(func(context.Context) (bool, error) {
+		return clk.HasWaiters(), nil
+	}))
+	clk.Step(time.Second)
+	await.Eventually(t, 10*time.Second, "readiness Success a period after the container ran", func(context.Context) error {
+		if got := m.Results(pod.UID)[id].Readiness; got != noderuntime.ProbeSuccess {
+			return fmt.Errorf("readiness is %s", got)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	mu.Lock()
 	if changed == 0 {
 		t.Error("OnChange was not called for the pod")
@@ -152,18 +160,14 @@ func TestManagerRunsWorkersUntilThePodIsRemoved(t *testing.T) {
 	if got := m.Results(pod.UID); len(got) != 0 {
 		t.Errorf("results after RemovePod = %v, want none", got)
 	}
-	for {
+	await.Eventually(t, 10*time.Second, "the workers to end after RemovePod", func(context.Context) error {
 		m.mu.Lock()
-		workers := len(m.workers)
-		m.mu.Unlock()
-		if workers == 0 {
-			break
+		defer m.mu.Unlock()
+		if n := len(m.workers); n != 0 {
+			return fmt.Errorf("%d workers left", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers left after RemovePod", workers)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	// A late result of a removed pod does not bring it back.
 	m.set(pod, id, readiness, noderuntime.ProbeSuccess)
 	if got := m.Results(pod.UID); len(got) != 0 {

@@ -140,21 +140,6 @@ func isHTTPResponseToHTTPS(err error) bool {
 	return errors.As(err, &urlErr) && strings.Contains(urlErr.Err.Error(), "server gave HTTP response to HTTPS client")
 }
 
-// allContainers lists a pod's init, regular and ephemeral containers.
-func allContainers(pod *corev1.Pod) []*corev1.Container {
-	var all []*corev1.Container
-	for i := range pod.Spec.InitContainers {
-		all = append(all, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		all = append(all, &pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		all = append(all, (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
-	}
-	return all
-}
-
 // podDescription names a pod as the kubelet's messages do:
 // name_namespace(uid).
 func podDescription(pod *corev1.Pod) string {

@@ -285,7 +285,7 @@ func (p *imagePuller) user(imageRef string) *imageUser {
 func applyDefaultImageTag(image string) (string, error) {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		return "", fmt.Errorf("couldn't parse image name %q: %v", image, err)
+		return "", fmt.Errorf("couldn't parse image name %q: %w", image, err)
 	}
 	_, tagged := named.(reference.Tagged)
 	_, digested := named.(reference.Digested)

@@ -7,6 +7,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func imageTestPod(uid types.UID, image string, policy corev1.PullPolicy) *corev1.Pod {
@@ -228,14 +231,18 @@ func TestEnsureImageBackOff(t *testing.T) {
 
 	// A success clears the back-off: the next failure waits 10s again.
 	env.clock.Step(300 * time.Second)
-	env.images.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: "busybox:1"})
+	if err := env.images.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: "busybox:1"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, cerr := env.ensure(pod); cerr != nil {
 		t.Fatalf("after the last back-off: ensureImage() error = %v", cerr)
 	}
 	if last, ok := env.puller.lastError["uid-1_busybox:1"]; ok {
 		t.Errorf("after a success the last pull error is still kept: %q", last)
 	}
-	env.images.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: "busybox:1"})
+	if err := env.images.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: "busybox:1"}); err != nil {
+		t.Fatal(err)
+	}
 	env.images.InjectError("PullImage", pullErr)
 	if _, cerr := env.ensure(pod); !cmp.Equal(failedPull(10*time.Second), cerr) {
 		t.Fatalf("after a success: ensureImage() error = %v, want %v", cerr, failedPull(10*time.Second))
@@ -419,21 +426,19 @@ func TestEnsureImageSharesOnePullWithinAPod(t *testing.T) {
 	}
 	doneSidecar := ensureInBackground(ctx, puller, pod, &pod.Spec.Containers[1])
 	// Wait until the second caller has joined the running pull.
-	for {
-		puller.mu.Lock()
-		waiters := puller.pulls["uid-a_busybox:1"].waiters
-		puller.mu.Unlock()
-		if waiters == 1 {
-			break
-		}
+	await.Eventually(t, 10*time.Second, "the second caller to join the running pull", func(context.Context) error {
 		select {
 		case image := <-images.started:
 			t.Fatalf("a second pull of %s started, want the first one shared", image)
-		case <-ctx.Done():
-			t.Fatal("the second caller never joined the running pull")
-		case <-time.After(time.Millisecond):
+		default:
 		}
-	}
+		puller.mu.Lock()
+		defer puller.mu.Unlock()
+		if waiters := puller.pulls["uid-a_busybox:1"].waiters; waiters != 1 {
+			return fmt.Errorf("the pull has %d waiters", waiters)
+		}
+		return nil
+	})
 	close(images.release)
 
 	got := []ensureResult{<-doneApp, <-doneSidecar}

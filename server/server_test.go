@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nodelet/nodelet/internal/await"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -335,57 +336,50 @@ func (ts *testServer) grant(t *testing.T, serviceAccount string, subresources ..
 // RBAC cache takes a moment to see a new binding.
 func (ts *testServer) eventuallyStatus(t *testing.T, path, token string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, body := ts.do(t, http.MethodGet, path, nil, token)
-		if code == want {
-			return
+	await.Eventually(t, 20*time.Second, fmt.Sprintf("GET %s to answer %d", path, want), func(context.Context) error {
+		if code, body := ts.do(t, http.MethodGet, path, nil, token); code != want {
+			return fmt.Errorf("it answers %d %q", code, body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s answers %d %q, want %d", path, code, body, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitForAccess waits until the API server's own answer to whether user
 // may get nodes/<subresource> is want: RBAC sees changes a moment late.
 func (ts *testServer) waitForAccess(t *testing.T, user, subresource string, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		review, err := ts.clientset.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+	await.Eventually(t, 20*time.Second, fmt.Sprintf("the API server to say %v to %s getting nodes/%s", want, user, subresource), func(ctx context.Context) error {
+		review, err := ts.clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:               user,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: subresource, Name: testNode},
 			},
 		}, metav1.CreateOptions{})
-		if err == nil && review.Status.Allowed == want {
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server does not say %v to %s getting nodes/%s (err %v)", want, user, subresource, err)
+		if review.Status.Allowed != want {
+			return fmt.Errorf("it says %v", review.Status.Allowed)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitForTokenInvalid waits until the API server no longer takes token.
 func (ts *testServer) waitForTokenInvalid(t *testing.T, token string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		review, err := ts.clientset.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{
+	await.Eventually(t, 20*time.Second, "the API server to no longer take the token", func(ctx context.Context) error {
+		review, err := ts.clientset.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 			Spec: authenticationv1.TokenReviewSpec{Token: token},
 		}, metav1.CreateOptions{})
-		if err == nil && !review.Status.Authenticated {
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the API server still takes the token (err %v)", err)
+		if review.Status.Authenticated {
+			return fmt.Errorf("it still authenticates %s", review.Status.User.Username)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestAuthentication(t *testing.T) {
@@ -694,6 +688,7 @@ func TestExecRelaysTheUpgradedConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("exec: %d %q, want 101", resp.StatusCode, body)

@@ -54,7 +54,7 @@ func parsePorts(query url.Values) ([]int32, error) {
 		for _, p := range strings.Split(given, ",") {
 			port, err := strconv.ParseUint(p, 10, 16)
 			if err != nil {
-				return nil, fmt.Errorf("unable to parse %q as a port: %v", given, err)
+				return nil, fmt.Errorf("unable to parse %q as a port: %w", given, err)
 			}
 			if port < 1 {
 				return nil, fmt.Errorf("port %q must be > 0", given)

@@ -400,7 +400,7 @@ func TestIsUserError(t *testing.T) {
 			if got := IsUserError(tc.err); got != tc.want {
 				t.Errorf("IsUserError = %v, want %v", got, tc.want)
 			}
-			if diff := cmp.Diff(tc.wantErrors, UserErrors(tc.err), cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+			if diff := cmp.Diff(tc.wantErrors, UserErrors(tc.err), cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" { //nolint:errorlint // UserErrors returns the very errors given, not wrapped
 				t.Errorf("UserErrors (-want +got):\n%s", diff)
 			}
 		})

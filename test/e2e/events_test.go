@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
@@ -20,7 +22,7 @@ func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
 	// Events are sent asynchronously; they may trail the status a little.
 	want := []string{"Pulled", "Created", "Started"}
 	var seen []string
-	err := poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), 30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 		events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
 		})
@@ -41,7 +43,7 @@ func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
 			}
 		}
 		return true, nil
-	})
+	}))
 	if err != nil {
 		t.Errorf("events of the pod = %v, want %v from component nodelet: %v", seen, want, err)
 	}

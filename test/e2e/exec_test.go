@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // exitCode is a finished command's exit code, -1 if it did not exit.
@@ -94,26 +96,26 @@ func TestExec(t *testing.T) {
 			_, _ = io.Copy(&screen, master)
 			close(copied)
 		}()
-		eventually(t, 30*time.Second, "a shell prompt", func(context.Context) (bool, error) {
+		await.Eventually(t, 30*time.Second, "a shell prompt", await.Condition(func(context.Context) (bool, error) {
 			return strings.Contains(screen.String(), "# "), nil
-		})
+		}))
 		if _, err := master.WriteString("tty; stty size\n"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the container's tty, of the client's size", func(context.Context) (bool, error) {
+		await.Eventually(t, 30*time.Second, "the container's tty, of the client's size", await.Condition(func(context.Context) (bool, error) {
 			return regexp.MustCompile(`/dev/pts/\d+\r?\n`).MatchString(screen.String()) && strings.Contains(screen.String(), "37 91"), nil
-		})
+		}))
 		// The user resizes the window: kubectl gets SIGWINCH and sends
 		// the new size, which the container's terminal takes.
 		if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the container's terminal to take the new size", func(context.Context) (bool, error) {
+		await.Eventually(t, 30*time.Second, "the container's terminal to take the new size", await.Condition(func(context.Context) (bool, error) {
 			if _, err := master.WriteString("stty size\n"); err != nil {
 				return false, err
 			}
 			return strings.Contains(screen.String(), "50 120"), nil
-		})
+		}))
 		if _, err := master.WriteString("exit 3\n"); err != nil {
 			t.Fatal(err)
 		}
@@ -196,12 +198,12 @@ func TestAttach(t *testing.T) {
 	// kubectl attaches, then sends what it reads; the container answers
 	// on its stdout, which the attach streams back. Lines sent before the
 	// attach is up are lost, so keep sending until one comes back.
-	eventually(t, 30*time.Second, "the container's answer through the attach", func(context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the container's answer through the attach", await.Condition(func(context.Context) (bool, error) {
 		if _, err := fmt.Fprintln(stdinWriter, "ping"); err != nil {
 			return false, fmt.Errorf("writing to kubectl attach: %w (stderr %q)", err, stderr.String())
 		}
 		return strings.Contains(stdout.String(), "got: ping\n"), nil
-	})
+	}))
 	// What came through the attach is the container's own output.
 	f.waitForLogsTo(t, "hold the answer", func(out string) bool { return strings.Contains(out, "got: ping\n") }, ns, "reader")
 }
@@ -215,13 +217,13 @@ func TestPortForward(t *testing.T) {
 
 	_, stdout, stderr := f.startKubectl(t, nil, "port-forward", "-n", ns, "--address=127.0.0.1", "pod/web", ":8080")
 	var local string
-	eventually(t, 30*time.Second, "kubectl port-forward to listen", func(context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "kubectl port-forward to listen", await.Condition(func(context.Context) (bool, error) {
 		m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`).FindStringSubmatch(stdout.String())
 		if m != nil {
 			local = m[1]
 		}
 		return m != nil, nil
-	})
+	}))
 	// Two requests, each its own connection through the same forward.
 	for i := range 2 {
 		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

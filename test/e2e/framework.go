@@ -20,12 +20,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	cri "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // Env is what the stack script writes to <state>/env: where everything of
@@ -224,10 +225,10 @@ func (f *Framework) NewNamespace(t *testing.T) string {
 	name := ns.Name
 	t.Cleanup(func() { f.deleteNamespace(t, name) })
 
-	err = poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+	err = await.Poll(ctx, time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		_, err := f.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, err
-	})
+	}))
 	if err != nil {
 		t.Fatalf("waiting for the default ServiceAccount of namespace %s: %v", name, err)
 	}
@@ -268,10 +269,10 @@ func (f *Framework) deleteNamespace(t *testing.T, name string) {
 		t.Errorf("cleanup: deleting namespace %s: %v", name, err)
 		return
 	}
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err = await.Poll(ctx, 3*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		_, err := f.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
-	})
+	}))
 	if err != nil {
 		pods, _ := f.Client.CoreV1().Pods(name).List(context.Background(), metav1.ListOptions{})
 		var left []string

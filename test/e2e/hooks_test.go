@@ -83,8 +83,8 @@ func TestPreStopHooksRunBeforeTheStopSignal(t *testing.T) {
 	f.deletePod(t, pod, nil)
 	f.waitForPodGone(t, pod, time.Minute)
 
-	log := f.waitForLog(t, target, "app", 0, "url:/sigterm-http", 30*time.Second)
-	log = f.waitForLog(t, target, "app", 0, "url:/sigterm-exec", 30*time.Second)
+	f.waitForLog(t, target, "app", 0, "url:/sigterm-http", 30*time.Second)
+	log := f.waitForLog(t, target, "app", 0, "url:/sigterm-exec", 30*time.Second)
 	for _, name := range []string{"exec", "http"} {
 		hook := strings.Index(log, "url:/prestop-"+name)
 		signal := strings.Index(log, "url:/sigterm-"+name)

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // dockerConfigSecret is a kubernetes.io/dockerconfigjson Secret with one
@@ -142,7 +144,7 @@ func TestImagePullBackOffDoublesBetweenPulls(t *testing.T) {
 
 	// The pod's Pulling event counts the pulls; the runtime's log, read
 	// once they are done, says when each ran.
-	eventually(t, 2*time.Minute, "three pulls", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 2*time.Minute, "three pulls", await.Condition(func(ctx context.Context) (bool, error) {
 		events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
 		})
@@ -155,12 +157,12 @@ func TestImagePullBackOffDoublesBetweenPulls(t *testing.T) {
 			}
 		}
 		return false, nil
-	})
+	}))
 	var pulls []runtimePull
-	eventually(t, 30*time.Second, "the runtime to log three failed pulls", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the runtime to log three failed pulls", await.Condition(func(ctx context.Context) (bool, error) {
 		pulls = f.runtimePulls(t, image)
 		return len(pulls) >= 3 && !pulls[2].failed.IsZero(), nil
-	})
+	}))
 	// A wait runs from a failure to the next pull's start. It is at least
 	// the back-off; on a busy machine nodelet may come back a little late,
 	// never as late as the next step of the sequence.

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // invariantPods are the kinds of pods the batch is made of.
@@ -120,13 +122,13 @@ func TestStatusInvariantsHoldForPodsDeletedAtRandomMoments(t *testing.T) {
 	}
 	wg.Wait()
 
-	eventually(t, 3*time.Minute, "every pod of the batch to leave the API", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 3*time.Minute, "every pod of the batch to leave the API", await.Condition(func(ctx context.Context) (bool, error) {
 		pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 0, err
-	})
-	eventually(t, time.Minute, "the watch to see every pod go", func(context.Context) (bool, error) {
+	}))
+	await.Eventually(t, time.Minute, "the watch to see every pod go", await.Condition(func(context.Context) (bool, error) {
 		return recorder.deletedAll(uids), nil
-	})
+	}))
 	stopWatch()
 	if err := <-watched; err != nil && watchCtx.Err() == nil {
 		t.Fatalf("watching the batch: %v", err)

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // execProbe is a probe running command in the container, every second,
@@ -43,19 +45,6 @@ func httpGetProbe(port intstr.IntOrString, path string) *corev1.Probe {
 		FailureThreshold: 1,
 		SuccessThreshold: 1,
 	}
-}
-
-// container returns the pod's container (init containers included) named
-// name, for a test to adjust.
-func (b *podBuilder) container(name string) *corev1.Container {
-	for _, list := range [][]corev1.Container{b.pod.Spec.InitContainers, b.pod.Spec.Containers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	panic("no container " + name)
 }
 
 // with lets a test change the pod directly.
@@ -128,11 +117,11 @@ func (f *Framework) containerLog(pod *corev1.Pod, container string, restartCount
 func (f *Framework) waitForLog(t *testing.T, pod *corev1.Pod, container string, restartCount int, want string, timeout time.Duration) string {
 	t.Helper()
 	var log string
-	err := poll(t.Context(), timeout, func(context.Context) (bool, error) {
+	err := await.Poll(t.Context(), timeout, await.Condition(func(context.Context) (bool, error) {
 		var err error
 		log, err = f.containerLog(pod, container, restartCount)
 		return strings.Contains(log, want), err
-	})
+	}))
 	if err != nil {
 		t.Fatalf("waiting %s for the log of container %s (instance %d) of %s/%s to hold %q: %v; log:\n%s",
 			timeout, container, restartCount, pod.Namespace, pod.Name, want, err, log)
@@ -146,7 +135,7 @@ func (f *Framework) waitForEvent(t *testing.T, pod *corev1.Pod, reason, message 
 	t.Helper()
 	var found corev1.Event
 	var seen []string
-	err := poll(t.Context(), timeout, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), timeout, await.Condition(func(ctx context.Context) (bool, error) {
 		events, err := f.Client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
 		})
@@ -162,7 +151,7 @@ func (f *Framework) waitForEvent(t *testing.T, pod *corev1.Pod, reason, message 
 			}
 		}
 		return false, nil
-	})
+	}))
 	if err != nil {
 		t.Fatalf("waiting %s for a %s event holding %q for pod %s/%s: %v; events:\n%s",
 			timeout, reason, message, pod.Namespace, pod.Name, err, strings.Join(seen, "\n"))

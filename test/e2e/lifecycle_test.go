@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestActiveDeadlineFailsThePod(t *testing.T) {
@@ -158,10 +160,10 @@ func TestKubectlDebugAddsAnEphemeralContainer(t *testing.T) {
 		t.Errorf("the debugged pod changed: %s", describePod(debugged))
 	}
 	// The failed one is not started again: the runtime holds one instance.
-	eventually(t, 10*time.Second, "the runtime to hold the one instance of oneshot", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 10*time.Second, "the runtime to hold the one instance of oneshot", await.Condition(func(ctx context.Context) (bool, error) {
 		containers, err := f.listContainers(ctx, pod.UID, "oneshot")
 		return len(containers) == 1, err
-	})
+	}))
 }
 
 func ephemeralStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
@@ -186,10 +188,10 @@ func TestShorterGracePeriodOfASecondDeleteWins(t *testing.T) {
 
 	f.deletePod(t, pod, ptr.To[int64](120))
 	logPath := filepath.Join(f.podLogDir(pod), "app", "0.log")
-	eventually(t, 30*time.Second, "the container to get SIGTERM", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the container to get SIGTERM", await.Condition(func(ctx context.Context) (bool, error) {
 		data, err := os.ReadFile(logPath)
 		return err == nil && strings.Contains(string(data), "TERM ignored"), nil
-	})
+	}))
 
 	start := time.Now()
 	f.deletePod(t, pod, ptr.To[int64](2))

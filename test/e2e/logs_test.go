@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // waitForLogs polls `kubectl logs -n ns args...` until its output is want.
@@ -30,15 +32,14 @@ func (f *Framework) waitForLogsTo(t *testing.T, what string, check func(string) 
 	t.Helper()
 	args = append([]string{"logs", "-n", ns}, args...)
 	var last, lastErr string
-	err := poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), 30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 		stdout, stderr, err := f.kubectl(ctx, nil, args...)
 		if ctx.Err() != nil {
-			// Cut short by the deadline: not an answer.
 			return false, nil
 		}
 		last, lastErr = stdout, stderr
 		return err == nil && check(stdout), nil
-	})
+	}))
 	if err != nil {
 		t.Fatalf("kubectl %s: got %q (stderr %q), want it to %s: %v\nthe log files of namespace %s:\n%s",
 			strings.Join(args, " "), last, lastErr, what, err, ns, f.logFilesOf(ns))
@@ -111,13 +112,13 @@ func TestLogsFollowNewLines(t *testing.T) {
 	f.waitForLogs(t, "before\n", ns, "waiter")
 
 	_, out, _ := f.startKubectl(t, nil, "logs", "-f", "-n", ns, "waiter")
-	eventually(t, 30*time.Second, "the follow to show the first line", func(context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the follow to show the first line", await.Condition(func(context.Context) (bool, error) {
 		return out.String() == "before\n", nil
-	})
+	}))
 	f.mustKubectl(t, "exec", "-n", ns, "waiter", "--", "touch", "/tmp/go")
-	eventually(t, 30*time.Second, "the follow to show the line written after it began", func(context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the follow to show the line written after it began", await.Condition(func(context.Context) (bool, error) {
 		return out.String() == "before\nafter\n", nil
-	})
+	}))
 }
 
 func TestLogsSince(t *testing.T) {
@@ -144,9 +145,9 @@ func TestLogsSince(t *testing.T) {
 	// "late" comes 20s after "early", and --since=15s is asked within
 	// 15s of "late": it shows late and not early, with room to spare on
 	// a busy machine.
-	eventually(t, time.Minute, "the first line to be 20s old", func(context.Context) (bool, error) {
+	await.Eventually(t, time.Minute, "the first line to be 20s old", await.Condition(func(context.Context) (bool, error) {
 		return time.Since(early) >= 20*time.Second, nil
-	})
+	}))
 	f.mustKubectl(t, "exec", "-n", ns, "twice", "--", "touch", "/tmp/go")
 	f.waitForLogs(t, "early\nlate\n", ns, "twice")
 	late := stamped()["late"]
@@ -187,10 +188,10 @@ func TestLogsOfAHundredMegabytes(t *testing.T) {
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 	// Wait until it is all written: the last line is in the file.
 	logFile := filepath.Join(f.podLogDir(pod), "app", "0.log")
-	eventually(t, 3*time.Minute, "the 100 MB log to be written", func(context.Context) (bool, error) {
+	await.Eventually(t, 3*time.Minute, "the 100 MB log to be written", await.Condition(func(context.Context) (bool, error) {
 		tail, err := readTail(logFile, 100)
 		return err == nil && strings.HasSuffix(string(tail), " stdout F end\n"), nil
-	})
+	}))
 
 	pid := f.Nodelet.PID()
 	before, err := processRSS(pid)
@@ -271,7 +272,7 @@ func TestLogRotation(t *testing.T) {
 	// rotated file: once the follow shows a later line, it went on past
 	// that rotation.
 	lastRotatedLine := 0
-	eventually(t, 2*time.Minute, "three rotations", func(context.Context) (bool, error) {
+	await.Eventually(t, 2*time.Minute, "three rotations", await.Condition(func(context.Context) (bool, error) {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return false, err
@@ -297,18 +298,17 @@ func TestLogRotation(t *testing.T) {
 		}
 		data, err := os.ReadFile(filepath.Join(dir, newest))
 		if err != nil {
-			// Compressed meanwhile: the next look finds a newer one.
 			return false, nil
 		}
 		lastRotatedLine = lastLineNumber(string(data))
 		return lastRotatedLine > 0, nil
-	})
+	}))
 	if tooMany != nil {
 		t.Errorf("the log folder held more than 3 files: %v", tooMany)
 	}
-	eventually(t, time.Minute, fmt.Sprintf("the follow to go past line %d, in the rotated file", lastRotatedLine), func(context.Context) (bool, error) {
+	await.Eventually(t, time.Minute, fmt.Sprintf("the follow to go past line %d, in the rotated file", lastRotatedLine), await.Condition(func(context.Context) (bool, error) {
 		return lastLineNumber(out.String()) > lastRotatedLine+10, nil
-	})
+	}))
 	// Every line, in order, none twice, across the rotations.
 	got := out.String()
 	lines := strings.Split(strings.TrimSuffix(got[:strings.LastIndex(got, "\n")+1], "\n"), "\n")

@@ -29,6 +29,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 const webText = "hello-from-web"
@@ -93,7 +95,7 @@ func (f *Framework) bridgeVeths() ([]string, error) {
 		if strings.Contains(string(out), "does not exist") {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("listing the veths of %s: %v: %s", f.Env.CNIBridge, err, out)
+		return nil, fmt.Errorf("listing the veths of %s: %w: %s", f.Env.CNIBridge, err, out)
 	}
 	var names []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -196,10 +198,10 @@ func TestNetworkHostPortReachableAtTheNodeAddress(t *testing.T) {
 
 	address := net.JoinHostPort(f.Env.NodeIP, strconv.Itoa(int(hostPort)))
 	var last string
-	err = poll(t.Context(), 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = await.Poll(t.Context(), 30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 		last = httpGet(address)
 		return strings.Contains(last, webText), nil
-	})
+	}))
 	if err != nil {
 		t.Fatalf("GET http://%s/ never answered %q: %v; last answer: %q", address, webText, err, last)
 	}
@@ -236,10 +238,10 @@ func TestNetworkBandwidthAnnotationsShapeTheHostSideVeth(t *testing.T) {
 	// eth0's peer is the host-side veth; the pod prints its index.
 	logPath := filepath.Join(f.podLogDir(pod), "app", "0.log")
 	var lines []string
-	eventually(t, 30*time.Second, "the host-side veth's index in "+logPath, func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the host-side veth's index in "+logPath, await.Condition(func(ctx context.Context) (bool, error) {
 		lines = readCRILog(t, logPath)
 		return len(lines) >= 1, nil
-	})
+	}))
 	index, err := strconv.Atoi(strings.TrimSpace(lines[0]))
 	if err != nil {
 		t.Fatalf("the pod printed %q, not an interface index", lines[0])
@@ -328,7 +330,7 @@ func TestNetworkPodIPsAreUniqueInThePodCIDRAndReleasedOnDeletion(t *testing.T) {
 		f.waitForPodGone(t, pod, time.Minute)
 	}
 	var held []string
-	eventually(t, 30*time.Second, "the deleted pods' IPs to leave the IPAM store", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the deleted pods' IPs to leave the IPAM store", await.Condition(func(ctx context.Context) (bool, error) {
 		allocated, err := f.allocatedIPs()
 		if err != nil {
 			return false, err
@@ -340,7 +342,7 @@ func TestNetworkPodIPsAreUniqueInThePodCIDRAndReleasedOnDeletion(t *testing.T) {
 			}
 		}
 		return len(held) == 0, nil
-	})
+	}))
 }
 
 // agentResultIP reads the first IP of nodelet's cached ADD result for a
@@ -390,7 +392,7 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 		if round == killRound {
 			// In the middle of this burst's sandbox creations: as soon as
 			// the runtime holds the first of them.
-			eventually(t, time.Minute, fmt.Sprintf("a sandbox of round %d", round), func(ctx context.Context) (bool, error) {
+			await.Eventually(t, time.Minute, fmt.Sprintf("a sandbox of round %d", round), await.Condition(func(ctx context.Context) (bool, error) {
 				for _, pod := range pods {
 					sandboxes, err := f.listSandboxes(ctx, pod.UID)
 					if err != nil || len(sandboxes) > 0 {
@@ -398,7 +400,7 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 					}
 				}
 				return false, nil
-			})
+			}))
 			if err := f.Nodelet.Kill(); err != nil {
 				t.Fatalf("killing nodelet: %v", err)
 			}
@@ -457,7 +459,7 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 	// Once every churned pod is gone, the node holds exactly what its live
 	// pods need: their addresses, one veth and one namespace each.
 	var state string
-	err := poll(t.Context(), 3*time.Minute, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), 3*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		pods, err := f.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -492,7 +494,7 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 		state = fmt.Sprintf("%d churned pods left in the API; stale allocations %v; %d veths and %d network namespaces for %d ready sandboxes",
 			len(pods.Items), stale, len(veths), len(mounts), ready)
 		return len(pods.Items) == 0 && len(stale) == 0 && len(allocated) == len(live) && len(veths) == ready && len(mounts) == ready, nil
-	})
+	}))
 	if err != nil {
 		t.Fatalf("the node's network did not come back to its live pods: %v; last: %s", err, state)
 	}
@@ -565,10 +567,10 @@ func TestNetworkAgentModeBrokenPodNetworkHasItsSandboxRecreated(t *testing.T) {
 	before := f.runtimeSandboxes(t, pod.UID)
 	logPath := filepath.Join(f.podLogDir(pod), "app", "0.log")
 	var lines []string
-	eventually(t, 30*time.Second, "the host-side veth's index in "+logPath, func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the host-side veth's index in "+logPath, await.Condition(func(ctx context.Context) (bool, error) {
 		lines = readCRILog(t, logPath)
 		return len(lines) >= 1, nil
-	})
+	}))
 	index, _ := strconv.Atoi(strings.TrimSpace(lines[0]))
 	veth, err := net.InterfaceByIndex(index)
 	if err != nil {
@@ -596,10 +598,10 @@ func TestNetworkAgentModeBrokenPodNetworkHasItsSandboxRecreated(t *testing.T) {
 	if len(ready) != 1 {
 		t.Errorf("sandboxes after the repair: %s, want one ready", describeSandboxes(after))
 	}
-	eventually(t, 30*time.Second, "a SandboxChanged event", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "a SandboxChanged event", await.Condition(func(ctx context.Context) (bool, error) {
 		events, err := f.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=victim,reason=SandboxChanged"})
 		return err == nil && len(events.Items) > 0, err
-	})
+	}))
 }
 
 // TestNetworkSandboxesWhileNodeletIsDown creates and removes sandboxes
@@ -696,8 +698,8 @@ func TestNetworkSandboxesWhileNodeletIsDown(t *testing.T) {
 	f.restartNodelet(t)
 	// In the agent mode nodelet learns of the removed sandbox from its
 	// records, and deletes its network.
-	eventually(t, time.Minute, "the removed sandbox's IP "+earlyIP+" to leave the IPAM store", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, time.Minute, "the removed sandbox's IP "+earlyIP+" to leave the IPAM store", await.Condition(func(ctx context.Context) (bool, error) {
 		allocated, err := f.allocatedIPs()
 		return err == nil && !allocated[earlyIP], err
-	})
+	}))
 }

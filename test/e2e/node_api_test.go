@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // restartNodeletWith restarts nodelet with extra flags; when the test
@@ -85,7 +87,7 @@ func (f *Framework) serviceAccountToken(t *testing.T, ns, name string, rules ...
 // nodes/<subresource> of this node.
 func (f *Framework) waitForNodeAccess(t *testing.T, user, subresource string) {
 	t.Helper()
-	eventually(t, 30*time.Second, user+" to be allowed nodes/"+subresource, func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, user+" to be allowed nodes/"+subresource, await.Condition(func(ctx context.Context) (bool, error) {
 		review, err := f.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   user,
@@ -96,7 +98,7 @@ func (f *Framework) waitForNodeAccess(t *testing.T, user, subresource string) {
 			},
 		}, metav1.CreateOptions{})
 		return err == nil && review.Status.Allowed, err
-	})
+	}))
 }
 
 func TestNodeAPIAuthentication(t *testing.T) {
@@ -186,7 +188,7 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 	}
 	// A CPU rate needs two readings: poll until the summary has one.
 	var last *statsapi.Summary
-	err := poll(t.Context(), time.Minute, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		s, err := summary(ctx)
 		if err != nil {
 			return false, err
@@ -200,7 +202,7 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 			}
 		}
 		return true, nil
-	})
+	}))
 	if err != nil {
 		data, _ := json.MarshalIndent(last, "", "  ")
 		t.Fatalf("no CPU and memory of both pods and their containers: %v; last summary:\n%s", err, data)
@@ -287,7 +289,7 @@ func (f *Framework) servingCSRs(ctx context.Context, since time.Time) ([]certifi
 func (f *Framework) approveNext(t *testing.T, since time.Time, seen map[string]bool, timeout time.Duration) *x509.Certificate {
 	t.Helper()
 	var csr *certificatesv1.CertificateSigningRequest
-	eventually(t, timeout, "nodelet's next certificate signing request", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, timeout, "nodelet's next certificate signing request", await.Condition(func(ctx context.Context) (bool, error) {
 		csrs, err := f.servingCSRs(ctx, since)
 		if err != nil {
 			return false, err
@@ -299,7 +301,7 @@ func (f *Framework) approveNext(t *testing.T, since time.Time, seen map[string]b
 			}
 		}
 		return false, nil
-	})
+	}))
 	seen[csr.Name] = true
 	// Nobody approved it: a kubelet-serving request waits for an
 	// administrator.
@@ -314,14 +316,14 @@ func (f *Framework) approveNext(t *testing.T, since time.Time, seen map[string]b
 		t.Fatalf("approving CSR %s: %v", csr.Name, err)
 	}
 	var issued []byte
-	eventually(t, time.Minute, "the controller-manager to sign CSR "+csr.Name, func(ctx context.Context) (bool, error) {
+	await.Eventually(t, time.Minute, "the controller-manager to sign CSR "+csr.Name, await.Condition(func(ctx context.Context) (bool, error) {
 		got, err := f.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		issued = got.Status.Certificate
 		return len(issued) > 0, nil
-	})
+	}))
 	block, _ := pem.Decode(issued)
 	if block == nil {
 		t.Fatalf("CSR %s holds no PEM certificate", csr.Name)
@@ -338,11 +340,11 @@ func (f *Framework) waitForServed(t *testing.T, cert *x509.Certificate, what str
 	t.Helper()
 	var lastErr error
 	var last *x509.Certificate
-	err := poll(t.Context(), time.Minute, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		served, err := f.servedCertificate(ctx)
 		last, lastErr = served, err
 		return err == nil && served.Equal(cert), nil
-	})
+	}))
 	if err != nil {
 		t.Fatalf("nodelet does not serve %s (serial %s): last served %v, last error %v", what, cert.SerialNumber, serial(last), lastErr)
 	}
@@ -373,10 +375,10 @@ func TestServingCertificateFromTheCertificatesAPI(t *testing.T) {
 	seen := map[string]bool{}
 
 	// Before any approval, nodelet has no certificate to serve with.
-	eventually(t, 30*time.Second, "nodelet's first certificate signing request", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "nodelet's first certificate signing request", await.Condition(func(ctx context.Context) (bool, error) {
 		csrs, err := f.servingCSRs(ctx, since)
 		return len(csrs) > 0, err
-	})
+	}))
 	if served, err := f.servedCertificate(t.Context()); err == nil {
 		t.Errorf("nodelet serves certificate %s before its request was approved", serial(served))
 	}

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
@@ -48,11 +50,11 @@ func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
 	first := lease.Spec.RenewTime.Time
 	// The kubelet renews every quarter of the 40s lease; give it two
 	// whole leases.
-	eventually(t, 80*time.Second, "the node's lease renewTime to advance past "+first.Format(time.RFC3339Nano), func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 80*time.Second, "the node's lease renewTime to advance past "+first.Format(time.RFC3339Nano), await.Condition(func(ctx context.Context) (bool, error) {
 		lease, err := leases.Get(ctx, f.Env.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		return lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(first), nil
-	})
+	}))
 }

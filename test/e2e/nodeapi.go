@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // kubectl runs the stack's kubectl as the admin and returns its stdout
@@ -154,14 +156,14 @@ func (f *Framework) servedCertificate(ctx context.Context) (*x509.Certificate, e
 // waitForNodeAPI waits until nodelet's HTTPS port takes connections.
 func (f *Framework) waitForNodeAPI(ctx context.Context, timeout time.Duration) error {
 	var dialer net.Dialer
-	err := poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+	err := await.Poll(ctx, timeout, await.Condition(func(ctx context.Context) (bool, error) {
 		conn, err := dialer.DialContext(ctx, "tcp", "127.0.0.1:"+f.Env.NodeletPort)
 		if err != nil {
 			return false, err
 		}
 		conn.Close()
 		return true, nil
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("nodelet's port %s takes no connection: %w", f.Env.NodeletPort, err)
 	}

@@ -182,7 +182,7 @@ func (n *Nodelet) UnexpectedExit() error {
 	if n.cmd == nil || n.stopping || !n.hasExited() {
 		return nil
 	}
-	return fmt.Errorf("pid %d: %v", n.cmd.Process.Pid, n.exitErr)
+	return fmt.Errorf("pid %d: %w", n.cmd.Process.Pid, n.exitErr)
 }
 
 // SetExtraArgs sets flags that the next Start adds to the stack's (later

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // Helpers for the tests of what pods are configured with: the objects they
@@ -49,7 +51,7 @@ func (f *Framework) containerLogLines(t *testing.T, pod *corev1.Pod, container s
 func (f *Framework) waitForLogLine(t *testing.T, pod *corev1.Pod, container string, timeout time.Duration, what string, match func(line string) bool) string {
 	t.Helper()
 	var found string
-	eventually(t, timeout, fmt.Sprintf("container %s of pod %s to print %s", container, pod.Name, what), func(ctx context.Context) (bool, error) {
+	await.Eventually(t, timeout, fmt.Sprintf("container %s of pod %s to print %s", container, pod.Name, what), await.Condition(func(ctx context.Context) (bool, error) {
 		for _, line := range f.containerLogLines(t, pod, container, 0) {
 			if match(line) {
 				found = line
@@ -57,7 +59,7 @@ func (f *Framework) waitForLogLine(t *testing.T, pod *corev1.Pod, container stri
 			}
 		}
 		return false, nil
-	})
+	}))
 	return found
 }
 

@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 const podStartTimeout = 2 * time.Minute
@@ -73,9 +75,9 @@ func TestSleepingPodRunsReadyWithAddressesAndBoundToken(t *testing.T) {
 	f.waitForPodGone(t, pod, time.Minute)
 	// The API server checks the pod a bound token names through its own
 	// informers, which may lag the deletion a little.
-	eventually(t, 30*time.Second, "the deleted pod's token to fail a TokenReview", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the deleted pod's token to fail a TokenReview", await.Condition(func(ctx context.Context) (bool, error) {
 		return !f.reviewToken(t, string(token)).Authenticated, nil
-	})
+	}))
 }
 
 func (f *Framework) reviewToken(t *testing.T, token string) authenticationv1.TokenReviewStatus {
@@ -164,7 +166,7 @@ func TestCrashLoopBackOffWithGrowingDelaysAndOneDeadContainerKept(t *testing.T) 
 	// instance (the one lastState describes) besides at most one live one.
 	// Pruning follows the exit asynchronously, hence a short wait.
 	var containers []*runtimeapi.Container
-	err := poll(t.Context(), 10*time.Second, func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), 10*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 		var err error
 		containers, err = f.listContainers(ctx, pod.UID, "app")
 		if err != nil {
@@ -179,7 +181,7 @@ func TestCrashLoopBackOffWithGrowingDelaysAndOneDeadContainerKept(t *testing.T) 
 			}
 		}
 		return exited == 1 && live <= 1, nil
-	})
+	}))
 	if err != nil {
 		t.Errorf("runtime containers of app = %s, want exactly one exited and at most one other: %v", describeContainers(containers), err)
 	}
@@ -199,10 +201,10 @@ func TestInitContainersRunInOrderBeforeTheAppContainer(t *testing.T) {
 
 	logPath := filepath.Join(f.podLogDir(pod), "app", "0.log")
 	var lines []string
-	eventually(t, 30*time.Second, "two lines in "+logPath, func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "two lines in "+logPath, await.Condition(func(ctx context.Context) (bool, error) {
 		lines = readCRILog(t, logPath)
 		return len(lines) >= 2, nil
-	})
+	}))
 	if diff := cmp.Diff([]string{"1", "2"}, lines); diff != "" {
 		t.Errorf("app's log (-want +got):\n%s", diff)
 	}

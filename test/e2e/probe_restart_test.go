@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // TestRestartKeepsProbedPodsReady kills nodelet, so it must run alone: it
@@ -33,9 +35,9 @@ func TestRestartKeepsProbedPodsReady(t *testing.T) {
 	// Only a container that started well before nodelet (10s) counts as
 	// having run before it.
 	startedAt := containerStatus(pod, "app").State.Running.StartedAt.Time
-	eventually(t, time.Minute, "the container to have run for 12s", func(context.Context) (bool, error) {
+	await.Eventually(t, time.Minute, "the container to have run for 12s", await.Condition(func(context.Context) (bool, error) {
 		return time.Since(startedAt) > 12*time.Second, nil
-	})
+	}))
 
 	if err := f.Nodelet.Kill(); err != nil {
 		t.Fatalf("killing nodelet: %v", err)
@@ -58,9 +60,9 @@ func TestRestartKeepsProbedPodsReady(t *testing.T) {
 			return false, nil
 		})
 	}()
-	eventually(t, time.Minute, "the restarted nodelet to probe the container three times", func(context.Context) (bool, error) {
+	await.Eventually(t, time.Minute, "the restarted nodelet to probe the container three times", await.Condition(func(context.Context) (bool, error) {
 		return probeCount(t, pod) >= before+3, nil
-	})
+	}))
 	stopWatch()
 	<-watched
 	final := f.getPod(t, pod)

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // TestRestartSafety kills nodelet, so it must run alone: it does not call
@@ -76,7 +78,7 @@ func TestRestartSafety(t *testing.T) {
 			}
 		}
 		var left map[string][]string
-		err := poll(t.Context(), time.Minute, func(ctx context.Context) (bool, error) {
+		err := await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 			left = map[string][]string{}
 			sandboxes, err := f.listSandboxes(ctx, oldRecreated.UID)
 			if err != nil {
@@ -93,7 +95,7 @@ func TestRestartSafety(t *testing.T) {
 				left["containers"] = []string{describeContainers(containers)}
 			}
 			return len(left) == 0, nil
-		})
+		}))
 		if err != nil {
 			t.Errorf("a minute after the restart, the force-deleted pod still has in the runtime: %v (%v)", left, err)
 		}
@@ -134,9 +136,9 @@ func (f *Framework) restartNodelet(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := poll(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+	if err := await.Poll(ctx, time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		return f.Nodelet.Healthy(ctx), nil
-	}); err != nil {
+	})); err != nil {
 		t.Fatalf("nodelet's health endpoint did not answer within a minute of its restart: %v", err)
 	}
 	if _, err := f.waitForNodeReady(ctx, time.Minute); err != nil {

@@ -25,12 +25,11 @@ func TestSidecarStartsFirstRunsBesideTheAppAndStopsLast(t *testing.T) {
 
 	// Every state the pod goes through is checked: the app container is
 	// never created before the sidecar runs.
-	checkOrder := func(p *corev1.Pod) error {
+	checkOrder := func(p *corev1.Pod) {
 		app, proxy := containerStatus(p, "app"), containerStatus(p, "proxy")
 		if app != nil && app.ContainerID != "" && (proxy == nil || proxy.State.Running == nil || proxy.Started == nil || !*proxy.Started) {
 			t.Errorf("the app container exists while the sidecar has not started: %s", describePod(p))
 		}
-		return nil
 	}
 	running := f.waitForPod(t, pod, podStartTimeout, "to run both containers", func(p *corev1.Pod) (bool, error) {
 		checkOrder(p)

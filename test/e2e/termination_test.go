@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // The two tests of this file time what they check, so they run alone
@@ -52,10 +54,10 @@ func TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode(t *testing.T) {
 	// The Pod goes last, but folders may be removed just after; allow a
 	// moment.
 	var left map[string][]string
-	err = poll(t.Context(), 5*time.Second, func(ctx context.Context) (bool, error) {
+	err = await.Poll(t.Context(), 5*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 		left, err = f.podLeftovers(ctx, pod)
 		return err == nil && len(left) == 0, err
-	})
+	}))
 	if err != nil {
 		t.Errorf("5s after the pod left the API, still on the node: %v (%v)", left, err)
 	}
@@ -107,10 +109,10 @@ func TestSlowTerminationDoesNotDelayAnotherPodsStart(t *testing.T) {
 	slow = f.waitForPod(t, slow, podStartTimeout, "to be Running and Ready", runningAndReady)
 	f.deletePod(t, slow, nil)
 	logPath := filepath.Join(f.podLogDir(slow), "app", "0.log")
-	eventually(t, 30*time.Second, "the slow pod's container to log the SIGTERM it ignores", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the slow pod's container to log the SIGTERM it ignores", await.Condition(func(ctx context.Context) (bool, error) {
 		data, err := os.ReadFile(logPath)
 		return err == nil && strings.Contains(string(data), "TERM ignored"), nil
-	})
+	}))
 
 	during := f.timePodStart(t, newPod(ns, "during").obj())
 	t.Logf("creation to Ready: %s alone, %s while a pod waits out its 60s grace", baseline.Round(time.Millisecond), during.Round(time.Millisecond))

@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // Volumes are checked from inside the container: it prints what it sees
@@ -226,10 +228,10 @@ func TestProjectedTokenIsRefreshedBeforeItExpires(t *testing.T) {
 	}
 
 	var second string
-	eventually(t, time.Until(expires), "the token to be replaced before it expires at "+expires.Format(time.RFC3339), func(ctx context.Context) (bool, error) {
+	await.Eventually(t, time.Until(expires), "the token to be replaced before it expires at "+expires.Format(time.RFC3339), await.Condition(func(ctx context.Context) (bool, error) {
 		second = read()
 		return second != first, nil
-	})
+	}))
 	replaced := time.Now()
 	t.Logf("the token issued at %s was replaced %s later, %s before its expiry",
 		issuedAt.Format(time.TimeOnly), replaced.Sub(issuedAt).Round(time.Second), expires.Sub(replaced).Round(time.Second))
@@ -297,10 +299,10 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 		return out
 	}
 	first, second := []string{checksum(v1["a"]), checksum(v1["b"])}, []string{checksum(v2["a"]), checksum(v2["b"])}
-	eventually(t, 30*time.Second, "a read of the first version", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "a read of the first version", await.Condition(func(ctx context.Context) (bool, error) {
 		r := reads()
 		return len(r) > 0 && slices.Equal(r[0].byName, first), nil
-	})
+	}))
 
 	cm.Data = v2
 	if _, err := f.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
@@ -316,7 +318,7 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 	// files by name but the old folder already gone, and if it were the
 	// last one read, the new folder would not be among the reads.
 	var seenAt time.Time
-	eventually(t, syncPeriod+margin, "the second version in both files and in its folder", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, syncPeriod+margin, "the second version in both files and in its folder", await.Condition(func(ctx context.Context) (bool, error) {
 		seenAt = time.Time{}
 		for _, r := range reads() {
 			if seenAt.IsZero() && slices.Equal(r.byName, second) {
@@ -327,7 +329,7 @@ func TestConfigMapUpdateReachesTheMountedFilesAtomically(t *testing.T) {
 			}
 		}
 		return false, nil
-	})
+	}))
 	t.Logf("the container read the update %s after it was made", seenAt.Sub(updated).Round(time.Millisecond))
 
 	folders := map[string][]string{}
@@ -403,10 +405,10 @@ func TestEmptyDirSharedMemoryIsATmpfsAndNothingIsLeftAfterDeletion(t *testing.T)
 	}
 	f.deletePod(t, pod, ptr.To[int64](1))
 	f.waitForPodGone(t, pod, time.Minute)
-	eventually(t, 10*time.Second, "the pod's folder, mounts and token to be gone", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 10*time.Second, "the pod's folder, mounts and token to be gone", await.Condition(func(ctx context.Context) (bool, error) {
 		_, err := os.Stat(podDir)
 		return os.IsNotExist(err) && len(f.mountsUnder(t, podDir)) == 0, nil
-	})
+	}))
 }
 
 func TestHostPathDirectoryTypeFailsClearlyUntilTheFolderExists(t *testing.T) {
@@ -562,10 +564,10 @@ func TestMountPropagationBetweenContainersAndTheNode(t *testing.T) {
 	seenAt := time.Now()
 	// A private view checked after the slave saw the mount: it never
 	// sees the file.
-	eventually(t, 30*time.Second, "the private container to look again", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 30*time.Second, "the private container to look again", await.Condition(func(ctx context.Context) (bool, error) {
 		entries := f.containerLogEntries(t, pod, "private")
 		return len(entries) > 0 && entries[len(entries)-1].Time.After(seenAt), nil
-	})
+	}))
 	for _, entry := range f.containerLogEntries(t, pod, "private") {
 		if entry.Line != "BLIND" {
 			t.Errorf("the container without propagation printed %q at %s: it saw the other container's mount", entry.Line, entry.Time.Format(time.TimeOnly))
@@ -580,9 +582,9 @@ func TestMountPropagationBetweenContainersAndTheNode(t *testing.T) {
 
 	f.deletePod(t, pod, ptr.To[int64](1))
 	f.waitForPodGone(t, pod, time.Minute)
-	eventually(t, 10*time.Second, "no mount left under the pod's folder", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 10*time.Second, "no mount left under the pod's folder", await.Condition(func(ctx context.Context) (bool, error) {
 		return len(f.mountsUnder(t, f.podDir(pod))) == 0, nil
-	})
+	}))
 }
 
 // mountsUnder lists the mount points at or below dir on the node.

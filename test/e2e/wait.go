@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // podWatcher watches one pod by name, for client-go's RetryWatcher.
@@ -139,52 +141,26 @@ func (f *Framework) waitForPodGone(t *testing.T, pod *corev1.Pod, timeout time.D
 	return time.Now()
 }
 
-// eventually polls cond until it holds and fails the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := poll(t.Context(), timeout, cond); err != nil {
-		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
-	}
-}
-
-// poll polls cond until it holds, for waits whose failure message needs
-// what cond last saw. An error from cond does not end the wait (API
-// calls fail now and then on a busy machine); the last one is reported
-// if the wait times out.
-func poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) (bool, error)) error {
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		done, err := cond(ctx)
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		return done, nil
-	})
-	if err != nil && lastErr != nil {
-		return fmt.Errorf("%w (last error: %v)", err, lastErr)
-	}
-	return err
-}
-
 // waitForNodeReady waits until the Node is Ready and no longer carries the
 // not-ready taint, as a user does before scheduling onto it.
 func (f *Framework) waitForNodeReady(ctx context.Context, timeout time.Duration) (*corev1.Node, error) {
 	var node *corev1.Node
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		node, lastErr = f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
-		if lastErr != nil {
-			return false, nil
+	err := await.Poll(ctx, timeout, func(ctx context.Context) error {
+		var err error
+		if node, err = f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{}); err != nil {
+			return err
 		}
-		return nodeReady(node) && !hasTaint(node, corev1.TaintNodeNotReady), nil
+		if !nodeReady(node) || hasTaint(node, corev1.TaintNodeNotReady) {
+			return await.ErrNotYet
+		}
+		return nil
 	})
 	if err != nil {
 		if exitErr := f.Nodelet.UnexpectedExit(); exitErr != nil {
-			return node, fmt.Errorf("nodelet exited: %v", exitErr)
+			return node, fmt.Errorf("nodelet exited: %w", exitErr)
 		}
-		return node, fmt.Errorf("node %s not Ready without the not-ready taint within %s: %w (last error: %v, node conditions: %v, taints: %v)",
-			f.Env.NodeName, timeout, err, lastErr, nodeConditions(node), nodeTaints(node))
+		return node, fmt.Errorf("node %s not Ready without the not-ready taint within %s: %w (node conditions: %v, taints: %v)",
+			f.Env.NodeName, timeout, err, nodeConditions(node), nodeTaints(node))
 	}
 	return node, nil
 }
