@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestConfigzServesTheEffectiveConfiguration(t *testing.T) {
@@ -86,14 +87,14 @@ authorization:
 
 	// The file's value is the one nodelet runs with, not only the one it
 	// shows: the Node's pod capacity.
-	eventually(t, 60*time.Second, "the Node's pod capacity to be the file's 42", func(ctx context.Context) (bool, error) {
+	await.Eventually(t, 60*time.Second, "the Node's pod capacity to be the file's 42", await.Condition(func(ctx context.Context) (bool, error) {
 		node, err := f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		pods := node.Status.Capacity[corev1.ResourcePods]
 		return pods.Value() == 42, nil
-	})
+	}))
 
 	// nodes/stats does not open /configz.
 	stats := f.serviceAccountToken(t, ns, "stats-reader", rbacv1.PolicyRule{
