@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -241,10 +242,10 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	now := r.Clock.Now()
 	var requeue requeueAfter
 
-	if failure := deadlineFailure(pod, now); failure != nil {
+	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
-	requeue.at(activeDeadline(pod))
+	requeue.at(podstatus.ActiveDeadline(pod))
 	// As the kubelet: while the network is not ready only pods on the
 	// host's network run; the others wait, looking again shortly.
 	if err := r.networkError(); err != nil && !pod.Spec.HostNetwork {
@@ -534,7 +535,7 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 	now := r.Clock.Now()
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
-	generated := generatePodStatus(podStatusInput{
+	generated := podstatus.Generate(podstatus.Input{
 		Pod:      pod,
 		Runtime:  status,
 		Waiting:  r.reasons.get(pod.UID),
@@ -542,13 +543,13 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 		Ready:    ready,
 		HostIPs:  r.HostIPs(),
 		Terminal: terminal,
-		Failure:  deadlineFailure(pod, now),
+		Failure:  podstatus.DeadlineFailure(pod, now),
 		Now:      now,
 	})
-	merged := mergeStatus(pod.Status, generated)
+	merged := podstatus.Merge(pod.Status, generated)
 	r.starts.observe(pod, &merged, now)
 	r.Prober.UpdatePod(pod, &merged)
-	if statusEqual(pod.Status, merged) {
+	if podstatus.Equal(pod.Status, merged) {
 		return nil
 	}
 	patch, err := statusPatch(pod.UID, pod.Status, merged)
@@ -609,7 +610,7 @@ func podIsTerminal(pod *corev1.Pod, status *noderuntime.PodStatus) bool {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		return true
 	}
-	switch podPhase(pod, status) {
+	switch podstatus.Phase(pod, status) {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		return true
 	}

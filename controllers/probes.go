@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,37 +43,4 @@ func (r *PodReconciler) EnqueuePod(ctx context.Context, namespace, name string, 
 	case r.events <- event.GenericEvent{Object: obj}:
 	case <-ctx.Done():
 	}
-}
-
-// Reason and message of a pod failed for running past its
-// activeDeadlineSeconds, the kubelet's.
-const (
-	reasonDeadlineExceeded  = "DeadlineExceeded"
-	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
-)
-
-// podFailure is why nodelet fails a pod that would otherwise run on.
-type podFailure struct {
-	Reason  string
-	Message string
-}
-
-// activeDeadline is when a pod with activeDeadlineSeconds must be done,
-// counted from its startTime; zero when there is none (yet).
-func activeDeadline(pod *corev1.Pod) time.Time {
-	if pod.Spec.ActiveDeadlineSeconds == nil || pod.Status.StartTime == nil || pod.Status.StartTime.IsZero() {
-		return time.Time{}
-	}
-	return pod.Status.StartTime.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
-}
-
-// deadlineFailure is the pod's failure if it has run past its deadline at
-// now, else nil. The spec's deadline may change while the pod runs; the
-// current one counts.
-func deadlineFailure(pod *corev1.Pod, now time.Time) *podFailure {
-	deadline := activeDeadline(pod)
-	if deadline.IsZero() || now.Before(deadline) {
-		return nil
-	}
-	return &podFailure{Reason: reasonDeadlineExceeded, Message: messageDeadlineExceeded}
 }

@@ -1,4 +1,4 @@
-package controllers
+package podstatus
 
 import (
 	"fmt"
@@ -49,8 +49,8 @@ const (
 	maxPodTerminationMessageLength = 12 * 1024
 )
 
-// podStatusInput is everything generatePodStatus reads.
-type podStatusInput struct {
+// Input is everything Generate reads.
+type Input struct {
 	// Pod is the Pod as the API server has it: spec, metadata and the
 	// status last written (the "old" status).
 	Pod *corev1.Pod
@@ -75,13 +75,13 @@ type podStatusInput struct {
 	// Failure, when set, is why nodelet fails the pod whatever its
 	// containers did (it ran past its activeDeadlineSeconds): once no
 	// container runs, the phase is Failed with its reason and message.
-	Failure *podFailure
+	Failure *Failure
 	Now     time.Time
 }
 
-// generatePodStatus returns the pod's status: generated from the runtime's
-// record, then merged with the status the API server has (mergeStatus).
-func generatePodStatus(in podStatusInput) corev1.PodStatus {
+// Generate returns the pod's status: generated from the runtime's
+// record, then merged with the status the API server has (Merge).
+func Generate(in Input) corev1.PodStatus {
 	if in.Pod == nil {
 		return corev1.PodStatus{}
 	}
@@ -136,21 +136,21 @@ func generatePodStatus(in podStatusInput) corev1.PodStatus {
 
 	s.Resources, s.AllocatedResources = podResources(pod)
 	truncateTerminationMessages(pod, &s)
-	return mergeStatus(*old, s)
+	return Merge(*old, s)
 }
 
-// podPhase is the phase the runtime's record implies for a pod that is not
+// Phase is the phase the runtime's record implies for a pod that is not
 // (yet) terminal: the reconciler asks it whether a pod ran to completion
 // under its restart policy. Waiting reasons never change a phase, so none
 // are needed.
-func podPhase(pod *corev1.Pod, runtime *noderuntime.PodStatus) corev1.PodPhase {
+func Phase(pod *corev1.Pod, runtime *noderuntime.PodStatus) corev1.PodPhase {
 	if pod == nil {
 		return corev1.PodPending
 	}
 	if runtime == nil {
 		runtime = &noderuntime.PodStatus{}
 	}
-	v := statusView{pod: pod, rt: runtime, in: &podStatusInput{Pod: pod, Runtime: runtime}}
+	v := statusView{pod: pod, rt: runtime, in: &Input{Pod: pod, Runtime: runtime}}
 	var s corev1.PodStatus
 	s.InitContainerStatuses = v.containerStatuses(pod.Spec.InitContainers, pod.Status.InitContainerStatuses, true)
 	s.ContainerStatuses = v.containerStatuses(pod.Spec.Containers, pod.Status.ContainerStatuses, false)
@@ -158,7 +158,7 @@ func podPhase(pod *corev1.Pod, runtime *noderuntime.PodStatus) corev1.PodPhase {
 	return phaseOf(pod, s.InitContainerStatuses, s.ContainerStatuses, false, v.activeRegularContainerExists())
 }
 
-// mergeStatus applies the status invariants against what the API server
+// Merge applies the status invariants against what the API server
 // has, so that nothing nodelet writes moves backwards:
 //   - a terminal phase never changes (with its reason and message);
 //   - the phase's reason and message are kept while the phase is unchanged;
@@ -172,7 +172,7 @@ func podPhase(pod *corev1.Pod, runtime *noderuntime.PodStatus) corev1.PodPhase {
 //     statuses are kept.
 //
 // It is idempotent: merging a merged status again changes nothing.
-func mergeStatus(old corev1.PodStatus, generated corev1.PodStatus) corev1.PodStatus {
+func Merge(old corev1.PodStatus, generated corev1.PodStatus) corev1.PodStatus {
 	s := *generated.DeepCopy()
 
 	if isTerminalPhase(old.Phase) {
@@ -226,10 +226,10 @@ func mergeStatus(old corev1.PodStatus, generated corev1.PodStatus) corev1.PodSta
 	return *s.DeepCopy()
 }
 
-// statusEqual compares two statuses as the API server stores them: times
+// Equal compares two statuses as the API server stores them: times
 // to the second, nil and empty alike, conditions in any order. An unchanged
 // status is then not patched again.
-func statusEqual(a, b corev1.PodStatus) bool {
+func Equal(a, b corev1.PodStatus) bool {
 	a, b = normalizedStatus(a), normalizedStatus(b)
 	for _, conditions := range [][]corev1.PodCondition{a.Conditions, b.Conditions} {
 		sort.SliceStable(conditions, func(i, j int) bool { return conditions[i].Type < conditions[j].Type })
@@ -241,7 +241,7 @@ func statusEqual(a, b corev1.PodStatus) bool {
 type statusView struct {
 	pod *corev1.Pod
 	rt  *noderuntime.PodStatus
-	in  *podStatusInput
+	in  *Input
 }
 
 // instances returns the newest and the previous instance of a container.
@@ -725,7 +725,7 @@ func containerShouldRestart(container *corev1.Container, spec *corev1.PodSpec, e
 }
 
 // conditions generates the conditions nodelet owns, in the kubelet's
-// order. Their lastTransitionTime is now; mergeStatus keeps the old one
+// order. Their lastTransitionTime is now; Merge keeps the old one
 // while a status is unchanged.
 func (v statusView) conditions(s *corev1.PodStatus) []corev1.PodCondition {
 	gen := v.pod.Generation
