@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
@@ -95,7 +96,7 @@ type PodReconciler struct {
 	// ready; pods not on the host's network wait for it. Default: ready.
 	NetworkError func() error
 
-	cache   *podCache
+	cache   *pleg.Cache
 	reasons *reasonCache
 	starts  *podStartTracker
 	events  chan event.GenericEvent
@@ -118,7 +119,7 @@ type PodReconciler struct {
 // NewPodReconciler completes r with its private state (the PLEG's channel
 // and cache among it) and returns it; main wires the PLEG with r.NewPLEG.
 func NewPodReconciler(r *PodReconciler) *PodReconciler {
-	r.cache = newPodCache()
+	r.cache = pleg.NewCache()
 	r.reasons = newReasonCache()
 	r.starts = newPodStartTracker()
 	r.events = make(chan event.GenericEvent, 1024)
@@ -134,8 +135,8 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 }
 
 // NewPLEG returns the PLEG that feeds this reconciler.
-func (r *PodReconciler) NewPLEG(runtime runtimeLister, period time.Duration, log logr.Logger) *PLEG {
-	return NewPLEG(runtime, r.cache, r.events, period, r.Clock, log)
+func (r *PodReconciler) NewPLEG(runtime pleg.Runtime, period time.Duration, log logr.Logger) *pleg.PLEG {
+	return pleg.New(runtime, r.cache, r.events, period, r.Clock, log)
 }
 
 // SetupWithManager registers the reconciler: Pods from the field-selected
@@ -195,7 +196,7 @@ func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*noderunt
 	r.mu.Lock()
 	lastSync := r.lastSync[uid]
 	r.mu.Unlock()
-	if status, ok := r.cache.getNewerThan(uid, lastSync); ok {
+	if status, ok := r.cache.GetNewerThan(uid, lastSync); ok {
 		return status, nil
 	}
 	return r.readPodStatus(ctx, uid)
@@ -208,7 +209,7 @@ func (r *PodReconciler) readPodStatus(ctx context.Context, uid types.UID) (*node
 	if err != nil {
 		return nil, err
 	}
-	r.cache.set(uid, status, readAt)
+	r.cache.Set(uid, status, readAt)
 	return status, nil
 }
 
@@ -468,7 +469,7 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 // removeOrphans starts the removal of every runtime pod named
 // namespace/name whose UID is not keep.
 func (r *PodReconciler) removeOrphans(ctx context.Context, namespace, name string, keep types.UID) {
-	for _, status := range r.cache.byName(namespace, name) {
+	for _, status := range r.cache.ByName(namespace, name) {
 		if status.UID != keep {
 			r.startOrphanRemoval(ctx, status.UID)
 		}
@@ -498,7 +499,7 @@ func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 	status, err := r.readPodStatus(ctx, uid)
 	if err == nil && len(status.Sandboxes)+len(status.Containers) == 0 {
 		// Already removed, by the Pod's own deletion.
-		r.cache.delete(uid, r.Clock.Now())
+		r.cache.Delete(uid, r.Clock.Now())
 		return
 	}
 	if err == nil {
@@ -518,7 +519,7 @@ func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 
 // forget drops what nodelet remembers of a pod it removed.
 func (r *PodReconciler) forget(uid types.UID) {
-	r.cache.delete(uid, r.Clock.Now())
+	r.cache.Delete(uid, r.Clock.Now())
 	r.mu.Lock()
 	delete(r.lastSync, uid)
 	delete(r.prepareFailures, uid)

@@ -1,4 +1,8 @@
-package controllers
+// Package pleg is the pod lifecycle event generator: it relists the
+// container runtime (and follows its container events where it has them),
+// keeps the pod Cache the reconciler reads, and sends an event for every pod
+// whose runtime state changed. The diff itself (events.go) is pure.
+package pleg
 
 import (
 	"context"
@@ -44,8 +48,8 @@ type PodLifecycleEvent struct {
 	Data string
 }
 
-// runtimeLister is what the PLEG reads from the runtime.
-type runtimeLister interface {
+// Runtime is what the PLEG reads from the runtime.
+type Runtime interface {
 	ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
 	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
 	WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error
@@ -74,8 +78,8 @@ func init() {
 // relisting slows to a safety net; where it answers Unimplemented
 // (containerd 1.6), relisting carries on alone.
 type PLEG struct {
-	runtime runtimeLister
-	cache   *podCache
+	runtime Runtime
+	cache   *Cache
 	events  chan event.GenericEvent
 	period  time.Duration
 	clock   clock.WithTicker
@@ -103,8 +107,8 @@ const (
 	eventsRetryPeriod = 5 * time.Second
 )
 
-// NewPLEG returns a PLEG sending into events. period defaults to 1s.
-func NewPLEG(runtime runtimeLister, cache *podCache, events chan event.GenericEvent, period time.Duration, clk clock.WithTicker, log logr.Logger) *PLEG {
+// New returns a PLEG sending into events. period defaults to 1s.
+func New(runtime Runtime, cache *Cache, events chan event.GenericEvent, period time.Duration, clk clock.WithTicker, log logr.Logger) *PLEG {
 	if period <= 0 {
 		period = time.Second
 	}
@@ -183,7 +187,7 @@ func (p *PLEG) refresh(ctx context.Context, id noderuntime.PodIdentity) {
 		p.log.Error(err, "Failed to read pod status from the runtime", "pod", client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
 		return
 	}
-	p.cache.set(id.UID, podStatus, timestamp)
+	p.cache.Set(id.UID, podStatus, timestamp)
 	p.send(PodLifecycleEvent{ID: id.UID, Namespace: id.Namespace, Name: id.Name, Type: ContainerChanged})
 }
 
@@ -221,7 +225,7 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 	}
 	for uid, e := range changed {
 		if _, ok := current[uid]; !ok {
-			p.cache.delete(uid, timestamp)
+			p.cache.Delete(uid, timestamp)
 			continue
 		}
 		podStatus, err := p.runtime.GetPodStatus(ctx, uid)
@@ -237,9 +241,9 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 			delete(changed, uid)
 			continue
 		}
-		p.cache.set(uid, podStatus, timestamp)
+		p.cache.Set(uid, podStatus, timestamp)
 	}
-	p.cache.updateTime(timestamp)
+	p.cache.UpdateTime(timestamp)
 
 	p.mu.Lock()
 	p.previous = current

@@ -1,4 +1,4 @@
-package controllers
+package pleg
 
 import (
 	"sync"
@@ -9,11 +9,11 @@ import (
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
-// podCache holds the runtime's record of each pod as the PLEG last read it,
+// Cache holds the runtime's record of each pod as the PLEG last read it,
 // with the time the read started. A reconcile asks for a record newer than
 // its own last action on the pod, so it never decides on a state from before
 // what it last did (the kubelet's GetNewerThan rule).
-type podCache struct {
+type Cache struct {
 	mu   sync.RWMutex
 	pods map[types.UID]cachedPod
 	// timestamp is the start of the last complete relist: every pod's record
@@ -26,12 +26,12 @@ type cachedPod struct {
 	modified time.Time
 }
 
-func newPodCache() *podCache {
-	return &podCache{pods: map[types.UID]cachedPod{}}
+func NewCache() *Cache {
+	return &Cache{pods: map[types.UID]cachedPod{}}
 }
 
-// set records a pod's status as read from the runtime at (or after) t.
-func (c *podCache) set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
+// Set records a pod's status as read from the runtime at (or after) t.
+func (c *Cache) Set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
@@ -41,8 +41,8 @@ func (c *podCache) set(uid types.UID, status *noderuntime.PodStatus, t time.Time
 	c.pods[uid] = cachedPod{status: status, modified: t}
 }
 
-// delete drops a pod the runtime no longer has.
-func (c *podCache) delete(uid types.UID, t time.Time) {
+// Delete drops a pod the runtime no longer has.
+func (c *Cache) Delete(uid types.UID, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
@@ -51,9 +51,9 @@ func (c *podCache) delete(uid types.UID, t time.Time) {
 	delete(c.pods, uid)
 }
 
-// updateTime marks every record as fresh as of t: a relist that started at
+// UpdateTime marks every record as fresh as of t: a relist that started at
 // t saw no other change.
-func (c *podCache) updateTime(t time.Time) {
+func (c *Cache) UpdateTime(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.After(c.timestamp) {
@@ -61,9 +61,9 @@ func (c *podCache) updateTime(t time.Time) {
 	}
 }
 
-// getNewerThan returns the pod's record if it reflects the runtime at a
+// GetNewerThan returns the pod's record if it reflects the runtime at a
 // time after minTime. A pod the runtime does not hold has an empty record.
-func (c *podCache) getNewerThan(uid types.UID, minTime time.Time) (*noderuntime.PodStatus, bool) {
+func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*noderuntime.PodStatus, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	entry, ok := c.pods[uid]
@@ -77,9 +77,9 @@ func (c *podCache) getNewerThan(uid types.UID, minTime time.Time) (*noderuntime.
 	return entry.status, true
 }
 
-// byName returns the records of runtime pods carrying the given name,
+// ByName returns the records of runtime pods carrying the given name,
 // whatever their UID.
-func (c *podCache) byName(namespace, name string) []*noderuntime.PodStatus {
+func (c *Cache) ByName(namespace, name string) []*noderuntime.PodStatus {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*noderuntime.PodStatus
