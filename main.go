@@ -44,6 +44,7 @@ import (
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
+	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -189,7 +190,7 @@ func run(ctx context.Context, opts Options) error {
 	if opts.NodeIP != "" {
 		nodeIPs = []string{opts.NodeIP}
 	}
-	nodeReporter, err := controllers.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, controllers.NodeStatusOptions{
+	nodeReporter, err := node.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, node.NodeStatusOptions{
 		NodeName:        opts.NodeName,
 		NodeIPs:         nodeIPs,
 		NodeletVersion:  version,
@@ -206,7 +207,7 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	leases, err := controllers.NewLeaseRenewer(mgr.GetClient(), mgr.GetAPIReader(), controllers.LeaseOptions{
+	leases, err := node.NewLeaseRenewer(mgr.GetClient(), mgr.GetAPIReader(), node.LeaseOptions{
 		NodeName: opts.NodeName,
 		Clock:    clk,
 		Log:      log.WithName("lease"),

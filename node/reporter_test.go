@@ -1,4 +1,4 @@
-package controllers
+package node
 
 // The node status, patch and lease functions and the machine-fact parsers
 // are tested as pure functions. TestNodeLoopsAgainstAPIServer runs both

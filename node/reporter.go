@@ -1,4 +1,8 @@
-package controllers
+// Package node is the Node's side of nodelet: the NodeStatusReporter that
+// registers the Node and keeps its status true, and the LeaseRenewer that
+// heartbeats its Lease (both manager.Runnables), over a pure node status
+// computation and the machine's facts read from the host.
+package node
 
 import (
 	"bufio"
