@@ -251,7 +251,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	// host's network run; the others wait, looking again shortly.
 	if err := r.networkError(); err != nil && !pod.Spec.HostNetwork {
 		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "NetworkNotReady", "%s: %v", networkNotReadyMessage, err)
-		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+		if _, err := r.report(ctx, pod, status, false, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: networkNotReadyRetry}, nil
@@ -261,7 +261,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	requeue.at(refreshAt)
 	if prepErr != nil {
 		requeue.in(now, r.prepareRetryDelay(pod.UID))
-		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+		if _, err := r.report(ctx, pod, status, false, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return requeue.result(now), nil
@@ -290,7 +290,6 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		}
 		log.V(1).Info("Syncing pod", "pod", klog.KObj(pod), "actions", actions)
 		result = r.Runtime.SyncPod(ctx, pod, status, actions, env)
-		r.markSynced(pod.UID)
 		if len(result.Started) > 0 {
 			r.starts.started(pod.UID, result.ImagePullTime)
 		}
@@ -306,17 +305,14 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			// The next pull is due when its back-off ends.
 			requeue.at(cerr.BackOffUntil)
 		}
-		var err error
-		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	r.reasons.update(pod, actions, result)
+	status, err := r.report(ctx, pod, status, !actions.NoChange(), false)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.Runtime.PruneContainers(ctx, status); err != nil {
 		log.Error(err, "Failed to remove dead containers", "pod", klog.KObj(pod))
-	}
-	if err := r.writeStatus(ctx, pod, status, false); err != nil {
-		return ctrl.Result{}, err
 	}
 	return requeue.result(r.Clock.Now()), nil
 }
@@ -405,12 +401,7 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)
 	}
-	r.markSynced(pod.UID)
-	status, err = r.readPodStatus(ctx, pod.UID)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+	if status, err = r.report(ctx, pod, status, true, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.removePod(ctx, status); err != nil {
@@ -429,17 +420,13 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 // syncTerminatedPod keeps a pod that ran to completion stopped: its
 // containers stay for their logs, everything else goes.
 func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
-	if len(status.RunningContainers()) > 0 || len(status.IPs()) > 0 || hasReadySandbox(status) {
+	stop := len(status.RunningContainers()) > 0 || len(status.IPs()) > 0 || hasReadySandbox(status)
+	if stop {
 		if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
 			return ctrl.Result{}, fmt.Errorf("stopping finished pod %s: %w", klog.KObj(pod), err)
 		}
-		r.markSynced(pod.UID)
-		var err error
-		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
-	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+	if _, err := r.report(ctx, pod, status, stop, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.Volumes.TearDownPod(ctx, pod.UID); err != nil {
@@ -464,6 +451,32 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 		return fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err)
 	}
 	return nil
+}
+
+// OwnedPods returns the UIDs of the Pods bound to this node, as the
+// manager's cache has them: what housekeeping keeps.
+func (r *PodReconciler) OwnedPods(ctx context.Context) (map[types.UID]bool, error) {
+	var pods corev1.PodList
+	// The cache holds only this node's pods.
+	if err := r.Client.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing the pods of node %s: %w", r.NodeName, err)
+	}
+	owned := make(map[types.UID]bool, len(pods.Items))
+	for i := range pods.Items {
+		owned[pods.Items[i].UID] = true
+	}
+	return owned, nil
+}
+
+// RemoveOrphan starts the removal of a runtime pod whose Pod is gone
+// (startOrphanRemoval).
+func (r *PodReconciler) RemoveOrphan(ctx context.Context, uid types.UID) {
+	r.startOrphanRemoval(ctx, uid)
+}
+
+// CleanupPods drops the probes of the pods not in keep.
+func (r *PodReconciler) CleanupPods(keep map[types.UID]bool) {
+	r.Prober.CleanupPods(keep)
 }
 
 // removeOrphans starts the removal of every runtime pod named
@@ -530,13 +543,30 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.Prober.RemovePod(uid)
 }
 
+// report is the last step of every branch of Reconcile: re-observe the pod
+// and report what was seen. After an action on the runtime (acted), the
+// pod is marked synced and its record read again, so that neither this
+// status nor the next reconcile rests on a state from before the action;
+// then its status is written. It returns the record it reported.
+func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, acted, terminal bool) (*noderuntime.PodStatus, error) {
+	if acted {
+		r.markSynced(pod.UID)
+		var err error
+		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
+			return nil, err
+		}
+	}
+	return status, r.writeStatus(ctx, pod, status, terminal)
+}
+
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
 func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
 	now := r.Clock.Now()
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
-	generated := podstatus.Generate(podstatus.Input{
+	// Generate merges with the API server's status, once.
+	merged := podstatus.Generate(podstatus.Input{
 		Pod:      pod,
 		Runtime:  status,
 		Waiting:  r.reasons.get(pod.UID),
@@ -547,7 +577,6 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 		Failure:  podstatus.DeadlineFailure(pod, now),
 		Now:      now,
 	})
-	merged := podstatus.Merge(pod.Status, generated)
 	r.starts.observe(pod, &merged, now)
 	r.Prober.UpdatePod(pod, &merged)
 	if podstatus.Equal(pod.Status, merged) {

@@ -99,12 +99,7 @@ func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *no
 	if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
 		return ctrl.Result{}, fmt.Errorf("stopping pod %s (%s): %w", klog.KObj(pod), failure.Reason, err)
 	}
-	r.markSynced(pod.UID)
-	status, err := r.readPodStatus(ctx, pod.UID)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+	if _, err := r.report(ctx, pod, status, true, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The pod is terminal now; the update of its status brings it back to
