@@ -45,6 +45,7 @@ import (
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
 	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -149,13 +150,12 @@ func run(ctx context.Context, opts Options) error {
 		Bridge:      opts.CNIBridge,
 		IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
 	}
-	// pods is the pod reconciler, set below; the CNI agent tells it of
-	// broken pod networks.
-	var pods *controllers.PodReconciler
+	// The pod queue comes first: the PLEG, the prober and the CNI agent
+	// feed it, the pod reconciler drains it, and none holds another.
+	podCache := pleg.NewCache()
+	podQueue := controllers.NewPodQueue(podCache, clk)
 	cniAgent, err := setUpNetworkMode(ctx, opts, networkConfig, mgr, runtimeService, configuredPodCIDRs, func(pod network.PodRef) {
-		if pods != nil {
-			pods.ResyncPod(pod.Namespace, pod.Name, types.UID(pod.UID))
-		}
+		podQueue.Resync(pod.Namespace, pod.Name, types.UID(pod.UID))
 	})
 	if err != nil {
 		return err
@@ -229,11 +229,10 @@ func run(ctx context.Context, opts Options) error {
 		Recorder: recorder,
 		Clock:    clk,
 		Log:      log.WithName("prober"),
-		OnChange: func(ctx context.Context, namespace, name string, uid types.UID) {
-			pods.EnqueuePod(ctx, namespace, name, uid)
-		},
+		OnChange: podQueue.Enqueue,
 	})
-	pods = controllers.NewPodReconciler(&controllers.PodReconciler{
+	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
+		Queue:        podQueue,
 		Client:       mgr.GetClient(),
 		Runtime:      runtimeManager,
 		Volumes:      podVolumes,
@@ -254,7 +253,7 @@ func run(ctx context.Context, opts Options) error {
 	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up pod controller: %w", err)
 	}
-	pleg := pods.NewPLEG(runtimeManager, opts.RelistPeriod.Duration, log.WithName("pleg"))
+	podLifecycle := pleg.New(runtimeManager, podCache, podQueue.Events(), opts.RelistPeriod.Duration, clk, log.WithName("pleg"))
 	housekeeping := &controllers.Housekeeping{
 		Reconciler: pods,
 		Runtime:    runtimeManager,
@@ -264,7 +263,7 @@ func run(ctx context.Context, opts Options) error {
 		Log:        log.WithName("housekeeping"),
 	}
 	plegHealthy := func() error {
-		if !pleg.Healthy() {
+		if !podLifecycle.Healthy() {
 			return errors.New("the PLEG has not relisted the runtime recently")
 		}
 		return nil
@@ -282,7 +281,7 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	runnables := []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes, nodeServer, logRotator}
+	runnables := []manager.Runnable{nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator}
 	if cniAgent != nil {
 		runnables = append(runnables, cniAgent)
 	}

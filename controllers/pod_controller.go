@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -96,15 +95,15 @@ type PodReconciler struct {
 	// ready; pods not on the host's network wait for it. Default: ready.
 	NetworkError func() error
 
+	// Queue takes the pods to reconcile for what nodelet notices outside
+	// the API server, and holds the PLEG's pod cache. Default: a new one.
+	Queue *PodQueue
+
 	cache   *pleg.Cache
 	reasons *reasonCache
 	starts  *podStartTracker
-	events  chan event.GenericEvent
 
 	mu sync.Mutex
-	// lastSync is when each pod's last actions on the runtime finished; a
-	// reconcile reads no runtime record older than that.
-	lastSync map[types.UID]time.Time
 	// cleaning holds the runtime pods whose removal is under way.
 	cleaning map[types.UID]bool
 	// prepareFailures counts each pod's failed volume set-ups in a row.
@@ -116,14 +115,14 @@ type PodReconciler struct {
 	envFailures map[types.UID]int
 }
 
-// NewPodReconciler completes r with its private state (the PLEG's channel
-// and cache among it) and returns it; main wires the PLEG with r.NewPLEG.
+// NewPodReconciler completes r with its private state and returns it.
 func NewPodReconciler(r *PodReconciler) *PodReconciler {
-	r.cache = pleg.NewCache()
+	if r.Queue == nil {
+		r.Queue = NewPodQueue(pleg.NewCache(), r.Clock)
+	}
+	r.cache = r.Queue.cache
 	r.reasons = newReasonCache()
 	r.starts = newPodStartTracker()
-	r.events = make(chan event.GenericEvent, 1024)
-	r.lastSync = map[types.UID]time.Time{}
 	r.cleaning = map[types.UID]bool{}
 	r.prepareFailures = map[types.UID]int{}
 	r.kills = map[types.UID]podKill{}
@@ -134,9 +133,9 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	return r
 }
 
-// NewPLEG returns the PLEG that feeds this reconciler.
+// NewPLEG returns a PLEG that feeds this reconciler's queue and cache.
 func (r *PodReconciler) NewPLEG(runtime pleg.Runtime, period time.Duration, log logr.Logger) *pleg.PLEG {
-	return pleg.New(runtime, r.cache, r.events, period, r.Clock, log)
+	return pleg.New(runtime, r.cache, r.Queue.events, period, r.Clock, log)
 }
 
 // SetupWithManager registers the reconciler: Pods from the field-selected
@@ -147,7 +146,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) erro
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pod").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: r.noticeGracePeriod})).
-		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Queue.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -193,10 +192,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // is newer than this reconciler's last action on the pod, else straight
 // from the runtime.
 func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
-	r.mu.Lock()
-	lastSync := r.lastSync[uid]
-	r.mu.Unlock()
-	if status, ok := r.cache.GetNewerThan(uid, lastSync); ok {
+	if status, ok := r.cache.GetFresh(uid); ok {
 		return status, nil
 	}
 	return r.readPodStatus(ctx, uid)
@@ -213,10 +209,10 @@ func (r *PodReconciler) readPodStatus(ctx context.Context, uid types.UID) (*node
 	return status, nil
 }
 
+// markSynced has the pod's next reconcile read no runtime record older
+// than now, the end of an action on it.
 func (r *PodReconciler) markSynced(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lastSync[uid] = r.Clock.Now()
+	r.cache.Invalidate(uid, r.Clock.Now())
 }
 
 func (r *PodReconciler) networkError() error {
@@ -224,16 +220,6 @@ func (r *PodReconciler) networkError() error {
 		return nil
 	}
 	return r.NetworkError()
-}
-
-// ResyncPod has a pod reconciled from a fresh read of the runtime, as when
-// its sandbox's network was found broken.
-func (r *PodReconciler) ResyncPod(namespace, name string, uid types.UID) {
-	r.markSynced(uid)
-	// A controller that takes no event for this long is stopping.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r.EnqueuePod(ctx, namespace, name, uid)
 }
 
 // syncPod runs a pod that should be running: prepare its cgroup and
@@ -532,9 +518,8 @@ func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 
 // forget drops what nodelet remembers of a pod it removed.
 func (r *PodReconciler) forget(uid types.UID) {
-	r.cache.Delete(uid, r.Clock.Now())
+	r.cache.Forget(uid, r.Clock.Now())
 	r.mu.Lock()
-	delete(r.lastSync, uid)
 	delete(r.prepareFailures, uid)
 	delete(r.envFailures, uid)
 	r.mu.Unlock()

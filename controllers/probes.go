@@ -4,9 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -34,13 +32,7 @@ func (noProbes) StartedAndReady(*corev1.Pod, *noderuntime.PodStatus, noderuntime
 	return nil, nil
 }
 
-// EnqueuePod has a pod reconciled again soon, for a change nodelet noticed
-// outside the API server and the runtime (a probe result). It waits while
-// the queue's channel is full, until ctx ends.
+// EnqueuePod has a pod reconciled again soon (PodQueue.Enqueue).
 func (r *PodReconciler) EnqueuePod(ctx context.Context, namespace, name string, uid types.UID) {
-	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid}}
-	select {
-	case r.events <- event.GenericEvent{Object: obj}:
-	case <-ctx.Done():
-	}
+	r.Queue.Enqueue(ctx, namespace, name, uid)
 }

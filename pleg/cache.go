@@ -19,6 +19,9 @@ type Cache struct {
 	// timestamp is the start of the last complete relist: every pod's record
 	// is at least that fresh, whether or not it changed.
 	timestamp time.Time
+	// minTimes holds, by pod, the time before which its records no longer
+	// serve: the end of nodelet's last action on it.
+	minTimes map[types.UID]time.Time
 }
 
 type cachedPod struct {
@@ -27,7 +30,7 @@ type cachedPod struct {
 }
 
 func NewCache() *Cache {
-	return &Cache{pods: map[types.UID]cachedPod{}}
+	return &Cache{pods: map[types.UID]cachedPod{}, minTimes: map[types.UID]time.Time{}}
 }
 
 // Set records a pod's status as read from the runtime at (or after) t.
@@ -49,6 +52,31 @@ func (c *Cache) Delete(uid types.UID, t time.Time) {
 		return
 	}
 	delete(c.pods, uid)
+}
+
+// Invalidate has the pod's records read before t no longer served by
+// GetFresh: nodelet acted on the pod at t, or was told its state changed.
+func (c *Cache) Invalidate(uid types.UID, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.minTimes[uid] = t
+}
+
+// GetFresh returns the pod's record if it reflects the runtime after the
+// last Invalidate of the pod.
+func (c *Cache) GetFresh(uid types.UID) (*noderuntime.PodStatus, bool) {
+	c.mu.RLock()
+	minTime := c.minTimes[uid]
+	c.mu.RUnlock()
+	return c.GetNewerThan(uid, minTime)
+}
+
+// Forget drops all the cache knows of a pod nodelet removed.
+func (c *Cache) Forget(uid types.UID, t time.Time) {
+	c.Delete(uid, t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.minTimes, uid)
 }
 
 // UpdateTime marks every record as fresh as of t: a relist that started at
