@@ -143,19 +143,34 @@ func run(ctx context.Context, opts Options) error {
 	if opts.PodCIDR != "" {
 		configuredPodCIDRs = strings.Split(opts.PodCIDR, ",")
 	}
-	networkConfig := &network.ConfigOptions{
-		ConfDir:     opts.CNIConfDir,
-		BinDir:      opts.CNIBinDir,
-		NetworkName: opts.CNINetworkName,
-		Bridge:      opts.CNIBridge,
-		IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
-	}
 	// The pod queue comes first: the PLEG, the prober and the CNI agent
 	// feed it, the pod reconciler drains it, and none holds another.
 	podCache := pleg.NewCache()
 	podQueue := controllers.NewPodQueue(podCache, clk)
-	cniAgent, err := setUpNetworkMode(ctx, opts, networkConfig, mgr, runtimeService, configuredPodCIDRs, func(pod network.PodRef) {
-		podQueue.Resync(pod.Namespace, pod.Name, types.UID(pod.UID))
+	// The network: the mode's set-up now, the node's conflist and the agent
+	// once the manager runs.
+	podNetwork, err := network.NewManager(network.ManagerOptions{
+		Mode:     opts.NetworkMode,
+		NodeName: opts.NodeName,
+		Config: network.ConfigOptions{
+			ConfDir:     opts.CNIConfDir,
+			BinDir:      opts.CNIBinDir,
+			NetworkName: opts.CNINetworkName,
+			Bridge:      opts.CNIBridge,
+			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
+		},
+		PodCIDRs:     configuredPodCIDRs,
+		StateDir:     filepath.Join(opts.RootDir, "cni"),
+		AgentConfDir: opts.CNIAgentConfDir,
+		ShimPath:     opts.CNIShimPath,
+		CheckPeriod:  opts.CNICheckPeriod.Duration,
+		Reader:       mgr.GetClient(),
+		Sandboxes:    runtimeService,
+		OnBroken: func(pod network.PodRef) {
+			podQueue.Resync(pod.Namespace, pod.Name, types.UID(pod.UID))
+		},
+		Clock: clk,
+		Log:   log.WithName("network"),
 	})
 	if err != nil {
 		return err
@@ -166,11 +181,7 @@ func run(ctx context.Context, opts Options) error {
 		ResolvConf:      opts.ResolvConf,
 
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
-	}
-	var networkStatus func(context.Context) error
-	if cniAgent != nil {
-		runtimeConfig.SandboxIPs = cniAgent.PodIPs
-		networkStatus = cniAgent.Status
+		SandboxIPs:            podNetwork.SandboxIPs(),
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -197,10 +208,8 @@ func run(ctx context.Context, opts Options) error {
 		KubeletPort:     int32(opts.Port),
 		MaxPods:         opts.MaxPods,
 		RootDir:         opts.RootDir,
-		PodCIDRs:        configuredPodCIDRs,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
-		Network:         networkConfig,
-		NetworkStatus:   networkStatus,
+		NetworkStatus:   podNetwork.Status,
 		Clock:           clk,
 		Log:             log.WithName("node"),
 	})
@@ -281,10 +290,7 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	runnables := []manager.Runnable{nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator}
-	if cniAgent != nil {
-		runnables = append(runnables, cniAgent)
-	}
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

@@ -21,8 +21,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/nodelet/nodelet/network"
 )
 
 // Defaults of NodeStatusOptions and LeaseOptions.
@@ -78,14 +76,6 @@ type NodeStatusOptions struct {
 	// RootDir is nodelet's state folder; the file system holding it is the
 	// node's ephemeral-storage capacity. Default: /var/lib/nodelet.
 	RootDir string
-	// PodCIDRs, when set, are the node's pod subnets for its CNI
-	// configuration, in place of the Node's spec.podCIDRs. Default: none.
-	PodCIDRs []string
-	// Network, when set, has the node's CNI conflist rendered into its
-	// ConfDir once the node has pod CIDRs and no configuration is there
-	// (the runtime networking mode); its PodCIDRs are ignored. Default: nil,
-	// no conflist.
-	Network *network.ConfigOptions
 	// NetworkStatus, when set, is nodelet's own part of the node's network
 	// readiness (the agent network mode): nil when its CNI configuration is
 	// usable. Default: nil, the runtime's NetworkReady alone.
@@ -300,9 +290,7 @@ func (r *NodeStatusReporter) register(ctx context.Context, log logr.Logger, fact
 }
 
 // sync compares the status the node should have with the API server's and
-// patches the difference, then makes sure the runtime has a CNI
-// configuration for the node's pod CIDRs. It reports whether the node is
-// Ready.
+// patches the difference. It reports whether the node is Ready.
 func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts nodeFacts) bool {
 	r.observeRuntime(ctx, log)
 
@@ -338,7 +326,6 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 			log.V(2).Info("Updated the node's status")
 		}
 	}
-	r.ensureNetworkConfig(ctx, log, node)
 	return nodeReady(status)
 }
 
@@ -375,19 +362,4 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	}
 	networkErr := networkNotReady(r.lastRuntime)
 	r.networkErr.Store(&networkErr)
-}
-
-func (r *NodeStatusReporter) ensureNetworkConfig(ctx context.Context, log logr.Logger, node *corev1.Node) {
-	if r.opts.Network == nil {
-		return
-	}
-	opts := *r.opts.Network
-	opts.PodCIDRs = podCIDRs(r.opts.PodCIDRs, node)
-	written, err := network.EnsureConfig(ctx, opts)
-	switch {
-	case err != nil:
-		log.Error(err, "Failed to write the node's CNI configuration", "podCIDRs", opts.PodCIDRs)
-	case written:
-		log.Info("Wrote the node's CNI configuration", "confDir", opts.ConfDir, "podCIDRs", opts.PodCIDRs)
-	}
 }

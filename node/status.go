@@ -43,20 +43,6 @@ func nodeReady(status corev1.NodeStatus) bool {
 	return false
 }
 
-// podCIDRs are the node's pod subnets: the configured ones, else the ones
-// the controller-manager assigned to the Node.
-func podCIDRs(configured []string, node *corev1.Node) []string {
-	switch {
-	case len(configured) > 0:
-		return configured
-	case len(node.Spec.PodCIDRs) > 0:
-		return node.Spec.PodCIDRs
-	case node.Spec.PodCIDR != "":
-		return []string{node.Spec.PodCIDR}
-	}
-	return nil
-}
-
 // nodeFacts are what the Node says about the machine and the agent; they
 // do not change while nodelet runs.
 type nodeFacts struct {
