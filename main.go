@@ -44,6 +44,8 @@ import (
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
+	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -141,20 +143,34 @@ func run(ctx context.Context, opts Options) error {
 	if opts.PodCIDR != "" {
 		configuredPodCIDRs = strings.Split(opts.PodCIDR, ",")
 	}
-	networkConfig := &network.ConfigOptions{
-		ConfDir:     opts.CNIConfDir,
-		BinDir:      opts.CNIBinDir,
-		NetworkName: opts.CNINetworkName,
-		Bridge:      opts.CNIBridge,
-		IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
-	}
-	// pods is the pod reconciler, set below; the CNI agent tells it of
-	// broken pod networks.
-	var pods *controllers.PodReconciler
-	cniAgent, err := setUpNetworkMode(ctx, opts, networkConfig, mgr, runtimeService, configuredPodCIDRs, func(pod network.PodRef) {
-		if pods != nil {
-			pods.ResyncPod(pod.Namespace, pod.Name, types.UID(pod.UID))
-		}
+	// The pod queue comes first: the PLEG, the prober and the CNI agent
+	// feed it, the pod reconciler drains it, and none holds another.
+	podCache := pleg.NewCache()
+	podQueue := controllers.NewPodQueue(podCache, clk)
+	// The network: the mode's set-up now, the node's conflist and the agent
+	// once the manager runs.
+	podNetwork, err := network.NewManager(network.ManagerOptions{
+		Mode:     opts.NetworkMode,
+		NodeName: opts.NodeName,
+		Config: network.ConfigOptions{
+			ConfDir:     opts.CNIConfDir,
+			BinDir:      opts.CNIBinDir,
+			NetworkName: opts.CNINetworkName,
+			Bridge:      opts.CNIBridge,
+			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
+		},
+		PodCIDRs:     configuredPodCIDRs,
+		StateDir:     filepath.Join(opts.RootDir, "cni"),
+		AgentConfDir: opts.CNIAgentConfDir,
+		ShimPath:     opts.CNIShimPath,
+		CheckPeriod:  opts.CNICheckPeriod.Duration,
+		Reader:       mgr.GetClient(),
+		Sandboxes:    runtimeService,
+		OnBroken: func(pod network.PodRef) {
+			podQueue.Resync(pod.Namespace, pod.Name, types.UID(pod.UID))
+		},
+		Clock: clk,
+		Log:   log.WithName("network"),
 	})
 	if err != nil {
 		return err
@@ -165,11 +181,7 @@ func run(ctx context.Context, opts Options) error {
 		ResolvConf:      opts.ResolvConf,
 
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
-	}
-	var networkStatus func(context.Context) error
-	if cniAgent != nil {
-		runtimeConfig.SandboxIPs = cniAgent.PodIPs
-		networkStatus = cniAgent.Status
+		SandboxIPs:            podNetwork.SandboxIPs(),
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -189,24 +201,22 @@ func run(ctx context.Context, opts Options) error {
 	if opts.NodeIP != "" {
 		nodeIPs = []string{opts.NodeIP}
 	}
-	nodeReporter, err := controllers.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, controllers.NodeStatusOptions{
+	nodeReporter, err := node.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, node.NodeStatusOptions{
 		NodeName:        opts.NodeName,
 		NodeIPs:         nodeIPs,
 		NodeletVersion:  version,
 		KubeletPort:     int32(opts.Port),
 		MaxPods:         opts.MaxPods,
 		RootDir:         opts.RootDir,
-		PodCIDRs:        configuredPodCIDRs,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
-		Network:         networkConfig,
-		NetworkStatus:   networkStatus,
+		NetworkStatus:   podNetwork.Status,
 		Clock:           clk,
 		Log:             log.WithName("node"),
 	})
 	if err != nil {
 		return err
 	}
-	leases, err := controllers.NewLeaseRenewer(mgr.GetClient(), mgr.GetAPIReader(), controllers.LeaseOptions{
+	leases, err := node.NewLeaseRenewer(mgr.GetClient(), mgr.GetAPIReader(), node.LeaseOptions{
 		NodeName: opts.NodeName,
 		Clock:    clk,
 		Log:      log.WithName("lease"),
@@ -228,11 +238,10 @@ func run(ctx context.Context, opts Options) error {
 		Recorder: recorder,
 		Clock:    clk,
 		Log:      log.WithName("prober"),
-		OnChange: func(ctx context.Context, namespace, name string, uid types.UID) {
-			pods.EnqueuePod(ctx, namespace, name, uid)
-		},
+		OnChange: podQueue.Enqueue,
 	})
-	pods = controllers.NewPodReconciler(&controllers.PodReconciler{
+	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
+		Queue:        podQueue,
 		Client:       mgr.GetClient(),
 		Runtime:      runtimeManager,
 		Volumes:      podVolumes,
@@ -253,7 +262,7 @@ func run(ctx context.Context, opts Options) error {
 	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up pod controller: %w", err)
 	}
-	pleg := pods.NewPLEG(runtimeManager, opts.RelistPeriod.Duration, log.WithName("pleg"))
+	podLifecycle := pleg.New(runtimeManager, podCache, podQueue.Events(), opts.RelistPeriod.Duration, clk, log.WithName("pleg"))
 	housekeeping := &controllers.Housekeeping{
 		Reconciler: pods,
 		Runtime:    runtimeManager,
@@ -263,7 +272,7 @@ func run(ctx context.Context, opts Options) error {
 		Log:        log.WithName("housekeeping"),
 	}
 	plegHealthy := func() error {
-		if !pleg.Healthy() {
+		if !podLifecycle.Healthy() {
 			return errors.New("the PLEG has not relisted the runtime recently")
 		}
 		return nil
@@ -281,10 +290,7 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	runnables := []manager.Runnable{nodeReporter, leases, pleg, housekeeping, probes, nodeServer, logRotator}
-	if cniAgent != nil {
-		runnables = append(runnables, cniAgent)
-	}
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

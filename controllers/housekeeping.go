@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -18,7 +17,13 @@ import (
 // nodelet was down and its event lost, or a folder left by a crash between
 // two steps.
 type Housekeeping struct {
-	Reconciler *PodReconciler
+	// Reconciler is the pod reconciler (PodReconciler), through its
+	// exported API.
+	Reconciler interface {
+		OwnedPods(ctx context.Context) (map[types.UID]bool, error)
+		RemoveOrphan(ctx context.Context, uid types.UID)
+		CleanupPods(keep map[types.UID]bool)
+	}
 	// Runtime lists the runtime's pods.
 	Runtime interface {
 		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
@@ -77,23 +82,18 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 		h.Log.Error(err, "Failed to list runtime pods for housekeeping")
 		return
 	}
-	var pods corev1.PodList
-	// The cache holds only this node's pods.
-	if err := h.Reconciler.Client.List(ctx, &pods); err != nil {
+	owned, err := h.Reconciler.OwnedPods(ctx)
+	if err != nil {
 		h.Log.Error(err, "Failed to list pods for housekeeping")
 		return
-	}
-	owned := map[types.UID]bool{}
-	for i := range pods.Items {
-		owned[pods.Items[i].UID] = true
 	}
 
 	for uid := range runtimePods {
 		if !owned[uid] {
-			h.Reconciler.startOrphanRemoval(ctx, uid)
+			h.Reconciler.RemoveOrphan(ctx, uid)
 		}
 	}
-	h.Reconciler.Prober.CleanupPods(owned)
+	h.Reconciler.CleanupPods(owned)
 	// Folders and cgroups of pods the runtime no longer holds either; the
 	// others go with their runtime pod.
 	leftover := func(uid types.UID) bool {

@@ -1,9 +1,9 @@
 package controllers
 
-// Probes and activeDeadlineSeconds through the reconciler: pure tests of
-// the deadline and of status generation with a failure, then the
-// reconciler end to end against envtest and the CRI fake, whose ExecSync
-// answers the exec probes (errors injected to make them fail).
+// Probes and activeDeadlineSeconds through the reconciler, end to end
+// against envtest and the CRI fake, whose ExecSync answers the exec probes
+// (errors injected to make them fail). The pure tests of the deadline are
+// in package podstatus.
 
 import (
 	"context"
@@ -14,76 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 var lifecycleNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-
-func TestDeadlineFailure(t *testing.T) {
-	start := metav1.NewTime(lifecycleNow.Add(-time.Minute))
-	cases := map[string]struct {
-		deadline  *int64
-		startTime *metav1.Time
-		want      *podFailure
-		wantAt    time.Time
-	}{
-		"no deadline":         {startTime: &start},
-		"not started yet":     {deadline: ptr.To[int64](10)},
-		"before the deadline": {deadline: ptr.To[int64](61), startTime: &start, wantAt: lifecycleNow.Add(time.Second)},
-		"at the deadline": {deadline: ptr.To[int64](60), startTime: &start, wantAt: lifecycleNow,
-			want: &podFailure{Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pod := &corev1.Pod{Spec: corev1.PodSpec{ActiveDeadlineSeconds: tc.deadline}, Status: corev1.PodStatus{StartTime: tc.startTime}}
-			if got := deadlineFailure(pod, lifecycleNow); (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
-				t.Errorf("deadlineFailure() = %+v, want %+v", got, tc.want)
-			}
-			if got := activeDeadline(pod); !got.Equal(tc.wantAt) {
-				t.Errorf("activeDeadline() = %v, want %v", got, tc.wantAt)
-			}
-		})
-	}
-}
-
-func TestGeneratePodStatusFailsThePodOnceItsContainersStopped(t *testing.T) {
-	failure := &podFailure{Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
-			Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	app := &noderuntime.ContainerStatus{
-		ID: noderuntime.ContainerID{Type: "containerd", ID: "c1"}, Name: "app", SandboxID: "sb1",
-		State: noderuntime.ContainerRunning, StartedAt: lifecycleNow.Add(-time.Minute),
-	}
-	rt := &noderuntime.PodStatus{
-		Sandboxes:  []*noderuntime.SandboxStatus{{ID: "sb1", State: noderuntime.SandboxNotReady}},
-		Containers: []*noderuntime.ContainerStatus{app},
-	}
-
-	// Still running: not failed yet.
-	s := generatePodStatus(podStatusInput{Pod: pod, Runtime: rt, Terminal: true, Failure: failure, Now: lifecycleNow})
-	if s.Phase != corev1.PodRunning || s.Reason != "" {
-		t.Errorf("with the container running: phase %s reason %q, want Running and no reason", s.Phase, s.Reason)
-	}
-
-	app.State, app.ExitCode, app.FinishedAt = noderuntime.ContainerExited, 137, lifecycleNow
-	s = generatePodStatus(podStatusInput{Pod: pod, Runtime: rt, Terminal: true, Failure: failure, Now: lifecycleNow})
-	if s.Phase != corev1.PodFailed || s.Reason != failure.Reason || s.Message != failure.Message {
-		t.Errorf("with the container stopped: phase %s reason %q message %q, want Failed with the failure's", s.Phase, s.Reason, s.Message)
-	}
-	if c := findCondition(s.Conditions, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse || c.Reason != "PodFailed" {
-		t.Errorf("Ready condition = %+v, want False with PodFailed", c)
-	}
-}
 
 func TestPodReconcilerLifecycle(t *testing.T) {
 	env := startReconciler(t)
@@ -183,4 +120,13 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+func conditionTrue(conditions []corev1.PodCondition, t corev1.PodConditionType) bool {
+	for _, c := range conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -21,11 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/pleg"
+	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -94,15 +95,15 @@ type PodReconciler struct {
 	// ready; pods not on the host's network wait for it. Default: ready.
 	NetworkError func() error
 
-	cache   *podCache
+	// Queue takes the pods to reconcile for what nodelet notices outside
+	// the API server, and holds the PLEG's pod cache. Default: a new one.
+	Queue *PodQueue
+
+	cache   *pleg.Cache
 	reasons *reasonCache
 	starts  *podStartTracker
-	events  chan event.GenericEvent
 
 	mu sync.Mutex
-	// lastSync is when each pod's last actions on the runtime finished; a
-	// reconcile reads no runtime record older than that.
-	lastSync map[types.UID]time.Time
 	// cleaning holds the runtime pods whose removal is under way.
 	cleaning map[types.UID]bool
 	// prepareFailures counts each pod's failed volume set-ups in a row.
@@ -114,14 +115,14 @@ type PodReconciler struct {
 	envFailures map[types.UID]int
 }
 
-// NewPodReconciler completes r with its private state (the PLEG's channel
-// and cache among it) and returns it; main wires the PLEG with r.NewPLEG.
+// NewPodReconciler completes r with its private state and returns it.
 func NewPodReconciler(r *PodReconciler) *PodReconciler {
-	r.cache = newPodCache()
+	if r.Queue == nil {
+		r.Queue = NewPodQueue(pleg.NewCache(), r.Clock)
+	}
+	r.cache = r.Queue.cache
 	r.reasons = newReasonCache()
 	r.starts = newPodStartTracker()
-	r.events = make(chan event.GenericEvent, 1024)
-	r.lastSync = map[types.UID]time.Time{}
 	r.cleaning = map[types.UID]bool{}
 	r.prepareFailures = map[types.UID]int{}
 	r.kills = map[types.UID]podKill{}
@@ -132,9 +133,9 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	return r
 }
 
-// NewPLEG returns the PLEG that feeds this reconciler.
-func (r *PodReconciler) NewPLEG(runtime runtimeLister, period time.Duration, log logr.Logger) *PLEG {
-	return NewPLEG(runtime, r.cache, r.events, period, r.Clock, log)
+// NewPLEG returns a PLEG that feeds this reconciler's queue and cache.
+func (r *PodReconciler) NewPLEG(runtime pleg.Runtime, period time.Duration, log logr.Logger) *pleg.PLEG {
+	return pleg.New(runtime, r.cache, r.Queue.events, period, r.Clock, log)
 }
 
 // SetupWithManager registers the reconciler: Pods from the field-selected
@@ -145,7 +146,7 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) erro
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pod").
 		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: r.noticeGracePeriod})).
-		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Queue.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -191,10 +192,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // is newer than this reconciler's last action on the pod, else straight
 // from the runtime.
 func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
-	r.mu.Lock()
-	lastSync := r.lastSync[uid]
-	r.mu.Unlock()
-	if status, ok := r.cache.getNewerThan(uid, lastSync); ok {
+	if status, ok := r.cache.GetFresh(uid); ok {
 		return status, nil
 	}
 	return r.readPodStatus(ctx, uid)
@@ -207,14 +205,14 @@ func (r *PodReconciler) readPodStatus(ctx context.Context, uid types.UID) (*node
 	if err != nil {
 		return nil, err
 	}
-	r.cache.set(uid, status, readAt)
+	r.cache.Set(uid, status, readAt)
 	return status, nil
 }
 
+// markSynced has the pod's next reconcile read no runtime record older
+// than now, the end of an action on it.
 func (r *PodReconciler) markSynced(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.lastSync[uid] = r.Clock.Now()
+	r.cache.Invalidate(uid, r.Clock.Now())
 }
 
 func (r *PodReconciler) networkError() error {
@@ -224,16 +222,6 @@ func (r *PodReconciler) networkError() error {
 	return r.NetworkError()
 }
 
-// ResyncPod has a pod reconciled from a fresh read of the runtime, as when
-// its sandbox's network was found broken.
-func (r *PodReconciler) ResyncPod(namespace, name string, uid types.UID) {
-	r.markSynced(uid)
-	// A controller that takes no event for this long is stopping.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r.EnqueuePod(ctx, namespace, name, uid)
-}
-
 // syncPod runs a pod that should be running: prepare its cgroup and
 // volumes, plan, act, then report.
 func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
@@ -241,15 +229,15 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	now := r.Clock.Now()
 	var requeue requeueAfter
 
-	if failure := deadlineFailure(pod, now); failure != nil {
+	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
-	requeue.at(activeDeadline(pod))
+	requeue.at(podstatus.ActiveDeadline(pod))
 	// As the kubelet: while the network is not ready only pods on the
 	// host's network run; the others wait, looking again shortly.
 	if err := r.networkError(); err != nil && !pod.Spec.HostNetwork {
 		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "NetworkNotReady", "%s: %v", networkNotReadyMessage, err)
-		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+		if _, err := r.report(ctx, pod, status, false, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: networkNotReadyRetry}, nil
@@ -259,7 +247,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	requeue.at(refreshAt)
 	if prepErr != nil {
 		requeue.in(now, r.prepareRetryDelay(pod.UID))
-		if err := r.writeStatus(ctx, pod, status, false); err != nil {
+		if _, err := r.report(ctx, pod, status, false, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return requeue.result(now), nil
@@ -288,7 +276,6 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		}
 		log.V(1).Info("Syncing pod", "pod", klog.KObj(pod), "actions", actions)
 		result = r.Runtime.SyncPod(ctx, pod, status, actions, env)
-		r.markSynced(pod.UID)
 		if len(result.Started) > 0 {
 			r.starts.started(pod.UID, result.ImagePullTime)
 		}
@@ -304,17 +291,14 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			// The next pull is due when its back-off ends.
 			requeue.at(cerr.BackOffUntil)
 		}
-		var err error
-		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	r.reasons.update(pod, actions, result)
+	status, err := r.report(ctx, pod, status, !actions.NoChange(), false)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.Runtime.PruneContainers(ctx, status); err != nil {
 		log.Error(err, "Failed to remove dead containers", "pod", klog.KObj(pod))
-	}
-	if err := r.writeStatus(ctx, pod, status, false); err != nil {
-		return ctrl.Result{}, err
 	}
 	return requeue.result(r.Clock.Now()), nil
 }
@@ -403,12 +387,7 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)
 	}
-	r.markSynced(pod.UID)
-	status, err = r.readPodStatus(ctx, pod.UID)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+	if status, err = r.report(ctx, pod, status, true, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.removePod(ctx, status); err != nil {
@@ -427,17 +406,13 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 // syncTerminatedPod keeps a pod that ran to completion stopped: its
 // containers stay for their logs, everything else goes.
 func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
-	if len(status.RunningContainers()) > 0 || len(status.IPs()) > 0 || hasReadySandbox(status) {
+	stop := len(status.RunningContainers()) > 0 || len(status.IPs()) > 0 || hasReadySandbox(status)
+	if stop {
 		if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
 			return ctrl.Result{}, fmt.Errorf("stopping finished pod %s: %w", klog.KObj(pod), err)
 		}
-		r.markSynced(pod.UID)
-		var err error
-		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
-	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+	if _, err := r.report(ctx, pod, status, stop, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.Volumes.TearDownPod(ctx, pod.UID); err != nil {
@@ -464,10 +439,36 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 	return nil
 }
 
+// OwnedPods returns the UIDs of the Pods bound to this node, as the
+// manager's cache has them: what housekeeping keeps.
+func (r *PodReconciler) OwnedPods(ctx context.Context) (map[types.UID]bool, error) {
+	var pods corev1.PodList
+	// The cache holds only this node's pods.
+	if err := r.Client.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing the pods of node %s: %w", r.NodeName, err)
+	}
+	owned := make(map[types.UID]bool, len(pods.Items))
+	for i := range pods.Items {
+		owned[pods.Items[i].UID] = true
+	}
+	return owned, nil
+}
+
+// RemoveOrphan starts the removal of a runtime pod whose Pod is gone
+// (startOrphanRemoval).
+func (r *PodReconciler) RemoveOrphan(ctx context.Context, uid types.UID) {
+	r.startOrphanRemoval(ctx, uid)
+}
+
+// CleanupPods drops the probes of the pods not in keep.
+func (r *PodReconciler) CleanupPods(keep map[types.UID]bool) {
+	r.Prober.CleanupPods(keep)
+}
+
 // removeOrphans starts the removal of every runtime pod named
 // namespace/name whose UID is not keep.
 func (r *PodReconciler) removeOrphans(ctx context.Context, namespace, name string, keep types.UID) {
-	for _, status := range r.cache.byName(namespace, name) {
+	for _, status := range r.cache.ByName(namespace, name) {
 		if status.UID != keep {
 			r.startOrphanRemoval(ctx, status.UID)
 		}
@@ -497,7 +498,7 @@ func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 	status, err := r.readPodStatus(ctx, uid)
 	if err == nil && len(status.Sandboxes)+len(status.Containers) == 0 {
 		// Already removed, by the Pod's own deletion.
-		r.cache.delete(uid, r.Clock.Now())
+		r.cache.Delete(uid, r.Clock.Now())
 		return
 	}
 	if err == nil {
@@ -517,9 +518,8 @@ func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 
 // forget drops what nodelet remembers of a pod it removed.
 func (r *PodReconciler) forget(uid types.UID) {
-	r.cache.delete(uid, r.Clock.Now())
+	r.cache.Forget(uid, r.Clock.Now())
 	r.mu.Lock()
-	delete(r.lastSync, uid)
 	delete(r.prepareFailures, uid)
 	delete(r.envFailures, uid)
 	r.mu.Unlock()
@@ -528,13 +528,30 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.Prober.RemovePod(uid)
 }
 
+// report is the last step of every branch of Reconcile: re-observe the pod
+// and report what was seen. After an action on the runtime (acted), the
+// pod is marked synced and its record read again, so that neither this
+// status nor the next reconcile rests on a state from before the action;
+// then its status is written. It returns the record it reported.
+func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, acted, terminal bool) (*noderuntime.PodStatus, error) {
+	if acted {
+		r.markSynced(pod.UID)
+		var err error
+		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
+			return nil, err
+		}
+	}
+	return status, r.writeStatus(ctx, pod, status, terminal)
+}
+
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
 func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
 	now := r.Clock.Now()
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
-	generated := generatePodStatus(podStatusInput{
+	// Generate merges with the API server's status, once.
+	merged := podstatus.Generate(podstatus.Input{
 		Pod:      pod,
 		Runtime:  status,
 		Waiting:  r.reasons.get(pod.UID),
@@ -542,13 +559,12 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 		Ready:    ready,
 		HostIPs:  r.HostIPs(),
 		Terminal: terminal,
-		Failure:  deadlineFailure(pod, now),
+		Failure:  podstatus.DeadlineFailure(pod, now),
 		Now:      now,
 	})
-	merged := mergeStatus(pod.Status, generated)
 	r.starts.observe(pod, &merged, now)
 	r.Prober.UpdatePod(pod, &merged)
-	if statusEqual(pod.Status, merged) {
+	if podstatus.Equal(pod.Status, merged) {
 		return nil
 	}
 	patch, err := statusPatch(pod.UID, pod.Status, merged)
@@ -609,7 +625,7 @@ func podIsTerminal(pod *corev1.Pod, status *noderuntime.PodStatus) bool {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		return true
 	}
-	switch podPhase(pod, status) {
+	switch podstatus.Phase(pod, status) {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		return true
 	}

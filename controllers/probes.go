@@ -2,12 +2,9 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -35,46 +32,7 @@ func (noProbes) StartedAndReady(*corev1.Pod, *noderuntime.PodStatus, noderuntime
 	return nil, nil
 }
 
-// EnqueuePod has a pod reconciled again soon, for a change nodelet noticed
-// outside the API server and the runtime (a probe result). It waits while
-// the queue's channel is full, until ctx ends.
+// EnqueuePod has a pod reconciled again soon (PodQueue.Enqueue).
 func (r *PodReconciler) EnqueuePod(ctx context.Context, namespace, name string, uid types.UID) {
-	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid}}
-	select {
-	case r.events <- event.GenericEvent{Object: obj}:
-	case <-ctx.Done():
-	}
-}
-
-// Reason and message of a pod failed for running past its
-// activeDeadlineSeconds, the kubelet's.
-const (
-	reasonDeadlineExceeded  = "DeadlineExceeded"
-	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
-)
-
-// podFailure is why nodelet fails a pod that would otherwise run on.
-type podFailure struct {
-	Reason  string
-	Message string
-}
-
-// activeDeadline is when a pod with activeDeadlineSeconds must be done,
-// counted from its startTime; zero when there is none (yet).
-func activeDeadline(pod *corev1.Pod) time.Time {
-	if pod.Spec.ActiveDeadlineSeconds == nil || pod.Status.StartTime == nil || pod.Status.StartTime.IsZero() {
-		return time.Time{}
-	}
-	return pod.Status.StartTime.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
-}
-
-// deadlineFailure is the pod's failure if it has run past its deadline at
-// now, else nil. The spec's deadline may change while the pod runs; the
-// current one counts.
-func deadlineFailure(pod *corev1.Pod, now time.Time) *podFailure {
-	deadline := activeDeadline(pod)
-	if deadline.IsZero() || now.Before(deadline) {
-		return nil
-	}
-	return &podFailure{Reason: reasonDeadlineExceeded, Message: messageDeadlineExceeded}
+	r.Queue.Enqueue(ctx, namespace, name, uid)
 }

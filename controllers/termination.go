@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -93,17 +94,12 @@ func deletionGracePeriod(pod *corev1.Pod) int64 {
 // failPod fails a pod that must not run on (it ran past its
 // activeDeadlineSeconds): its containers are stopped within its grace
 // period, then its status says Failed with the failure's reason.
-func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, failure *podFailure) (ctrl.Result, error) {
+func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, failure *podstatus.Failure) (ctrl.Result, error) {
 	r.Recorder.Eventf(pod, corev1.EventTypeNormal, failure.Reason, "%s", failure.Message)
 	if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
 		return ctrl.Result{}, fmt.Errorf("stopping pod %s (%s): %w", klog.KObj(pod), failure.Reason, err)
 	}
-	r.markSynced(pod.UID)
-	status, err := r.readPodStatus(ctx, pod.UID)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.writeStatus(ctx, pod, status, true); err != nil {
+	if _, err := r.report(ctx, pod, status, true, true); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The pod is terminal now; the update of its status brings it back to
@@ -122,4 +118,8 @@ func startedSidecar(pod *corev1.Pod, started []string) bool {
 		}
 	}
 	return false
+}
+
+func isSidecar(container *corev1.Container) bool {
+	return container != nil && container.RestartPolicy != nil && *container.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

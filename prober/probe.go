@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodelet/nodelet/handler"
+	"github.com/nodelet/nodelet/action"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -80,14 +80,14 @@ func (m *Manager) runProbe(ctx context.Context, spec *corev1.Probe, podIP string
 		command := noderuntime.ExpandStaticEnv(spec.Exec.Command, container.Env)
 		return execProbe(ctx, m.opts.Runner, id.ID, command, timeout)
 	case spec.HTTPGet != nil:
-		req, err := handler.NewHTTPGetRequest(ctx, spec.HTTPGet, container, podIP, "probe")
+		req, err := action.NewHTTPGetRequest(ctx, spec.HTTPGet, container, podIP, "probe")
 		if err != nil {
 			return outcomeUnknown, "", err
 		}
 		client := &http.Client{Timeout: timeout, Transport: m.transport, CheckRedirect: sameHostRedirects}
 		return httpProbe(client, req)
 	case spec.TCPSocket != nil:
-		port, err := handler.ResolvePort(spec.TCPSocket.Port, container)
+		port, err := action.ResolvePort(spec.TCPSocket.Port, container)
 		if err != nil {
 			return outcomeUnknown, "", err
 		}
@@ -108,12 +108,12 @@ func (m *Manager) runProbe(ctx context.Context, spec *corev1.Probe, podIP string
 
 // execProbe runs a command in the container: exit 0 is success, any other
 // exit or a timeout a failure; its output (at most 10 KiB) is the message.
-func execProbe(ctx context.Context, runner handler.CommandRunner, containerID string, command []string, timeout time.Duration) (outcome, string, error) {
-	output, err := handler.RunCommand(ctx, runner, containerID, command, timeout)
+func execProbe(ctx context.Context, runner action.CommandRunner, containerID string, command []string, timeout time.Duration) (outcome, string, error) {
+	output, err := action.RunCommand(ctx, runner, containerID, command, timeout)
 	if len(output) > maxProbeOutputLength {
 		output = output[:maxProbeOutputLength]
 	}
-	exited, code, timedOut := handler.CommandOutcome(err)
+	exited, code, timedOut := action.CommandOutcome(err)
 	switch {
 	case exited && code == 0:
 		return outcomeSuccess, string(output), nil
@@ -161,7 +161,7 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 
 // tcpProbe succeeds when a connection opens within the timeout.
 func tcpProbe(ctx context.Context, addr string, timeout time.Duration) (outcome, string, error) {
-	dialer := handler.Dialer()
+	dialer := action.Dialer()
 	dialer.Timeout = timeout
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -184,7 +184,7 @@ func grpcProbe(ctx context.Context, addr, service string, timeout time.Duration)
 		grpc.WithBlock(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return handler.Dialer().DialContext(ctx, "tcp", addr)
+			return action.Dialer().DialContext(ctx, "tcp", addr)
 		}),
 	)
 	if err != nil {

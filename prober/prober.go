@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/handler"
+	"github.com/nodelet/nodelet/action"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -57,7 +57,7 @@ func (t probeType) String() string {
 // Options configure a Manager.
 type Options struct {
 	// Runner runs exec probes in containers; cri.RuntimeService is one.
-	Runner handler.CommandRunner
+	Runner action.CommandRunner
 	// Recorder records the Unhealthy and ProbeWarning events.
 	Recorder record.EventRecorder
 	Clock    clock.WithTicker
@@ -112,7 +112,7 @@ func NewManager(opts Options) *Manager {
 	return &Manager{
 		opts:      opts,
 		started:   opts.Clock.Now(),
-		transport: handler.NewHTTPTransport(),
+		transport: action.NewHTTPTransport(),
 		ctx:       ctx,
 		cancel:    cancel,
 		pods:      map[types.UID]*podEntry{},

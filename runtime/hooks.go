@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/handler"
+	"github.com/nodelet/nodelet/action"
 )
 
 // Lifecycle hooks (postStart, preStop) run as the kubelet runs them: an
@@ -28,7 +28,7 @@ const ReasonPostStartHookError = "PostStartHookError"
 
 // hookHTTPClient calls httpGet hooks. It follows redirects (as the
 // kubelet's hook client does) but never keeps connections.
-var hookHTTPClient = &http.Client{Transport: handler.NewHTTPTransport()}
+var hookHTTPClient = &http.Client{Transport: action.NewHTTPTransport()}
 
 // runPostStartHook runs a started container's postStart hook. When it
 // fails, the container is killed and the failure becomes its waiting
@@ -76,7 +76,7 @@ func (m *Manager) runPreStopHook(ctx context.Context, pod *corev1.Pod, container
 func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id ContainerID, hook *corev1.LifecycleHandler, podIP string) (string, error) {
 	switch {
 	case hook.Exec != nil:
-		output, err := handler.RunCommand(ctx, m.runtime, id.ID, hook.Exec.Command, 0)
+		output, err := action.RunCommand(ctx, m.runtime, id.ID, hook.Exec.Command, 0)
 		if err != nil {
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
 				hook.Exec.Command, container.Name, podDescription(pod), err, string(output)), err
@@ -87,7 +87,7 @@ func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, container *corev
 				hook.HTTPGet.Path, container.Name, podDescription(pod), err), err
 		}
 	case hook.Sleep != nil:
-		if err := handler.Sleep(ctx, time.Duration(hook.Sleep.Seconds)*time.Second); err != nil {
+		if err := action.Sleep(ctx, time.Duration(hook.Sleep.Seconds)*time.Second); err != nil {
 			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
 				hook.Sleep.Seconds, container.Name, podDescription(pod), err), err
 		}
@@ -101,11 +101,11 @@ func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, container *corev
 // runHTTPHook makes an httpGet hook's request. As the kubelet's hooks, it
 // counts any answer as success, whatever its status; an HTTPS request
 // answered in plain HTTP is tried again over HTTP.
-func (m *Manager) runHTTPHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, action *corev1.HTTPGetAction, podIP string) error {
-	if action.Host == "" && podIP == "" {
+func (m *Manager) runHTTPHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, httpGet *corev1.HTTPGetAction, podIP string) error {
+	if httpGet.Host == "" && podIP == "" {
 		return errors.New("failed to find networking container: the pod has no IP")
 	}
-	req, err := handler.NewHTTPGetRequest(ctx, action, container, podIP, "lifecycle")
+	req, err := action.NewHTTPGetRequest(ctx, httpGet, container, podIP, "lifecycle")
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package handler
+package action
 
 // Pure tests of the request a probe or hook makes and of how a command's
 // outcome is read, plus Sleep against the real clock (milliseconds).

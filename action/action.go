@@ -1,10 +1,10 @@
-// Package handler runs the actions that a container's probes and lifecycle
+// Package action runs the actions that a container's probes and lifecycle
 // hooks name: a command inside the container (through CRI ExecSync), an
 // HTTP GET against the pod, a sleep. The prober (liveness, readiness and
 // startup probes) and the runtime's postStart and preStop hooks both run
 // them through this package, so that they address a pod, resolve a port and
 // read a command's outcome the same way, as the kubelet does.
-package handler
+package action
 
 import (
 	"context"

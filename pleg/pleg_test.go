@@ -1,9 +1,8 @@
-package controllers
+package pleg
 
-// Tests of the PLEG and the pod cache: generateEvents is pure; Relist and
-// the reconciler's "newer than" rule run against an in-memory runtime fake
-// (fakeRuntime below) whose relists can lag behind its direct reads, with a
-// fake clock.
+// Tests of the PLEG and the pod cache: generateEvents is pure; Relist runs
+// against an in-memory runtime fake (fakeRuntime below) whose relists can
+// lag behind its direct reads, with a fake clock.
 
 import (
 	"context"
@@ -16,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -163,7 +161,7 @@ func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 	rt.truth = rt.listed
 	// Room for two events only: the third must be dropped, not block.
 	events := make(chan event.GenericEvent, 2)
-	pleg := NewPLEG(rt, newPodCache(), events, time.Second, clk, logr.Discard())
+	pleg := New(rt, NewCache(), events, time.Second, clk, logr.Discard())
 
 	done := make(chan struct{})
 	go func() {
@@ -194,102 +192,31 @@ func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 	}
 }
 
-// The kubelet's "pod cache newer than" rule: a reconcile never acts on a
-// runtime record older than its own last action on the pod.
-func TestPodStatusIsNeverOlderThanLastSync(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	before := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil)
-	after := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run})
-	rt := &fakeRuntime{
-		listed: map[types.UID]*noderuntime.PodStatus{"a": before},
-		truth:  map[types.UID]*noderuntime.PodStatus{"a": before},
-	}
-	r := NewPodReconciler(&PodReconciler{Clock: clk})
-	r.Runtime = &readOnlyRuntime{rt}
-	pleg := r.NewPLEG(rt, time.Second, logr.Discard())
-	ctx := context.Background()
-
-	// The PLEG relists at t0 and caches the pod as it was then.
-	pleg.Relist(ctx, false)
-	readsAfterRelist := rt.reads()
-
-	// The reconciler starts a container at t1 and marks the pod synced.
-	clk.Step(100 * time.Millisecond)
-	rt.mu.Lock()
-	rt.truth["a"] = after
-	rt.mu.Unlock()
-	r.markSynced("a")
-
-	// The cache is from t0 < t1: the reconciler must read the runtime.
-	clk.Step(100 * time.Millisecond)
-	got, err := r.podStatus(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Containers) != 1 {
-		t.Fatalf("podStatus returned the stale record (%d containers), want the one with the started container", len(got.Containers))
-	}
-	if rt.reads() != readsAfterRelist+1 {
-		t.Errorf("direct reads = %d, want %d", rt.reads(), readsAfterRelist+1)
-	}
-
-	// A relist whose lists lag (they still show no container) but which
-	// started after the sync is fresh enough; the cache keeps the newer
-	// direct read rather than the lagging list.
-	pleg.Relist(ctx, false)
-	readsBefore := rt.reads()
-	got, err = r.podStatus(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Containers) != 1 {
-		t.Errorf("podStatus after a fresh relist has %d containers, want 1", len(got.Containers))
-	}
-	if rt.reads() != readsBefore {
-		t.Errorf("podStatus read the runtime although the cache was fresh")
-	}
-}
-
-// readOnlyRuntime gives the reconciler the fake's GetPodStatus; the test
-// never gets as far as acting.
-type readOnlyRuntime struct{ *fakeRuntime }
-
-func (readOnlyRuntime) SyncPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
-	panic("not used")
-}
-func (readOnlyRuntime) KillPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, *int64) error {
-	panic("not used")
-}
-func (readOnlyRuntime) RemovePod(context.Context, *noderuntime.PodStatus) error { panic("not used") }
-func (readOnlyRuntime) PruneContainers(context.Context, *noderuntime.PodStatus) error {
-	panic("not used")
-}
-
 func TestPodCacheKeepsTheNewerRecord(t *testing.T) {
-	c := newPodCache()
+	c := NewCache()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	newer := &noderuntime.PodStatus{UID: "a", Name: "newer"}
-	c.set("a", newer, t0.Add(time.Second))
-	c.set("a", &noderuntime.PodStatus{UID: "a", Name: "older"}, t0)
-	got, ok := c.getNewerThan("a", t0)
+	c.Set("a", newer, t0.Add(time.Second))
+	c.Set("a", &noderuntime.PodStatus{UID: "a", Name: "older"}, t0)
+	got, ok := c.GetNewerThan("a", t0)
 	if !ok || got != newer {
 		t.Errorf("getNewerThan = %v, %v; want the newer record", got, ok)
 	}
-	if _, ok := c.getNewerThan("a", t0.Add(2*time.Second)); ok {
+	if _, ok := c.GetNewerThan("a", t0.Add(2*time.Second)); ok {
 		t.Error("getNewerThan returned a record older than asked for")
 	}
-	c.updateTime(t0.Add(3 * time.Second))
-	if got, ok := c.getNewerThan("b", t0.Add(2*time.Second)); !ok || len(got.Sandboxes) != 0 {
+	c.UpdateTime(t0.Add(3 * time.Second))
+	if got, ok := c.GetNewerThan("b", t0.Add(2*time.Second)); !ok || len(got.Sandboxes) != 0 {
 		t.Errorf("an unknown pod after a fresh relist should be an empty record, got %v, %v", got, ok)
 	}
 }
 
 // startPLEG runs a PLEG over rt with a fake clock until the test ends.
-func startPLEG(t *testing.T, rt *fakeRuntime, events chan event.GenericEvent) (*clocktesting.FakeClock, *podCache) {
+func startPLEG(t *testing.T, rt *fakeRuntime, events chan event.GenericEvent) (*clocktesting.FakeClock, *Cache) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	cache := newPodCache()
-	pleg := NewPLEG(rt, cache, events, time.Second, clk, logr.Discard())
+	cache := NewCache()
+	pleg := New(rt, cache, events, time.Second, clk, logr.Discard())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -349,7 +276,24 @@ func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event for the pod after its container event")
 	}
-	if got, ok := cache.getNewerThan("a", time.Time{}); !ok || len(got.Containers) != 1 {
+	if got, ok := cache.GetNewerThan("a", time.Time{}); !ok || len(got.Containers) != 1 {
 		t.Errorf("cache after the event = %v, %v; want the pod with its container", got, ok)
+	}
+}
+
+// eventually polls check until it passes, or fails the test at the
+// deadline with check's last error.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

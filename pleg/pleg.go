@@ -1,8 +1,11 @@
-package controllers
+// Package pleg is the pod lifecycle event generator: it relists the
+// container runtime (and follows its container events where it has them),
+// keeps the pod Cache the reconciler reads, and sends an event for every pod
+// whose runtime state changed. The diff itself (events.go) is pure.
+package pleg
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,30 +25,8 @@ import (
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
-// PodLifecycleEventType says what changed in a pod's runtime state.
-type PodLifecycleEventType string
-
-const (
-	ContainerStarted PodLifecycleEventType = "ContainerStarted"
-	ContainerDied    PodLifecycleEventType = "ContainerDied"
-	ContainerRemoved PodLifecycleEventType = "ContainerRemoved"
-	ContainerChanged PodLifecycleEventType = "ContainerChanged"
-	SandboxChanged   PodLifecycleEventType = "SandboxChanged"
-	PodSync          PodLifecycleEventType = "PodSync"
-)
-
-// PodLifecycleEvent is one change the PLEG saw between two relists.
-type PodLifecycleEvent struct {
-	ID        types.UID
-	Namespace string
-	Name      string
-	Type      PodLifecycleEventType
-	// Data is the container or sandbox ID the event is about.
-	Data string
-}
-
-// runtimeLister is what the PLEG reads from the runtime.
-type runtimeLister interface {
+// Runtime is what the PLEG reads from the runtime.
+type Runtime interface {
 	ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
 	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
 	WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error
@@ -74,8 +55,8 @@ func init() {
 // relisting slows to a safety net; where it answers Unimplemented
 // (containerd 1.6), relisting carries on alone.
 type PLEG struct {
-	runtime runtimeLister
-	cache   *podCache
+	runtime Runtime
+	cache   *Cache
 	events  chan event.GenericEvent
 	period  time.Duration
 	clock   clock.WithTicker
@@ -103,8 +84,8 @@ const (
 	eventsRetryPeriod = 5 * time.Second
 )
 
-// NewPLEG returns a PLEG sending into events. period defaults to 1s.
-func NewPLEG(runtime runtimeLister, cache *podCache, events chan event.GenericEvent, period time.Duration, clk clock.WithTicker, log logr.Logger) *PLEG {
+// New returns a PLEG sending into events. period defaults to 1s.
+func New(runtime Runtime, cache *Cache, events chan event.GenericEvent, period time.Duration, clk clock.WithTicker, log logr.Logger) *PLEG {
 	if period <= 0 {
 		period = time.Second
 	}
@@ -183,7 +164,7 @@ func (p *PLEG) refresh(ctx context.Context, id noderuntime.PodIdentity) {
 		p.log.Error(err, "Failed to read pod status from the runtime", "pod", client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
 		return
 	}
-	p.cache.set(id.UID, podStatus, timestamp)
+	p.cache.Set(id.UID, podStatus, timestamp)
 	p.send(PodLifecycleEvent{ID: id.UID, Namespace: id.Namespace, Name: id.Name, Type: ContainerChanged})
 }
 
@@ -221,7 +202,7 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 	}
 	for uid, e := range changed {
 		if _, ok := current[uid]; !ok {
-			p.cache.delete(uid, timestamp)
+			p.cache.Delete(uid, timestamp)
 			continue
 		}
 		podStatus, err := p.runtime.GetPodStatus(ctx, uid)
@@ -237,9 +218,9 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 			delete(changed, uid)
 			continue
 		}
-		p.cache.set(uid, podStatus, timestamp)
+		p.cache.Set(uid, podStatus, timestamp)
 	}
-	p.cache.updateTime(timestamp)
+	p.cache.UpdateTime(timestamp)
 
 	p.mu.Lock()
 	p.previous = current
@@ -267,94 +248,4 @@ func (p *PLEG) send(e PodLifecycleEvent) {
 	default:
 		plegDroppedEvents.Inc()
 	}
-}
-
-func eventKey(e PodLifecycleEvent) client.ObjectKey {
-	return client.ObjectKey{Namespace: e.Namespace, Name: e.Name}
-}
-
-// generateEvents compares two relists and says what changed, pod by pod.
-// It is pure: same input, same events, in a stable order.
-func generateEvents(previous, current map[types.UID]*noderuntime.PodStatus) []PodLifecycleEvent {
-	var events []PodLifecycleEvent
-	uids := map[types.UID]bool{}
-	for uid := range previous {
-		uids[uid] = true
-	}
-	for uid := range current {
-		uids[uid] = true
-	}
-	for uid := range uids {
-		events = append(events, podEvents(previous[uid], current[uid])...)
-	}
-	sort.SliceStable(events, func(i, j int) bool {
-		if events[i].ID != events[j].ID {
-			return events[i].ID < events[j].ID
-		}
-		return events[i].Data < events[j].Data
-	})
-	return events
-}
-
-func podEvents(previous, current *noderuntime.PodStatus) []PodLifecycleEvent {
-	pod := current
-	if pod == nil {
-		pod = previous
-	}
-	newEvent := func(t PodLifecycleEventType, data string) PodLifecycleEvent {
-		return PodLifecycleEvent{ID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Type: t, Data: data}
-	}
-	var events []PodLifecycleEvent
-
-	oldSandboxes, newSandboxes := sandboxStates(previous), sandboxStates(current)
-	for id, state := range newSandboxes {
-		if oldSandboxes[id] != state {
-			events = append(events, newEvent(SandboxChanged, id))
-		}
-	}
-	for id := range oldSandboxes {
-		if _, ok := newSandboxes[id]; !ok {
-			events = append(events, newEvent(SandboxChanged, id))
-		}
-	}
-
-	oldContainers, newContainers := containerStates(previous), containerStates(current)
-	for id, state := range newContainers {
-		old, existed := oldContainers[id]
-		switch {
-		case existed && old == state:
-		case state == noderuntime.ContainerRunning:
-			events = append(events, newEvent(ContainerStarted, id))
-		case state == noderuntime.ContainerExited:
-			events = append(events, newEvent(ContainerDied, id))
-		default:
-			events = append(events, newEvent(ContainerChanged, id))
-		}
-	}
-	for id := range oldContainers {
-		if _, ok := newContainers[id]; !ok {
-			events = append(events, newEvent(ContainerRemoved, id))
-		}
-	}
-	return events
-}
-
-func sandboxStates(pod *noderuntime.PodStatus) map[string]noderuntime.SandboxState {
-	states := map[string]noderuntime.SandboxState{}
-	if pod != nil {
-		for _, sb := range pod.Sandboxes {
-			states[sb.ID] = sb.State
-		}
-	}
-	return states
-}
-
-func containerStates(pod *noderuntime.PodStatus) map[string]noderuntime.ContainerState {
-	states := map[string]noderuntime.ContainerState{}
-	if pod != nil {
-		for _, c := range pod.Containers {
-			states[c.ID.ID] = c.State
-		}
-	}
-	return states
 }

@@ -1,4 +1,4 @@
-package controllers
+package podstatus
 
 // Tests of pod status generation. Pure: plain Pods and runtime records in,
 // statuses out; no runtime, no API server, no clock.
@@ -256,7 +256,7 @@ func TestGeneratePodStatus(t *testing.T) {
 	tests := map[string]struct {
 		pod     func(*corev1.Pod)
 		runtime func(*noderuntime.PodStatus)
-		input   func(*podStatusInput)
+		input   func(*Input)
 		want    corev1.PodStatus
 	}{
 		"a pod with nothing created yet is pending, every container waiting for the init containers": {
@@ -332,7 +332,7 @@ func TestGeneratePodStatus(t *testing.T) {
 					exitedInstance("migrate", "migrate-1", 0, 0, 2.1),
 				}
 			},
-			input: func(in *podStatusInput) { in.Waiting = map[string]*noderuntime.ContainerError{"web": crashLoop} },
+			input: func(in *Input) { in.Waiting = map[string]*noderuntime.ContainerError{"web": crashLoop} },
 			want: wantStatus(corev1.PodRunning,
 				wantConditions(
 					readyToStart,
@@ -403,7 +403,7 @@ func TestGeneratePodStatus(t *testing.T) {
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 143, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 143, 6.0)
 			},
-			input: func(in *podStatusInput) {
+			input: func(in *Input) {
 				in.Terminal = true
 				// Reasons are not shown on a deleted pod's containers.
 				in.Waiting = map[string]*noderuntime.ContainerError{"web": crashLoop}
@@ -426,7 +426,7 @@ func TestGeneratePodStatus(t *testing.T) {
 				rt.Containers = rt.Containers[1:]
 				rt.Containers[0] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
-			input: func(in *podStatusInput) { in.Terminal = true },
+			input: func(in *Input) { in.Terminal = true },
 			want: func() corev1.PodStatus {
 				s := wantStatus(corev1.PodFailed,
 					wantConditions(
@@ -455,7 +455,7 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a container whose image cannot be pulled waits with ErrImagePull": {
 			runtime: func(rt *noderuntime.PodStatus) { rt.Containers = rt.Containers[1:] },
-			input:   func(in *podStatusInput) { in.Waiting = map[string]*noderuntime.ContainerError{"web": imagePull} },
+			input:   func(in *Input) { in.Waiting = map[string]*noderuntime.ContainerError{"web": imagePull} },
 			want: wantStatus(corev1.PodPending,
 				wantConditions(
 					readyToStart,
@@ -469,7 +469,7 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a container created but not started shows its start failure": {
 			runtime: func(rt *noderuntime.PodStatus) { rt.Containers[0].State = noderuntime.ContainerCreated },
-			input: func(in *podStatusInput) {
+			input: func(in *Input) {
 				in.Waiting = map[string]*noderuntime.ContainerError{"web": {Reason: "RunContainerError", Message: `exec: "web": executable file not found in $PATH`}}
 			},
 			want: wantStatus(corev1.PodPending,
@@ -632,7 +632,7 @@ func TestGeneratePodStatus(t *testing.T) {
 			),
 		},
 		"a container that fails its readiness probe is running but not ready": {
-			input: func(in *podStatusInput) { in.Ready = map[string]bool{"metrics": false, "web": true} },
+			input: func(in *Input) { in.Ready = map[string]bool{"metrics": false, "web": true} },
 			want: wantStatus(corev1.PodRunning,
 				wantConditions(
 					readyToStart,
@@ -677,7 +677,7 @@ func TestGeneratePodStatus(t *testing.T) {
 			runtime: func(rt *noderuntime.PodStatus) {
 				rt.Sandboxes[0].IPs = []string{"fd00::7", "fd00::8", "10.244.1.7", "10.244.1.8"}
 			},
-			input: func(in *podStatusInput) { in.HostIPs = []string{"192.168.0.10", "192.168.0.11", "fd00:1::10"} },
+			input: func(in *Input) { in.HostIPs = []string{"192.168.0.10", "192.168.0.11", "fd00:1::10"} },
 			want: func() corev1.PodStatus {
 				s := wantStatus(corev1.PodRunning,
 					wantConditions(readyToStart, initialized, podReady, allReady),
@@ -757,16 +757,16 @@ func TestGeneratePodStatus(t *testing.T) {
 			if tc.runtime != nil {
 				tc.runtime(rt)
 			}
-			in := podStatusInput{Pod: pod, Runtime: rt, HostIPs: []string{"192.168.0.10"}, Now: at(testNow)}
+			in := Input{Pod: pod, Runtime: rt, HostIPs: []string{"192.168.0.10"}, Now: at(testNow)}
 			if tc.input != nil {
 				tc.input(&in)
 			}
-			got := generatePodStatus(in)
+			got := Generate(in)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("generatePodStatus() mismatch (-want +got):\n%s", diff)
+				t.Errorf("Generate() mismatch (-want +got):\n%s", diff)
 			}
-			if again := mergeStatus(pod.Status, got); !equality.Semantic.DeepEqual(again, got) {
-				t.Errorf("mergeStatus() of a generated status changed it (-generated +merged):\n%s", cmp.Diff(got, again))
+			if again := Merge(pod.Status, got); !equality.Semantic.DeepEqual(again, got) {
+				t.Errorf("Merge() of a generated status changed it (-generated +merged):\n%s", cmp.Diff(got, again))
 			}
 		})
 	}
@@ -845,8 +845,8 @@ func TestPodPhase(t *testing.T) {
 			if tc.runtime != nil {
 				tc.runtime(rt)
 			}
-			if got := podPhase(pod, rt); got != tc.want {
-				t.Errorf("podPhase() = %s, want %s", got, tc.want)
+			if got := Phase(pod, rt); got != tc.want {
+				t.Errorf("Phase() = %s, want %s", got, tc.want)
 			}
 		})
 	}
@@ -948,12 +948,12 @@ func TestMergeStatus(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := mergeStatus(tc.old, tc.generated)
+			got := Merge(tc.old, tc.generated)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("mergeStatus() mismatch (-want +got):\n%s", diff)
+				t.Errorf("Merge() mismatch (-want +got):\n%s", diff)
 			}
-			if again := mergeStatus(tc.old, got); !equality.Semantic.DeepEqual(again, got) {
-				t.Errorf("mergeStatus() is not idempotent (-once +twice):\n%s", cmp.Diff(got, again))
+			if again := Merge(tc.old, got); !equality.Semantic.DeepEqual(again, got) {
+				t.Errorf("Merge() is not idempotent (-once +twice):\n%s", cmp.Diff(got, again))
 			}
 		})
 	}
@@ -964,7 +964,7 @@ func TestStatusEqual(t *testing.T) {
 	rt := baseRuntime()
 	rt.Containers[0] = exitedInstance("web", "web-1", 0, 1, 6.1)
 	rt.Containers[0].Message = "boom"
-	status := generatePodStatus(podStatusInput{Pod: pod, Runtime: rt, HostIPs: []string{"192.168.0.10"}, Now: at(testNow)})
+	status := Generate(Input{Pod: pod, Runtime: rt, HostIPs: []string{"192.168.0.10"}, Now: at(testNow)})
 	// Sub-second times, as a status built in memory may hold.
 	status.StartTime = ptr.To(metav1.NewTime(at(testNow)))
 	status.Conditions[0].LastTransitionTime = metav1.NewTime(at(testNow))
@@ -1025,11 +1025,11 @@ func TestStatusEqual(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := statusEqual(status, tc.other); got != tc.want {
-				t.Errorf("statusEqual() = %v, want %v; diff (-generated +other):\n%s", got, tc.want, cmp.Diff(status, tc.other))
+			if got := Equal(status, tc.other); got != tc.want {
+				t.Errorf("Equal() = %v, want %v; diff (-generated +other):\n%s", got, tc.want, cmp.Diff(status, tc.other))
 			}
-			if got := statusEqual(tc.other, status); got != tc.want {
-				t.Errorf("statusEqual() is not symmetric: reversed = %v, want %v", got, tc.want)
+			if got := Equal(tc.other, status); got != tc.want {
+				t.Errorf("Equal() is not symmetric: reversed = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -1042,7 +1042,7 @@ func TestTerminationMessagesShareTheBudget(t *testing.T) {
 	// Four containers share 12 KiB: 3072 bytes each. Byte 3072 of this
 	// message is the middle of an "é", so the cut falls one byte earlier.
 	rt.Containers[0].Message = "x" + strings.Repeat("é", 2000)
-	got := generatePodStatus(podStatusInput{Pod: pod, Runtime: rt, Now: at(testNow)})
+	got := Generate(Input{Pod: pod, Runtime: rt, Now: at(testNow)})
 	message := got.ContainerStatuses[1].State.Terminated.Message
 	if want := "x" + strings.Repeat("é", 1535); message != want {
 		t.Errorf("termination message is %d bytes ending in %q, want %d bytes", len(message), message[len(message)-4:], len(want))
@@ -1069,7 +1069,7 @@ func pickFrom[T any](r *fuzzReader, options ...T) T { return options[r.pick(len(
 // fuzzInput builds a pod, its old status and a runtime record from fuzz
 // input, free to contradict each other as a stale cache or a buggy runtime
 // could.
-func fuzzInput(data []byte) podStatusInput {
+func fuzzInput(data []byte) Input {
 	r := &fuzzReader{data: data}
 	names := []string{"a", "b", "c", "d", "", "zz"}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Generation: int64(r.pick(4))}}
@@ -1141,7 +1141,7 @@ func fuzzInput(data []byte) podStatusInput {
 	for i, n := 0, r.pick(3); i < n; i++ {
 		waiting[pickFrom(r, names...)] = &noderuntime.ContainerError{Reason: "CrashLoopBackOff"}
 	}
-	return podStatusInput{
+	return Input{
 		Pod:      pod,
 		Runtime:  pickFrom(r, rt, rt, rt, nil),
 		Waiting:  pickFrom(r, waiting, nil),
@@ -1193,7 +1193,7 @@ func FuzzGeneratePodStatus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzInput(data)
 		old := *in.Pod.Status.DeepCopy()
-		got := generatePodStatus(in)
+		got := Generate(in)
 
 		switch got.Phase {
 		case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
@@ -1205,8 +1205,8 @@ func FuzzGeneratePodStatus(f *testing.F) {
 		if isTerminalPhase(old.Phase) && got.Phase != old.Phase {
 			t.Errorf("phase went from terminal %s to %s", old.Phase, got.Phase)
 		}
-		if merged := mergeStatus(old, got); !equality.Semantic.DeepEqual(merged, got) {
-			t.Errorf("mergeStatus() of a generated status changed it:\n%s", cmp.Diff(got, merged))
+		if merged := Merge(old, got); !equality.Semantic.DeepEqual(merged, got) {
+			t.Errorf("Merge() of a generated status changed it:\n%s", cmp.Diff(got, merged))
 		}
 		running := false
 		if in.Runtime != nil {
@@ -1228,9 +1228,9 @@ func FuzzGeneratePodStatus(f *testing.F) {
 		if isTerminalPhase(got.Phase) && conditionTrue(got.Conditions, corev1.PodReady) {
 			t.Errorf("a %s pod is Ready", got.Phase)
 		}
-		_ = podPhase(in.Pod, in.Runtime)
-		if !statusEqual(got, got) {
-			t.Errorf("statusEqual() of a status with itself is false")
+		_ = Phase(in.Pod, in.Runtime)
+		if !Equal(got, got) {
+			t.Errorf("Equal() of a status with itself is false")
 		}
 	})
 }

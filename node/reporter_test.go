@@ -1,4 +1,4 @@
-package controllers
+package node
 
 // The node status, patch and lease functions and the machine-fact parsers
 // are tested as pure functions. TestNodeLoopsAgainstAPIServer runs both
@@ -10,10 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,8 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/nodelet/nodelet/network"
 )
 
 var nodeQuantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
@@ -497,27 +493,6 @@ func TestParseOSImage(t *testing.T) {
 	}
 }
 
-func TestPodCIDRs(t *testing.T) {
-	tests := map[string]struct {
-		configured []string
-		spec       corev1.NodeSpec
-		want       []string
-	}{
-		"the configured CIDRs win over the Node's": {configured: []string{"10.1.0.0/24"}, spec: corev1.NodeSpec{PodCIDRs: []string{"10.2.0.0/24"}}, want: []string{"10.1.0.0/24"}},
-		"the Node's dual-stack CIDRs":              {spec: corev1.NodeSpec{PodCIDR: "10.2.0.0/24", PodCIDRs: []string{"10.2.0.0/24", "fd00::/64"}}, want: []string{"10.2.0.0/24", "fd00::/64"}},
-		"the Node's single CIDR":                   {spec: corev1.NodeSpec{PodCIDR: "10.2.0.0/24"}, want: []string{"10.2.0.0/24"}},
-		"none yet":                                 {},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := podCIDRs(tc.configured, &corev1.Node{Spec: tc.spec})
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("podCIDRs() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestReadMachineInfo(t *testing.T) {
 	info, err := ReadMachineInfo(filepath.Join(t.TempDir(), "not", "made", "yet"))
 	if err != nil {
@@ -526,20 +501,6 @@ func TestReadMachineInfo(t *testing.T) {
 	if info.CPUs < 1 || info.MemoryBytes <= 0 || info.EphemeralStorageBytes <= 0 || info.KernelVersion == "" || info.OSImage == "" {
 		t.Errorf("ReadMachineInfo() = %+v, want CPUs, memory, storage, kernel and OS image", info)
 	}
-}
-
-// stubNodeCNIPlugins writes stand-in CNI plugins answering VERSION, so that the
-// conflist validates without the real ones.
-func stubNodeCNIPlugins(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"bridge", "host-local", "portmap", "bandwidth"} {
-		script := "#!/bin/sh\necho '{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}'\n"
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 func TestNodeLoopsAgainstAPIServer(t *testing.T) {
@@ -556,13 +517,11 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	confDir := filepath.Join(t.TempDir(), "net.d")
 	reporter, err := NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), fakeRuntime, NodeStatusOptions{
 		NodeName:        nodeName,
 		NodeIPs:         []string{"127.0.0.1"},
 		NodeletVersion:  "v0.1.0-test",
 		RootDir:         t.TempDir(),
-		Network:         &network.ConfigOptions{ConfDir: confDir, BinDir: stubNodeCNIPlugins(t)},
 		UpdateFrequency: 200 * time.Millisecond,
 	})
 	if err != nil {
@@ -702,30 +661,5 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 10*time.Second, "node Ready=True again", readyIs(corev1.ConditionTrue))
-	})
-
-	t.Run("renders the CNI conflist once the node gets a pod CIDR", func(t *testing.T) {
-		if ready, _ := network.Status(confDir); ready {
-			t.Fatal("a CNI configuration was written before the node had a pod CIDR")
-		}
-		node := &corev1.Node{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-			t.Fatal(err)
-		}
-		node.Spec.PodCIDR, node.Spec.PodCIDRs = "10.244.3.0/24", []string{"10.244.3.0/24"}
-		if err := admin.Update(ctx, node); err != nil {
-			t.Fatal(err)
-		}
-		conflist := filepath.Join(confDir, "10-nodelet.conflist")
-		eventually(t, 10*time.Second, "conflist written", func() error {
-			data, err := os.ReadFile(conflist)
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(string(data), `"10.244.3.0/24"`) {
-				return errors.New("conflist without the pod CIDR: " + string(data))
-			}
-			return nil
-		})
 	})
 }

@@ -1,0 +1,120 @@
+package pleg
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+// Cache holds the runtime's record of each pod as the PLEG last read it,
+// with the time the read started. A reconcile asks for a record newer than
+// its own last action on the pod, so it never decides on a state from before
+// what it last did (the kubelet's GetNewerThan rule).
+type Cache struct {
+	mu   sync.RWMutex
+	pods map[types.UID]cachedPod
+	// timestamp is the start of the last complete relist: every pod's record
+	// is at least that fresh, whether or not it changed.
+	timestamp time.Time
+	// minTimes holds, by pod, the time before which its records no longer
+	// serve: the end of nodelet's last action on it.
+	minTimes map[types.UID]time.Time
+}
+
+type cachedPod struct {
+	status   *noderuntime.PodStatus
+	modified time.Time
+}
+
+func NewCache() *Cache {
+	return &Cache{pods: map[types.UID]cachedPod{}, minTimes: map[types.UID]time.Time{}}
+}
+
+// Set records a pod's status as read from the runtime at (or after) t.
+func (c *Cache) Set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
+		// A reconcile's direct read already stored something fresher.
+		return
+	}
+	c.pods[uid] = cachedPod{status: status, modified: t}
+}
+
+// Delete drops a pod the runtime no longer has.
+func (c *Cache) Delete(uid types.UID, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
+		return
+	}
+	delete(c.pods, uid)
+}
+
+// Invalidate has the pod's records read before t no longer served by
+// GetFresh: nodelet acted on the pod at t, or was told its state changed.
+func (c *Cache) Invalidate(uid types.UID, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.minTimes[uid] = t
+}
+
+// GetFresh returns the pod's record if it reflects the runtime after the
+// last Invalidate of the pod.
+func (c *Cache) GetFresh(uid types.UID) (*noderuntime.PodStatus, bool) {
+	c.mu.RLock()
+	minTime := c.minTimes[uid]
+	c.mu.RUnlock()
+	return c.GetNewerThan(uid, minTime)
+}
+
+// Forget drops all the cache knows of a pod nodelet removed.
+func (c *Cache) Forget(uid types.UID, t time.Time) {
+	c.Delete(uid, t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.minTimes, uid)
+}
+
+// UpdateTime marks every record as fresh as of t: a relist that started at
+// t saw no other change.
+func (c *Cache) UpdateTime(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.timestamp) {
+		c.timestamp = t
+	}
+}
+
+// GetNewerThan returns the pod's record if it reflects the runtime at a
+// time after minTime. A pod the runtime does not hold has an empty record.
+func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*noderuntime.PodStatus, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	entry, ok := c.pods[uid]
+	fresh := c.timestamp.After(minTime) || (ok && entry.modified.After(minTime))
+	if !fresh {
+		return nil, false
+	}
+	if !ok {
+		return &noderuntime.PodStatus{UID: uid}, true
+	}
+	return entry.status, true
+}
+
+// ByName returns the records of runtime pods carrying the given name,
+// whatever their UID.
+func (c *Cache) ByName(namespace, name string) []*noderuntime.PodStatus {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*noderuntime.PodStatus
+	for _, p := range c.pods {
+		if p.status.Namespace == namespace && p.status.Name == name {
+			out = append(out, p.status)
+		}
+	}
+	return out
+}
