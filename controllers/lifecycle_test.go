@@ -20,8 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-var lifecycleNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-
 func TestPodReconcilerLifecycle(t *testing.T) {
 	env := startReconciler(t)
 	ctx := context.Background()

@@ -32,9 +32,8 @@ func pod(uid types.UID, sandboxes map[string]noderuntime.SandboxState, container
 }
 
 var (
-	ready   = noderuntime.SandboxReady
-	run     = noderuntime.ContainerRunning
-	exitted = noderuntime.ContainerExited
+	ready = noderuntime.SandboxReady
+	run   = noderuntime.ContainerRunning
 )
 
 // fakeRuntime answers relists from listed (which a test may leave stale)
@@ -84,12 +83,6 @@ func (f *fakeRuntime) WatchContainerEvents(ctx context.Context, onEvent func(nod
 			onEvent(id)
 		}
 	}
-}
-
-func (f *fakeRuntime) lists() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.listCalls
 }
 
 func (f *fakeRuntime) reads() int {

@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -34,8 +33,8 @@ type PodLifecycleEvent struct {
 	Data string
 }
 
-func eventKey(e PodLifecycleEvent) client.ObjectKey {
-	return client.ObjectKey{Namespace: e.Namespace, Name: e.Name}
+func eventKey(e PodLifecycleEvent) types.NamespacedName {
+	return types.NamespacedName{Namespace: e.Namespace, Name: e.Name}
 }
 
 // generateEvents compares two relists and says what changed, pod by pod.

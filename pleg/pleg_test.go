@@ -145,12 +145,6 @@ func (f *fakeRuntime) lists() int {
 	return f.listCalls
 }
 
-func (f *fakeRuntime) reads() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.directReads
-}
-
 func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	rt := &fakeRuntime{listed: map[types.UID]*noderuntime.PodStatus{

@@ -79,8 +79,8 @@ func findBadValue(prefix []string, fields map[string]any) (string, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		path := append(prefix[:len(prefix):len(prefix)], k)
-		var alone any = fields[k]
+		path := append(append([]string(nil), prefix...), k)
+		alone := any(fields[k])
 		for i := len(path) - 1; i >= 0; i-- {
 			alone = map[string]any{path[i]: alone}
 		}
