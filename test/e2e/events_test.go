@@ -31,7 +31,7 @@ func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
 		var reasons []string
 		for _, e := range events.Items {
 			seen = append(seen, fmt.Sprintf("%s from %q", e.Reason, e.Source.Component))
-			if e.Source.Component == "nodelet" {
+			if e.Source.Component == "kubelet" {
 				reasons = append(reasons, e.Reason)
 			}
 		}
