@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/kubeletmetrics"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -177,6 +178,10 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	syncStart, operation := r.Clock.Now(), podWorkerOperation(pod, status)
+	defer func() {
+		kubeletmetrics.PodWorkerDuration.WithLabelValues(operation).Observe(r.Clock.Since(syncStart).Seconds())
+	}()
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return r.syncTerminatingPod(ctx, pod, status)
@@ -269,6 +274,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	delete(r.prepareFailures, pod.UID)
 	r.mu.Unlock()
 
+	r.starts.seen(pod.UID, now)
 	actions := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), now)
 	for _, b := range actions.ContainersInBackOff {
 		requeue.at(b.Until)
