@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 )
 
-func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
+func TestStartedPodHasPulledCreatedStartedEventsFromComponentKubeletOnItsNode(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
 	pod := f.createPod(t, newPod(ns, "eventful").obj())
@@ -30,8 +30,9 @@ func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
 		seen = nil
 		var reasons []string
 		for _, e := range events.Items {
-			seen = append(seen, fmt.Sprintf("%s from %q", e.Reason, e.Source.Component))
-			if e.Source.Component == "kubelet" {
+			seen = append(seen, fmt.Sprintf("%s from %q on %q", e.Reason, e.Source.Component, e.Source.Host))
+			// The kubelet's source, which tools select its events by.
+			if e.Source.Component == "kubelet" && e.Source.Host == f.Env.NodeName {
 				reasons = append(reasons, e.Reason)
 			}
 		}
