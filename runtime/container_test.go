@@ -7,9 +7,9 @@ package runtime
 // are tested in volume/).
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,7 +290,7 @@ func TestGenerateContainerConfig(t *testing.T) {
 			},
 			mutateWant: func(c *runtimeapi.ContainerConfig) {
 				c.Mounts = []*runtimeapi.Mount{
-					{ContainerPath: "/logs", HostPath: "data/logs/app bound for app at 0"},
+					{ContainerPath: "/logs", HostPath: filepath.Join(podDir, "fake-subpaths", "data", "logs", "app", "app", "0")},
 					terminationMount,
 				}
 			},
@@ -304,7 +304,7 @@ func TestGenerateContainerConfig(t *testing.T) {
 			mutateWant: func(c *runtimeapi.ContainerConfig) {
 				c.Envs = []*runtimeapi.KeyValue{kv("POD", "web")}
 				c.Mounts = []*runtimeapi.Mount{
-					{ContainerPath: "/logs", HostPath: "data/logs/web bound for app at 0"},
+					{ContainerPath: "/logs", HostPath: filepath.Join(podDir, "fake-subpaths", "data", "logs", "web", "app", "0")},
 					terminationMount,
 				}
 			},
@@ -568,9 +568,11 @@ func TestTerminationMessageFileStartsEmpty(t *testing.T) {
 	}
 }
 
-// fakePrepareSubPath says which sub path would be bound for which mount.
+// fakePrepareSubPath makes, in place of a bind mount, a folder named for
+// the mount it stands for, under the pod's folder.
 func fakePrepareSubPath(sp volume.SubPath) (string, error) {
-	return fmt.Sprintf("%s/%s bound for %s at %d", sp.VolumeName, sp.Path, sp.ContainerName, sp.MountIndex), nil
+	target := filepath.Join(sp.PodDir, "fake-subpaths", sp.VolumeName, sp.Path, sp.ContainerName, strconv.Itoa(sp.MountIndex))
+	return target, os.MkdirAll(target, 0o755)
 }
 
 func TestContainerResources(t *testing.T) {

@@ -43,18 +43,19 @@ func TestCadvisorMetricsHaveCadvisorsNamesAndLabels(t *testing.T) {
 			UsedBytes: &runtimeapi.UInt64Value{Value: 4096}},
 	}}
 	labels := `container="app",id="c-app",image="registry/busybox:1",name="c-app",namespace="ns",pod="web"`
+	// Readings carry the time the runtime took them (milliseconds).
 	want := `# HELP container_cpu_usage_seconds_total Cumulative cpu time consumed in seconds.
 # TYPE container_cpu_usage_seconds_total counter
-container_cpu_usage_seconds_total{` + labels + `,cpu="total"} 2
+container_cpu_usage_seconds_total{container="app",cpu="total",id="c-app",image="registry/busybox:1",name="c-app",namespace="ns",pod="web"} 2 1795309200000
 # HELP container_fs_usage_bytes Number of bytes that are consumed by the container on this filesystem.
 # TYPE container_fs_usage_bytes gauge
-container_fs_usage_bytes{` + labels + `,device="/var/lib/containerd"} 4096
+container_fs_usage_bytes{container="app",device="/var/lib/containerd",id="c-app",image="registry/busybox:1",name="c-app",namespace="ns",pod="web"} 4096 1795309200000
 # HELP container_memory_usage_bytes Current memory usage in bytes, including all memory regardless of when it was accessed
 # TYPE container_memory_usage_bytes gauge
-container_memory_usage_bytes{` + labels + `} 2100
+container_memory_usage_bytes{` + labels + `} 2100 1795309200000
 # HELP container_memory_working_set_bytes Current working set in bytes.
 # TYPE container_memory_working_set_bytes gauge
-container_memory_working_set_bytes{` + labels + `} 2000
+container_memory_working_set_bytes{` + labels + `} 2000 1795309200000
 # HELP container_start_time_seconds Start time of the container since unix epoch in seconds.
 # TYPE container_start_time_seconds gauge
 container_start_time_seconds{` + labels + `} 1.7953092e+09
