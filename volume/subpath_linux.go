@@ -29,6 +29,9 @@ const maxSubPathResolutions = 16
 // followed, as the kubelet follows them; one that leads out is refused.
 // The mount goes when the pod's folder is torn down (TearDownPod).
 func PrepareSubPath(sp SubPath) (string, error) {
+	if !filepath.IsAbs(sp.PodDir) {
+		return "", fmt.Errorf("subPath %q of volume %s: no pod folder to bind it under", sp.Path, sp.VolumePath)
+	}
 	root, err := filepath.EvalSymlinks(sp.VolumePath)
 	if err != nil {
 		return "", err
