@@ -11,22 +11,24 @@
 # shell for debugging a node. Debian's iptables defaults to the nft backend;
 # a host still on iptables-legacy needs the legacy alternative selected.
 #
-# Build: docker build --build-arg VERSION=v0.1.0 -t nodelet:v0.1.0 .
+# Build: docker build --build-arg VERSION=v0.1.0 --build-arg COMMIT=$(git describe --always --dirty --exclude '*') -t nodelet:v0.1.0 .
 # Without a Docker engine: hack/build-image.sh.
 
 # The binary is cross-compiled on the build machine's platform.
 FROM --platform=$BUILDPLATFORM docker.io/library/golang:1.26-bookworm AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
-# Set into main.version (`var version = "dev"` in main.go).
+# The image's tag; the binary's version is baseVersion in version.go with
+# COMMIT (main.commit) after a "+".
 ARG VERSION=dev
+ARG COMMIT=
 WORKDIR /src
 # Modules first, so a source change does not download them again.
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/nodelet . \
+    go build -trimpath -ldflags "-s -w -X main.commit=${COMMIT}" -o /out/nodelet . \
  && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o /out/nodelet-cni ./cmd/nodelet-cni
 

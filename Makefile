@@ -17,8 +17,9 @@ UP_FLAGS ?=
 DOWN_FLAGS ?=
 BENCH_FLAGS ?=
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
-# nodelet's version, shown as the Node's nodeInfo.kubeletVersion.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The commit stamped into nodelet (main.commit): the Node's
+# nodeInfo.kubeletVersion is baseVersion (version.go) + "+" + COMMIT.
+COMMIT ?= $(shell git describe --always --dirty --exclude '*' 2>/dev/null)
 # The ClusterRole's name before kustomize's `nodelet-` prefix; role_binding.yaml
 # refers to it.
 RBAC_ROLE_NAME := agent
@@ -37,7 +38,7 @@ help: ## Show this list of targets.
 
 .PHONY: build
 build: ## Build nodelet into .cache/bin/nodelet.
-	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/nodelet .
+	go build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN_DIR)/nodelet .
 
 .PHONY: lint
 lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and the file-length budget.

@@ -42,6 +42,7 @@ import (
 
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
 	"github.com/nodelet/nodelet/node"
@@ -52,9 +53,6 @@ import (
 	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/volume"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	// Millisecond timestamps: a pod starts in a fraction of a second.
@@ -365,16 +363,17 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 				UnauthorizedTTL:   opts.AuthorizationWebhookCacheUnauthorizedTTL.Duration,
 			},
 		},
-		Client:  clientset,
-		Pods:    pods,
-		Runtime: runtimeService,
-		Images:  imageService,
-		Healthz: healthz,
-		Metrics: ctrlmetrics.Registry,
-		Configz: configz,
-		NodeIPs: nodeIPs,
-		Clock:   clk,
-		Log:     ctrl.Log.WithName("server"),
+		Client:       clientset,
+		Pods:         pods,
+		Runtime:      runtimeService,
+		Images:       imageService,
+		Healthz:      healthz,
+		Metrics:      ctrlmetrics.Registry,
+		ProbeMetrics: kubeletmetrics.ProbeRegistry,
+		Configz:      configz,
+		NodeIPs:      nodeIPs,
+		Clock:        clk,
+		Log:          ctrl.Log.WithName("server"),
 	})
 }
 
@@ -430,10 +429,11 @@ func connectRuntime(ctx context.Context, opts Options) (cri.RuntimeService, cri.
 	return runtimeService, imageService, nil
 }
 
-// newEventRecorder records core/v1 Events as the node's agent, as the
-// kubelet does, so `kubectl describe pod` lists them.
+// newEventRecorder records core/v1 Events as the kubelet does, from
+// component "kubelet" on this node, so `kubectl describe pod` lists them
+// and tools that select the kubelet's events find nodelet's.
 func newEventRecorder(ctx context.Context, clientset kubernetes.Interface, scheme *apiruntime.Scheme, nodeName string) record.EventRecorder {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
-	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "nodelet", Host: nodeName})
+	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kubelet", Host: nodeName})
 }

@@ -4,24 +4,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nodelet/nodelet/kubeletmetrics"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
-
-// podStartSLIDuration is the kubelet's kubelet_pod_start_sli_duration_seconds
-// for nodelet: from the Pod's creation to all of its containers started,
-// without the time spent pulling images.
-var podStartSLIDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-	Name:    "nodelet_pod_start_sli_duration_seconds",
-	Help:    "Duration from pod creation to all containers started, excluding image pull time, for pods nodelet started.",
-	Buckets: []float64{0.25, 0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
-})
-
-func init() {
-	metrics.Registry.MustRegister(podStartSLIDuration)
-}
 
 // podStartTracker observes each pod's start once: only pods whose containers
 // this process started (not ones adopted after a restart), once all their
@@ -32,12 +20,26 @@ type podStartTracker struct {
 }
 
 type podStart struct {
+	// firstSeen is when this process first synced the pod, for
+	// kubelet_pod_start_duration_seconds.
+	firstSeen     time.Time
+	startedHere   bool
 	imagePullTime time.Duration
 	observed      bool
+	runObserved   bool
 }
 
 func newPodStartTracker() *podStartTracker {
 	return &podStartTracker{pods: map[types.UID]*podStart{}}
+}
+
+// seen records the first time this process synced the pod.
+func (t *podStartTracker) seen(uid types.UID, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pods[uid] == nil {
+		t.pods[uid] = &podStart{firstSeen: now}
+	}
 }
 
 // started records a sync that started containers, and its image pull time.
@@ -49,23 +51,30 @@ func (t *podStartTracker) started(uid types.UID, imagePullTime time.Duration) {
 		p = &podStart{}
 		t.pods[uid] = p
 	}
+	p.startedHere = true
 	p.imagePullTime += imagePullTime
 }
 
-// observe records the pod's start latency the first time its status shows
-// every container running.
+// observe records, for a pod whose containers this process started, the
+// time from its first sync to its phase Running (the kubelet's
+// pod_start_duration), and its start latency the first time its status
+// shows every container running (pod_start_sli_duration).
 func (t *podStartTracker) observe(pod *corev1.Pod, status *corev1.PodStatus, now time.Time) {
-	if !allContainersRunning(pod, status) {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.pods[pod.UID]
-	if p == nil || p.observed {
+	if p == nil || !p.startedHere {
+		return
+	}
+	if !p.runObserved && !p.firstSeen.IsZero() && status.Phase == corev1.PodRunning {
+		p.runObserved = true
+		kubeletmetrics.PodStartDuration.Observe(now.Sub(p.firstSeen).Seconds())
+	}
+	if p.observed || !allContainersRunning(pod, status) {
 		return
 	}
 	p.observed = true
-	podStartSLIDuration.Observe((now.Sub(pod.CreationTimestamp.Time) - p.imagePullTime).Seconds())
+	kubeletmetrics.PodStartSLIDuration.WithLabelValues().Observe((now.Sub(pod.CreationTimestamp.Time) - p.imagePullTime).Seconds())
 }
 
 func (t *podStartTracker) forget(uid types.UID) {
@@ -84,4 +93,21 @@ func allContainersRunning(pod *corev1.Pod, status *corev1.PodStatus) bool {
 		}
 	}
 	return true
+}
+
+// podWorkerOperation is the operation_type of
+// kubelet_pod_worker_duration_seconds for one sync of the pod: kill for a
+// pod being deleted, terminated for one that has finished, create before
+// it has a sandbox, sync otherwise.
+func podWorkerOperation(pod *corev1.Pod, status *noderuntime.PodStatus) string {
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return kubeletmetrics.OperationKill
+	case podIsTerminal(pod, status):
+		return kubeletmetrics.OperationTerminated
+	case len(status.Sandboxes) == 0:
+		return kubeletmetrics.OperationCreate
+	default:
+		return kubeletmetrics.OperationSync
+	}
 }

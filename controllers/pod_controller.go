@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -178,6 +179,10 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	syncStart, operation := r.Clock.Now(), podWorkerOperation(pod, status)
+	defer func() {
+		kubeletmetrics.PodWorkerDuration.WithLabelValues(operation).Observe(r.Clock.Since(syncStart).Seconds())
+	}()
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return r.syncTerminatingPod(ctx, pod, status)
@@ -257,6 +262,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	delete(r.prepareFailures, pod.UID)
 	r.mu.Unlock()
 
+	r.starts.seen(pod.UID, now)
 	actions := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), now)
 	for _, b := range actions.ContainersInBackOff {
 		requeue.at(b.Until)

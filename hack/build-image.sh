@@ -9,7 +9,7 @@
 #   hack/build-image.sh HOST:PORT        build, then push to that registry
 #
 # The image is REGISTRY/nodelet:VERSION. VERSION defaults to `git describe`
-# (or "dev") and is also set into the binary (main.version).
+# (or "dev"); the binary is stamped with its commit (main.commit).
 #
 # MODE says how to build (default auto: the first that can work here):
 #   dockerfile  `buildah bud` of the Dockerfile. Needs both of its base
@@ -76,7 +76,7 @@ pick_mode() {
 build_binary() {
 	log "Building nodelet $VERSION with $(go env GOVERSION)"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
-		-ldflags "-s -w -X main.version=$VERSION" -o "$1" .)
+		-ldflags "-s -w -X main.commit=$(nodelet_commit)" -o "$1" .)
 	# The agent network mode's CNI shim, beside nodelet.
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
 		-ldflags "-s -w" -o "$(dirname "$1")/nodelet-cni" ./cmd/nodelet-cni)
@@ -93,7 +93,7 @@ labels() {
 build_dockerfile() {
 	ensure_packages buildah
 	# buildah 1.28 does not set TARGETARCH by itself as BuildKit does.
-	"${BUILDAH[@]}" bud --build-arg "VERSION=$VERSION" --build-arg "TARGETARCH=$(go env GOARCH)" \
+	"${BUILDAH[@]}" bud --build-arg "VERSION=$VERSION" --build-arg "COMMIT=$(nodelet_commit)" --build-arg "TARGETARCH=$(go env GOARCH)" \
 		-f "$DOCKERFILE" -t "nodelet:$VERSION" "$REPO_ROOT"
 	"${BUILDAH[@]}" push "nodelet:$VERSION" "oci:$LAYOUT:$VERSION"
 }

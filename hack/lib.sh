@@ -36,12 +36,14 @@ KUBECTL="$BIN_DIR/kubectl"
 NODELET_BIN_GIVEN=${NODELET_BIN:+true}
 NODELET_BIN=${NODELET_BIN:-$BIN_DIR/nodelet}
 
-# build_nodelet builds the working tree into $NODELET_BIN, stamped with a
-# version from git (the Node's nodeInfo.kubeletVersion shows it).
+# nodelet_commit is the commit stamped into nodelet (main.commit); the
+# Node's nodeInfo.kubeletVersion shows it after the version of version.go.
+nodelet_commit() { git -C "$REPO_ROOT" describe --always --dirty --exclude '*' 2>/dev/null || true; }
+
+# build_nodelet builds the working tree into $NODELET_BIN, stamped with
+# its commit.
 build_nodelet() {
-	local version
-	version=$(git -C "$REPO_ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)
-	(cd "$REPO_ROOT" && go build -ldflags "-X main.version=$version" -o "$NODELET_BIN" .)
+	(cd "$REPO_ROOT" && go build -ldflags "-X main.commit=$(nodelet_commit)" -o "$NODELET_BIN" .)
 	# The CNI shim of the agent network mode, beside nodelet, where it
 	# looks for it.
 	(cd "$REPO_ROOT" && go build -o "$(dirname "$NODELET_BIN")/nodelet-cni" ./cmd/nodelet-cni)

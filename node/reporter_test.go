@@ -88,10 +88,10 @@ func readyNodeStatus(heartbeat, transition time.Time) corev1.NodeStatus {
 		Capacity:    resources,
 		Allocatable: resources.DeepCopy(),
 		Conditions: []corev1.NodeCondition{
-			condition(corev1.NodeMemoryPressure, corev1.ConditionFalse, "NodeletHasSufficientMemory", "nodelet has sufficient memory available"),
-			condition(corev1.NodeDiskPressure, corev1.ConditionFalse, "NodeletHasNoDiskPressure", "nodelet has no disk pressure"),
-			condition(corev1.NodePIDPressure, corev1.ConditionFalse, "NodeletHasSufficientPID", "nodelet has sufficient PID available"),
-			condition(corev1.NodeReady, corev1.ConditionTrue, "NodeletReady", "nodelet is posting ready status"),
+			condition(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+			condition(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+			condition(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+			condition(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 		},
 		Addresses: []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
@@ -167,7 +167,7 @@ func TestNodeStatus(t *testing.T) {
 			now:     now,
 			want: func(s *corev1.NodeStatus) {
 				*findNodeCondition(s, corev1.NodeReady) = corev1.NodeCondition{
-					Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "NodeletNotReady", Message: "container runtime is down",
+					Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "container runtime is down",
 					LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
 				}
 			},
@@ -178,7 +178,7 @@ func TestNodeStatus(t *testing.T) {
 			now:     now,
 			want: func(s *corev1.NodeStatus) {
 				ready := findNodeCondition(s, corev1.NodeReady)
-				ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "NodeletNotReady", "container runtime is down"
+				ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", "container runtime is down"
 				ready.LastTransitionTime = metav1.NewTime(now)
 			},
 			wantPatch: true,
@@ -198,7 +198,7 @@ func TestNodeStatus(t *testing.T) {
 			now: now,
 			want: func(s *corev1.NodeStatus) {
 				ready := findNodeCondition(s, corev1.NodeReady)
-				ready.Status, ready.Reason = corev1.ConditionFalse, "NodeletNotReady"
+				ready.Status, ready.Reason = corev1.ConditionFalse, "KubeletNotReady"
 				ready.Message = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
 				ready.LastTransitionTime = metav1.NewTime(now)
 			},
@@ -213,7 +213,7 @@ func TestNodeStatus(t *testing.T) {
 			now: now,
 			want: func(s *corev1.NodeStatus) {
 				ready := findNodeCondition(s, corev1.NodeReady)
-				ready.Status, ready.Reason = corev1.ConditionFalse, "NodeletNotReady"
+				ready.Status, ready.Reason = corev1.ConditionFalse, "KubeletNotReady"
 				ready.Message = "nodelet network not ready: no CNI configuration file in /var/lib/nodelet/cni/net.d"
 				ready.LastTransitionTime = metav1.NewTime(now)
 			},
@@ -228,7 +228,7 @@ func TestNodeStatus(t *testing.T) {
 			now: now,
 			want: func(s *corev1.NodeStatus) {
 				ready := findNodeCondition(s, corev1.NodeReady)
-				ready.Status, ready.Reason = corev1.ConditionFalse, "NodeletNotReady"
+				ready.Status, ready.Reason = corev1.ConditionFalse, "KubeletNotReady"
 				ready.Message = "[container runtime not ready: RuntimeReady=false reason:Starting message:still starting, " +
 					"container runtime network not ready: NetworkReady=false reason:ConditionNotReported message:]"
 				ready.LastTransitionTime = metav1.NewTime(now)
@@ -344,7 +344,7 @@ func TestNodeStatusPatch(t *testing.T) {
 		"nothing changed": func(*corev1.NodeStatus) {},
 		"the Ready condition changed": func(s *corev1.NodeStatus) {
 			ready := findNodeCondition(s, corev1.NodeReady)
-			ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "NodeletNotReady", "container runtime is down"
+			ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", "container runtime is down"
 		},
 		"a second InternalIP was added (addresses share their merge key)": func(s *corev1.NodeStatus) {
 			s.Addresses = []corev1.NodeAddress{

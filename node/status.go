@@ -22,15 +22,15 @@ import (
 // Node condition reasons and messages, in the kubelet's words with
 // nodelet's name.
 const (
-	nodeReasonReady             = "NodeletReady"
-	nodeReasonNotReady          = "NodeletNotReady"
-	nodeReasonSufficientMemory  = "NodeletHasSufficientMemory"
-	nodeReasonNoDiskPressure    = "NodeletHasNoDiskPressure"
-	nodeReasonSufficientPID     = "NodeletHasSufficientPID"
-	nodeMessageReady            = "nodelet is posting ready status"
-	nodeMessageSufficientMemory = "nodelet has sufficient memory available"
-	nodeMessageNoDiskPressure   = "nodelet has no disk pressure"
-	nodeMessageSufficientPID    = "nodelet has sufficient PID available"
+	nodeReasonReady             = "KubeletReady"
+	nodeReasonNotReady          = "KubeletNotReady"
+	nodeReasonSufficientMemory  = "KubeletHasSufficientMemory"
+	nodeReasonNoDiskPressure    = "KubeletHasNoDiskPressure"
+	nodeReasonSufficientPID     = "KubeletHasSufficientPID"
+	nodeMessageReady            = "kubelet is posting ready status"
+	nodeMessageSufficientMemory = "kubelet has sufficient memory available"
+	nodeMessageNoDiskPressure   = "kubelet has no disk pressure"
+	nodeMessageSufficientPID    = "kubelet has sufficient PID available"
 	nodeMessageRuntimeDown      = "container runtime is down"
 )
 

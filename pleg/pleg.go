@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +19,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/nodelet/nodelet/kubeletmetrics"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -30,22 +29,6 @@ type Runtime interface {
 	ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
 	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
 	WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error
-}
-
-var (
-	plegDroppedEvents = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "nodelet_pleg_dropped_events_total",
-		Help: "Pod lifecycle events dropped because the reconcile queue's channel was full; the periodic resync makes up for them.",
-	})
-	plegRelistDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "nodelet_pleg_relist_duration_seconds",
-		Help:    "Duration of one relist of the container runtime.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-	})
-)
-
-func init() {
-	metrics.Registry.MustRegister(plegDroppedEvents, plegRelistDuration)
 }
 
 // PLEG relists the runtime every period, diffs the result with the previous
@@ -189,10 +172,14 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 		p.log.Error(err, "Failed to relist the container runtime")
 		return
 	}
-	plegRelistDuration.Observe(p.clock.Since(timestamp).Seconds())
+	kubeletmetrics.PLEGRelistDuration.Observe(p.clock.Since(timestamp).Seconds())
+	kubeletmetrics.SetRunning(runningCounts(current))
 
 	p.mu.Lock()
 	previous := p.previous
+	if !p.lastRelist.IsZero() {
+		kubeletmetrics.PLEGRelistInterval.Observe(timestamp.Sub(p.lastRelist).Seconds())
+	}
 	p.mu.Unlock()
 
 	events := generateEvents(previous, current)
@@ -246,6 +233,6 @@ func (p *PLEG) send(e PodLifecycleEvent) {
 	case p.events <- event.GenericEvent{Object: obj}:
 		p.log.V(2).Info("Sent pod lifecycle event", "pod", eventKey(e), "event", e.Type, "data", e.Data)
 	default:
-		plegDroppedEvents.Inc()
+		kubeletmetrics.PLEGDiscardEvents.Inc()
 	}
 }

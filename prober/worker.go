@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/kubeletmetrics"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -119,6 +120,7 @@ func (w *worker) run(ctx context.Context) {
 	ticker := clk.NewTicker(period)
 	defer func() {
 		ticker.Stop()
+		w.deleteMetrics()
 		if w.containerID.ID != "" {
 			w.m.set(w.pod, w.containerID, w.probeType, noderuntime.ProbeUnknown)
 		}
@@ -196,12 +198,14 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		return true
 	}
 
+	probeStart := w.m.opts.Clock.Now()
 	result, err := w.m.probe(ctx, w.probeType, &w.spec, pod, status, w.container, w.containerID)
 	if err != nil {
 		// The probe could not be run: no verdict either way.
 		log.V(1).Info("Probe errored", "probeType", w.probeType.String(), "pod", klog.KObj(pod), "container", w.container.Name, "err", err.Error())
 		return true
 	}
+	w.recordMetrics(result, w.m.opts.Clock.Since(probeStart))
 	if result == w.lastResult {
 		w.resultRun++
 	} else {
@@ -218,4 +222,30 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		w.onHold, w.resultRun = true, 0
 	}
 	return true
+}
+
+// recordMetrics counts a probe's result and times it, in the kubelet's
+// prober_probe_total and prober_probe_duration_seconds (which, as the
+// kubelet's, times only successful and unknown results).
+func (w *worker) recordMetrics(result noderuntime.ProbeResult, took time.Duration) {
+	label := kubeletmetrics.ProbeResultUnknown
+	switch result {
+	case noderuntime.ProbeSuccess:
+		label = kubeletmetrics.ProbeResultSuccessful
+	case noderuntime.ProbeFailure:
+		label = kubeletmetrics.ProbeResultFailed
+	}
+	kubeletmetrics.ProberResults.WithLabelValues(w.probeType.String(), label, w.container.Name, w.pod.Name, w.pod.Namespace, string(w.pod.UID)).Inc()
+	if result != noderuntime.ProbeFailure {
+		kubeletmetrics.ProberDuration.WithLabelValues(w.probeType.String(), w.container.Name, w.pod.Name, w.pod.Namespace).Observe(took.Seconds())
+	}
+}
+
+// deleteMetrics drops the worker's series once it stops, as the kubelet
+// does, so that pods gone long ago do not stay in the metrics.
+func (w *worker) deleteMetrics() {
+	for _, result := range []string{kubeletmetrics.ProbeResultSuccessful, kubeletmetrics.ProbeResultFailed, kubeletmetrics.ProbeResultUnknown} {
+		kubeletmetrics.ProberResults.DeleteLabelValues(w.probeType.String(), result, w.container.Name, w.pod.Name, w.pod.Namespace, string(w.pod.UID))
+	}
+	kubeletmetrics.ProberDuration.DeleteLabelValues(w.probeType.String(), w.container.Name, w.pod.Name, w.pod.Namespace)
 }

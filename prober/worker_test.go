@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/kubeletmetrics"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -308,5 +310,39 @@ func TestWorkerEndsWithThePod(t *testing.T) {
 	status.Phase = corev1.PodSucceeded
 	if e.worker(pod, readiness, status).doProbe(context.Background()) {
 		t.Error("doProbe() = true for a pod that is done")
+	}
+}
+
+// Each probe that gave a result is counted in the kubelet's
+// prober_probe_total by result (not by the threshold's verdict), and the
+// worker's series go when it stops.
+func TestWorkerCountsEachProbeResultInTheKubeletsMetric(t *testing.T) {
+	e := newWorkerEnv(t)
+	pod := probedPod()
+	pod.UID = "uid-metrics"
+	spec := exec()
+	spec.FailureThreshold = 3
+	pod.Spec.Containers[0].ReadinessProbe = spec
+	w := e.worker(pod, readiness, runningStatus("c1", time.Second, true))
+	counted := func(result string) float64 {
+		return testutil.ToFloat64(kubeletmetrics.ProberResults.WithLabelValues("Readiness", result, "app", "web", "default", "uid-metrics"))
+	}
+
+	e.runner.errs = []error{exitOne, exitOne}
+	for range 3 {
+		w.doProbe(context.Background())
+	}
+	if got := counted("failed"); got != 2 {
+		t.Errorf("failed probes counted = %v, want 2", got)
+	}
+	if got := counted("successful"); got != 1 {
+		t.Errorf("successful probes counted = %v, want 1", got)
+	}
+
+	w.deleteMetrics()
+	for _, result := range []string{"successful", "failed", "unknown"} {
+		if kubeletmetrics.ProberResults.DeleteLabelValues("Readiness", result, "app", "web", "default", "uid-metrics") {
+			t.Errorf("the %s series is left after the worker stopped", result)
+		}
 	}
 }

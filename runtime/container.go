@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/volume"
 )
 
 // generateContainerConfig maps one container of a pod to the runtime's
@@ -86,7 +88,7 @@ func containerLogPath(containerName string, restartCount int) string {
 func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
 	apiData := apiDataVolumes(pod)
 	var mounts []*runtimeapi.Mount
-	for _, vm := range container.VolumeMounts {
+	for i, vm := range container.VolumeMounts {
 		volumePath, ok := env.VolumePaths[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, container.Name)
@@ -104,7 +106,10 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 				return nil, err
 			}
 			var err error
-			if hostPath, err = prepareSubPath(volumePath, subPath); err != nil {
+			if hostPath, err = m.prepareSubPath(volume.SubPath{
+				VolumeName: vm.Name, VolumePath: volumePath, Path: subPath,
+				PodDir: env.PodDir, ContainerName: container.Name, MountIndex: i,
+			}); err != nil {
 				m.log.Error(err, "Failed to prepare subPath", "container", container.Name, "volumeMount", vm.Name)
 				// The details would tell the user about the host's files.
 				return nil, fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", vm.Name, container.Name)
@@ -207,56 +212,6 @@ func validateSubPath(subPath string) error {
 		return fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", subPath)
 	}
 	return nil
-}
-
-// prepareSubPath returns the host path of a sub path of a volume, making
-// its folders when missing (with the volume's mode, so that an fsGroup's
-// access carries down) and refusing one that symlinks lead out of the
-// volume.
-func prepareSubPath(volumePath, subPath string) (string, error) {
-	root, err := filepath.EvalSymlinks(volumePath)
-	if err != nil {
-		return "", err
-	}
-	info, err := os.Stat(root)
-	if err != nil {
-		return "", err
-	}
-	mode := info.Mode() & (os.ModePerm | os.ModeSetgid)
-	current := root
-	for _, part := range strings.Split(filepath.Clean(subPath), string(filepath.Separator)) {
-		if part == "" || part == "." {
-			continue
-		}
-		next := filepath.Join(current, part)
-		fi, err := os.Lstat(next)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			if err := os.Mkdir(next, mode); err != nil && !errors.Is(err, os.ErrExist) {
-				return "", err
-			}
-			// The exact mode, whatever the umask.
-			if err := os.Chmod(next, mode); err != nil {
-				return "", err
-			}
-		case err != nil:
-			return "", err
-		case fi.Mode()&os.ModeSymlink != 0:
-			if next, err = filepath.EvalSymlinks(next); err != nil {
-				return "", err
-			}
-		}
-		if !within(root, next) {
-			return "", fmt.Errorf("subPath %q leads out of volume %s", subPath, volumePath)
-		}
-		current = next
-	}
-	return current, nil
-}
-
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func mountPropagation(mode *corev1.MountPropagationMode) (runtimeapi.MountPropagation, error) {

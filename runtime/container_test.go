@@ -1,12 +1,15 @@
 package runtime
 
 // Tests of the Pod → ContainerConfig mapping. The pure helpers (expansion,
-// resources, QoS) run on plain values; generateContainerConfig and sub
-// paths run against real folders in t.TempDir().
+// resources, QoS) run on plain values; generateContainerConfig runs
+// against real folders in t.TempDir(), with sub paths prepared by a stand-in
+// that names where volume.PrepareSubPath would bind them (its real mounts
+// are tested in volume/).
 
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,8 @@ import (
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/volume"
 )
 
 func TestExpandVars(t *testing.T) {
@@ -285,7 +290,7 @@ func TestGenerateContainerConfig(t *testing.T) {
 			},
 			mutateWant: func(c *runtimeapi.ContainerConfig) {
 				c.Mounts = []*runtimeapi.Mount{
-					{ContainerPath: "/logs", HostPath: filepath.Join(dataVolume, "logs", "app")},
+					{ContainerPath: "/logs", HostPath: filepath.Join(podDir, "fake-subpaths", "data", "logs", "app", "app", "0")},
 					terminationMount,
 				}
 			},
@@ -299,7 +304,7 @@ func TestGenerateContainerConfig(t *testing.T) {
 			mutateWant: func(c *runtimeapi.ContainerConfig) {
 				c.Envs = []*runtimeapi.KeyValue{kv("POD", "web")}
 				c.Mounts = []*runtimeapi.Mount{
-					{ContainerPath: "/logs", HostPath: filepath.Join(dataVolume, "logs", "web")},
+					{ContainerPath: "/logs", HostPath: filepath.Join(podDir, "fake-subpaths", "data", "logs", "web", "app", "0")},
 					terminationMount,
 				}
 			},
@@ -496,7 +501,7 @@ func TestGenerateContainerConfig(t *testing.T) {
 			if !tc.unknownImage {
 				puller.users[containerTestImage] = user
 			}
-			m := &Manager{config: Config{PodLogDir: filepath.Join(dir, "logs")}, puller: puller}
+			m := &Manager{config: Config{PodLogDir: filepath.Join(dir, "logs"), PrepareSubPath: fakePrepareSubPath}, puller: puller}
 
 			pod := containerTestPod()
 			if tc.mutatePod != nil {
@@ -563,66 +568,11 @@ func TestTerminationMessageFileStartsEmpty(t *testing.T) {
 	}
 }
 
-func TestPrepareSubPath(t *testing.T) {
-	dir := t.TempDir()
-	volume := filepath.Join(dir, "volume")
-	outside := filepath.Join(dir, "outside")
-	for _, d := range []string{filepath.Join(volume, "existing"), outside} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(volume, 0o775|os.ModeSetgid); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(volume, "file.conf"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(volume, "escape")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("existing", filepath.Join(volume, "inside")); err != nil {
-		t.Fatal(err)
-	}
-
-	tests := map[string]struct {
-		subPath string
-		want    string
-		wantErr bool
-	}{
-		"an existing folder":                      {subPath: "existing", want: filepath.Join(volume, "existing")},
-		"an existing file":                        {subPath: "file.conf", want: filepath.Join(volume, "file.conf")},
-		"missing folders are made":                {subPath: "new/deeper", want: filepath.Join(volume, "new", "deeper")},
-		"a symlink that stays inside is followed": {subPath: "inside/sub", want: filepath.Join(volume, "existing", "sub")},
-		"a symlink out of the volume is refused":  {subPath: "escape/sub", wantErr: true},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := prepareSubPath(volume, tc.subPath)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("prepareSubPath(%q) error = %v, want error: %t", tc.subPath, err, tc.wantErr)
-			}
-			if tc.wantErr {
-				if _, err := os.Stat(filepath.Join(outside, "sub")); err == nil {
-					t.Errorf("prepareSubPath(%q) made a folder outside the volume", tc.subPath)
-				}
-				return
-			}
-			if got != tc.want {
-				t.Errorf("prepareSubPath(%q) = %q, want %q", tc.subPath, got, tc.want)
-			}
-		})
-	}
-
-	// Made folders have the volume's mode, so that an fsGroup's access
-	// carries down.
-	info, err := os.Stat(filepath.Join(volume, "new", "deeper"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := info.Mode()&(os.ModePerm|os.ModeSetgid), os.FileMode(0o775)|os.ModeSetgid; got != want {
-		t.Errorf("made folder mode = %v, want %v", got, want)
-	}
+// fakePrepareSubPath makes, in place of a bind mount, a folder named for
+// the mount it stands for, under the pod's folder.
+func fakePrepareSubPath(sp volume.SubPath) (string, error) {
+	target := filepath.Join(sp.PodDir, "fake-subpaths", sp.VolumeName, sp.Path, sp.ContainerName, strconv.Itoa(sp.MountIndex))
+	return target, os.MkdirAll(target, 0o755)
 }
 
 func TestContainerResources(t *testing.T) {

@@ -111,8 +111,11 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		}
 		if present := resp.GetImage(); present.GetId() != "" {
 			p.rememberUser(present)
+			// The kubelet's words without KubeletEnsureSecretPulledImages:
+			// nodelet does not check that this pod's credentials could pull
+			// the image, so it does not say it can access it.
 			p.recorder.Event(ref, corev1.EventTypeNormal, "Pulled",
-				fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", requested))
+				fmt.Sprintf("Container image %q already present on machine", requested))
 			return present.GetId(), nil
 		}
 		if policy == corev1.PullNever {

@@ -81,7 +81,7 @@ func TestEnsureImagePolicies(t *testing.T) {
 		"IfNotPresent uses a present image": {
 			image: "busybox:1", policy: corev1.PullIfNotPresent, present: []string{"busybox:1"},
 			wantRef:    "busybox:1",
-			wantEvents: []string{`Normal Pulled Container image "busybox:1" already present on machine and can be accessed by the pod`},
+			wantEvents: []string{`Normal Pulled Container image "busybox:1" already present on machine`},
 		},
 		"IfNotPresent pulls a missing image": {
 			image: "busybox:1", policy: corev1.PullIfNotPresent,
@@ -102,7 +102,7 @@ func TestEnsureImagePolicies(t *testing.T) {
 		"Never uses a present image": {
 			image: "busybox:1", policy: corev1.PullNever, present: []string{"busybox:1"},
 			wantRef:    "busybox:1",
-			wantEvents: []string{`Normal Pulled Container image "busybox:1" already present on machine and can be accessed by the pod`},
+			wantEvents: []string{`Normal Pulled Container image "busybox:1" already present on machine`},
 		},
 		"Never refuses a missing image": {
 			image: "busybox:1", policy: corev1.PullNever,
@@ -120,7 +120,7 @@ func TestEnsureImagePolicies(t *testing.T) {
 		"no policy and a version tag uses a present image": {
 			image: "localhost:5000/busybox:1.36", present: []string{"localhost:5000/busybox:1.36"},
 			wantRef:    "localhost:5000/busybox:1.36",
-			wantEvents: []string{`Normal Pulled Container image "localhost:5000/busybox:1.36" already present on machine and can be accessed by the pod`},
+			wantEvents: []string{`Normal Pulled Container image "localhost:5000/busybox:1.36" already present on machine`},
 		},
 		"an invalid image name is InvalidImageName": {
 			image: "Busybox:1",

@@ -353,6 +353,9 @@ func TestWithTerminationMessage(t *testing.T) {
 		"succeeded: no fallback": {
 			status: &runtimeapi.ContainerStatus{Mounts: mounts(empty), LogPath: log}, info: fallback, want: "",
 		},
+		"succeeded with a message under the fallback policy: the message": {
+			status: &runtimeapi.ContainerStatus{Mounts: mounts(message), LogPath: log}, info: fallback, want: "bye",
+		},
 		"failed with a message: the message": {
 			status: &runtimeapi.ContainerStatus{Mounts: mounts(message), ExitCode: 1, LogPath: log}, info: fallback, want: "bye",
 		},

@@ -125,3 +125,8 @@ func (m *Manager) RemovePodLogs(namespace, name string, uid types.UID) error {
 	}
 	return errors.Join(errs...)
 }
+
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

@@ -22,6 +22,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/volume"
 )
 
 // Config holds the Manager's settings.
@@ -45,6 +47,10 @@ type Config struct {
 	// ParallelSandboxStarts is how many RunPodSandbox calls may be in
 	// flight at once; zero or less means two per CPU.
 	ParallelSandboxStarts int
+	// PrepareSubPath makes a volume mount's sub path safe to mount and
+	// returns the path to hand the runtime. Default: volume.PrepareSubPath
+	// (a bind mount under the pod's folder; needs root).
+	PrepareSubPath func(volume.SubPath) (string, error)
 }
 
 // Manager carries out pod plans through CRI. It keeps no state a restart
@@ -69,11 +75,19 @@ type Manager struct {
 	sandboxStarts *semaphore.Weighted
 }
 
+// prepareSubPath is the volume mount's sub path as the runtime is to mount it.
+func (m *Manager) prepareSubPath(sp volume.SubPath) (string, error) {
+	return m.config.PrepareSubPath(sp)
+}
+
 // NewManager asks the runtime who it is and returns a Manager for it.
 func NewManager(ctx context.Context, runtimeService cri.RuntimeService, imageService cri.ImageManagerService, config Config, recorder record.EventRecorder, clk clock.Clock, log logr.Logger) (*Manager, error) {
 	version, err := runtimeService.Version(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("getting the container runtime version: %w", err)
+	}
+	if config.PrepareSubPath == nil {
+		config.PrepareSubPath = volume.PrepareSubPath
 	}
 	return &Manager{
 		runtime:       runtimeService,

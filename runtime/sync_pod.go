@@ -12,6 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/kubeletmetrics"
 )
 
 // PodEnv is what the rest of nodelet has prepared for a pod before the
@@ -137,10 +139,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	}
 
 	target := containerTarget{sandboxID: sandboxID, sandboxConfig: sandboxConfig, env: env, podIP: firstIP(env.podIPs)}
-	start := func(container *corev1.Container, plan ContainerToStart, pidTarget string) bool {
+	start := func(container *corev1.Container, containerType string, plan ContainerToStart, pidTarget string) bool {
+		kubeletmetrics.StartedContainersTotal.WithLabelValues(containerType).Inc()
 		pullTime, cerr := m.startContainer(ctx, pod, target, container, plan, pidTarget)
 		result.ImagePullTime += pullTime
 		if cerr != nil {
+			kubeletmetrics.StartedContainersErrorsTotal.WithLabelValues(containerType, cerr.Reason).Inc()
 			result.ContainerErrors[container.Name] = cerr
 			errs = append(errs, fmt.Errorf("starting container %q of pod %s: %w", container.Name, klog.KObj(pod), cerr))
 			return false
@@ -161,21 +165,21 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 			errs = append(errs, fmt.Errorf("starting ephemeral container %q of pod %s: %w", container.Name, klog.KObj(pod), err))
 			continue
 		}
-		start(container, plan, pidTarget)
+		start(container, kubeletmetrics.EphemeralContainer, plan, pidTarget)
 	}
 
 	// Step 5: init containers. A sidecar that fails to start does not hold
 	// back the others; any other init container does.
 	for _, plan := range actions.InitContainersToStart {
 		container := &pod.Spec.InitContainers[plan.Index]
-		if !start(container, plan, "") && !isSidecar(container) {
+		if !start(container, kubeletmetrics.InitContainer, plan, "") && !isSidecar(container) {
 			break
 		}
 	}
 
 	// Step 6: regular containers, each independent of the others' failures.
 	for _, plan := range actions.ContainersToStart {
-		start(&pod.Spec.Containers[plan.Index], plan, "")
+		start(&pod.Spec.Containers[plan.Index], kubeletmetrics.Container, plan, "")
 	}
 	result.Err = errors.Join(errs...)
 	return result

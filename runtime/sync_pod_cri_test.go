@@ -205,7 +205,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	}
 
 	wantEvents := []string{
-		`Normal Pulled Container image "busybox:1" already present on machine and can be accessed by the pod`,
+		`Normal Pulled Container image "busybox:1" already present on machine`,
 		"Normal Created Container created",
 		"Normal Started Container started",
 	}

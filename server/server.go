@@ -65,6 +65,8 @@ type Config struct {
 	// {"nodeletconfig": Configz}, the shape of the kubelet's
 	// {"kubeletconfig": ...}; nil serves nothing there.
 	Configz any
+	// ProbeMetrics are the probe metrics, for /metrics/probes.
+	ProbeMetrics prometheus.Gatherer
 	// NodeIPs are the node's addresses, for the serving certificate.
 	NodeIPs func() []string
 	Clock   clock.WithTicker
@@ -177,6 +179,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /pods/", s.servePods)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.Handle("GET /metrics/resource", s.resourceMetricsHandler())
+	mux.Handle("GET /metrics/probes", s.probeMetricsHandler())
+	mux.Handle("GET /metrics/cadvisor", s.cadvisorMetricsHandler())
 	mux.HandleFunc("GET /stats/summary", s.serveStatsSummary)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveContainerLogs)
 	for _, method := range []string{http.MethodGet, http.MethodPost} {

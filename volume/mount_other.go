@@ -16,3 +16,6 @@ func readMountInfo() ([]mountInfo, error) { return nil, errors.ErrUnsupported }
 
 // MakeRShared is Linux only.
 func MakeRShared(string) error { return errors.ErrUnsupported }
+
+// PrepareSubPath is Linux only.
+func PrepareSubPath(SubPath) (string, error) { return "", errors.ErrUnsupported }

@@ -13,7 +13,7 @@ import (
 	"github.com/nodelet/nodelet/internal/await"
 )
 
-func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
+func TestStartedPodHasPulledCreatedStartedEventsFromComponentKubeletOnItsNode(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
 	pod := f.createPod(t, newPod(ns, "eventful").obj())
@@ -32,8 +32,9 @@ func TestStartedPodHasPulledCreatedStartedEventsFromNodelet(t *testing.T) {
 		seen = nil
 		var reasons []string
 		for _, e := range events.Items {
-			seen = append(seen, fmt.Sprintf("%s from %q", e.Reason, e.Source.Component))
-			if e.Source.Component == "nodelet" {
+			seen = append(seen, fmt.Sprintf("%s from %q on %q", e.Reason, e.Source.Component, e.Source.Host))
+			// The kubelet's source, which tools select its events by.
+			if e.Source.Component == "kubelet" && e.Source.Host == f.Env.NodeName {
 				reasons = append(reasons, e.Reason)
 			}
 		}

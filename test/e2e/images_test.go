@@ -122,7 +122,12 @@ func TestPullPolicyNeverRunsAPresentImageAndRefusesAnAbsentOne(t *testing.T) {
 	present.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
 	present = f.createPod(t, present)
 	f.waitForPod(t, present, podStartTimeout, "to be Running and Ready", runningAndReady)
-	f.waitForEvent(t, present, "Pulled", fmt.Sprintf("Container image %q already present on machine", busyboxImage), 30*time.Second)
+	// The kubelet's words when it does not check the pod's credentials
+	// against the image (KubeletEnsureSecretPulledImages), as nodelet does not.
+	wantPulled := fmt.Sprintf("Container image %q already present on machine", busyboxImage)
+	if pulled := f.waitForEvent(t, present, "Pulled", wantPulled, 30*time.Second); pulled.Message != wantPulled {
+		t.Errorf("Pulled event = %q, want %q", pulled.Message, wantPulled)
+	}
 
 	image := f.Env.Registry + "/never-pulled:1"
 	absent := newPod(ns, "absent").withImage(image).obj()
@@ -152,7 +157,7 @@ func TestImagePullBackOffDoublesBetweenPulls(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Reason == "Pulling" && e.Source.Component == "nodelet" && e.Count >= 3 {
+			if e.Reason == "Pulling" && e.Source.Component == "kubelet" && e.Count >= 3 {
 				return true, nil
 			}
 		}

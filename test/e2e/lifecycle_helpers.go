@@ -145,7 +145,7 @@ func (f *Framework) waitForEvent(t *testing.T, pod *corev1.Pod, reason, message 
 		seen = seen[:0]
 		for _, e := range events.Items {
 			seen = append(seen, fmt.Sprintf("%s %s %s: %s", e.Source.Component, e.Type, e.Reason, e.Message))
-			if e.Source.Component == "nodelet" && e.Reason == reason && strings.Contains(e.Message, message) {
+			if e.Source.Component == "kubelet" && e.Reason == reason && strings.Contains(e.Message, message) {
 				found = e
 				return true, nil
 			}
@@ -171,7 +171,7 @@ func (f *Framework) podEvents(t *testing.T, pod *corev1.Pod) []string {
 	}
 	var out []string
 	for _, e := range events.Items {
-		if e.Source.Component == "nodelet" {
+		if e.Source.Component == "kubelet" {
 			out = append(out, e.Reason+": "+e.Message)
 		}
 	}

@@ -63,6 +63,11 @@ func TestTerminationMessages(t *testing.T) {
 	file := never(newPod(ns, "file").withShell(`echo "all done" > /tmp/last-words; exit 0`).with(func(p *corev1.Pod) {
 		p.Spec.Containers[0].TerminationMessagePath = "/tmp/last-words"
 	}))
+	// Succeeded after writing the file, with the log as a fallback: the
+	// file, which the kubelet reads first whatever the policy.
+	fileFirst := never(newPod(ns, "file-first").withShell(`echo "from the file" > /dev/termination-log; echo "from the log"; exit 0`).with(func(p *corev1.Pod) {
+		p.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	}))
 	// Failed without writing the file: the end of the log stands in.
 	logs := never(newPod(ns, "logs").withShell(`echo first line; echo "last line"; exit 3`).with(func(p *corev1.Pod) {
 		p.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
@@ -71,8 +76,8 @@ func TestTerminationMessages(t *testing.T) {
 	quiet := never(newPod(ns, "quiet").withShell(`echo not a message`).with(func(p *corev1.Pod) {
 		p.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	}))
-	want := map[string]string{"file": "all done\n", "logs": "first line\nlast line\n", "quiet": ""}
-	for _, pod := range []*corev1.Pod{file, logs, quiet} {
+	want := map[string]string{"file": "all done\n", "file-first": "from the file\n", "logs": "first line\nlast line\n", "quiet": ""}
+	for _, pod := range []*corev1.Pod{file, fileFirst, logs, quiet} {
 		pod = f.createPod(t, pod)
 		done := f.waitForPod(t, pod, podStartTimeout, "to finish", func(p *corev1.Pod) (bool, error) {
 			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil

@@ -240,9 +240,9 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 			t.Errorf("/metrics/resource has no %s", want)
 		}
 	}
-	// And nodelet's own metrics, the pod start latency among them.
+	// And the kubelet's metrics, the pod start latency among them.
 	code, body, err = f.nodeAPI(t.Context(), "/metrics", cert, "")
-	if err != nil || code != 200 || !strings.Contains(string(body), "nodelet_pod_start_sli_duration_seconds_count") {
+	if err != nil || code != 200 || !strings.Contains(string(body), "kubelet_pod_start_sli_duration_seconds_count") {
 		t.Errorf("GET /metrics: %d %v, want nodelet's metrics with the pod start latency", code, err)
 	}
 }

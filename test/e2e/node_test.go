@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/nodelet/nodelet/internal/await"
 )
+
+var semanticNodeletVersion = regexp.MustCompile(`^v0\.[0-9]+\.[0-9]+(\+[0-9a-f]{7,}(-dirty)?)?$`)
 
 func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
 	t.Parallel()
@@ -34,6 +37,20 @@ func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
 	}
 	if !hasInternalIP {
 		t.Errorf("node addresses = %v, want InternalIP 127.0.0.1", node.Status.Addresses)
+	}
+	// The kubelet's reasons and messages, which dashboards and alerts match.
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && (c.Reason != "KubeletReady" || c.Message != "kubelet is posting ready status") {
+			t.Errorf("Ready condition reason %q, message %q; want KubeletReady, %q", c.Reason, c.Message, "kubelet is posting ready status")
+		}
+		if c.Type == corev1.NodeMemoryPressure && c.Reason != "KubeletHasSufficientMemory" {
+			t.Errorf("MemoryPressure condition reason %q, want KubeletHasSufficientMemory", c.Reason)
+		}
+	}
+	// A semantic version, the commit as build metadata when the binary
+	// was stamped with one.
+	if version := node.Status.NodeInfo.KubeletVersion; !semanticNodeletVersion.MatchString(version) {
+		t.Errorf("nodeInfo.kubeletVersion = %q, want v0.x.y or v0.x.y+COMMIT", version)
 	}
 	if version := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(version, "containerd://") {
 		t.Errorf("nodeInfo.containerRuntimeVersion = %q, want containerd://...", version)

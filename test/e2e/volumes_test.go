@@ -677,3 +677,65 @@ func TestDownwardAPIFilesFollowThePodsLabels(t *testing.T) {
 	f.waitForLogLine(t, pod, "app", 20*time.Second, "its new labels", func(line string) bool { return line == `LABELS stage="two"` })
 	t.Logf("the container read its new labels %s after the change", time.Since(relabelled).Round(time.Millisecond))
 }
+
+// A sub path is bound for the runtime from what nodelet opened without
+// following links, under the pod's folder: a sub path that is a symlink
+// out of the volume (one the pod made itself) is refused with the
+// kubelet's reason and words, an ordinary one works through its bind
+// mount, and the mount goes with the pod.
+func TestSubPathSymlinkOutOfTheVolumeIsRefusedAndAnOrdinaryOneIsBound(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	withData := func(name, script, subPath string) *corev1.Pod {
+		pod := newPod(ns, name).withInitContainer("prepare", script).obj()
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		pod.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+			{Name: "data", MountPath: "/data"},
+			{Name: "data", MountPath: "/sub", SubPath: subPath},
+		}
+		return pod
+	}
+
+	// The link points at the node's root once seen from the node.
+	escaping := f.createPod(t, withData("escaping", "ln -s / /data/escape", "escape"))
+	want := `failed to prepare subPath for volumeMount "data" of container "app"`
+	f.waitForPod(t, escaping, podStartTimeout, "to wait in CreateContainerConfigError", waitingWith("app", "CreateContainerConfigError", want))
+	f.waitForEvent(t, escaping, "Failed", "Error: "+want, 30*time.Second)
+
+	ordinary := withData("ordinary", "mkdir -p /data/dir && echo from-init > /data/dir/file", "dir")
+	ordinary.Spec.Containers[0].Command = []string{"sh", "-c", `echo "SUB $(cat /sub/file)"; echo from-app > /sub/other; echo DONE; exec sleep 3600`}
+	ordinary = f.createPod(t, ordinary)
+	ordinary = f.waitForPod(t, ordinary, podStartTimeout, "to be Running and Ready", runningAndReady)
+	f.waitForLogLine(t, ordinary, "app", 30*time.Second, "DONE", func(line string) bool { return line == "DONE" })
+	if lines := f.containerLogLines(t, ordinary, "app", 0); !slices.Contains(lines, "SUB from-init") {
+		t.Errorf("the container did not read the sub path's file; it printed %q", lines)
+	}
+	volume := filepath.Join(f.podDir(ordinary), "volumes", "kubernetes.io~empty-dir", "data")
+	if data, err := os.ReadFile(filepath.Join(volume, "dir", "other")); err != nil || string(data) != "from-app\n" {
+		t.Errorf("the file written through the sub path, in the volume on the node: %q, %v", data, err)
+	}
+	// The runtime mounted the bind under the pod's folder (the second
+	// volume mount: index 1), not the volume's path itself.
+	bound := filepath.Join(f.podDir(ordinary), "volume-subpaths", "data", "app", "1")
+	resolved, err := filepath.EvalSymlinks(bound)
+	if err != nil {
+		t.Fatalf("the sub path's bind mount %s: %v", bound, err)
+	}
+	if got := f.fsTypesAt(t, resolved); len(got) != 1 {
+		t.Errorf("mounts at %s = %v, want the sub path's bind mount", resolved, got)
+	}
+
+	f.deletePod(t, ordinary, ptr.To[int64](0))
+	f.waitForPodGone(t, ordinary, podStartTimeout)
+	await.Eventually(t, 30*time.Second, "the pod's folder and its mounts to go", await.Condition(func(context.Context) (bool, error) {
+		for _, m := range readMounts(t) {
+			if strings.HasPrefix(m.point, resolved) {
+				return false, nil
+			}
+		}
+		_, err := os.Stat(f.podDir(ordinary))
+		return os.IsNotExist(err), nil
+	}))
+
+}
