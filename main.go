@@ -47,6 +47,7 @@ import (
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtimeclass"
 	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -165,6 +166,7 @@ func run(ctx context.Context, opts Options) error {
 		ResolvConf:      opts.ResolvConf,
 
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
+		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
 	}
 	var networkStatus func(context.Context) error
 	if cniAgent != nil {
@@ -232,7 +234,12 @@ func run(ctx context.Context, opts Options) error {
 			pods.EnqueuePod(ctx, namespace, name, uid)
 		},
 	})
+	admitter, err := newAdmitter(opts)
+	if err != nil {
+		return err
+	}
 	pods = controllers.NewPodReconciler(&controllers.PodReconciler{
+		Admit:        admitter.Admit,
 		Client:       mgr.GetClient(),
 		Runtime:      runtimeManager,
 		Volumes:      podVolumes,

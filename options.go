@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodelet/nodelet/admission"
 )
 
 // Options are nodelet's settings. Every field can be given as a flag or in
@@ -118,6 +120,10 @@ type Options struct {
 	ContainerLogMaxSize         string          `json:"containerLogMaxSize,omitempty"`
 	ContainerLogMaxFiles        int             `json:"containerLogMaxFiles,omitempty"`
 	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval,omitempty"`
+	// AllowedUnsafeSysctls are the sysctls, beyond the safe ones, pods may
+	// set: names or prefixes ending in '*' ("net.core.*"), of namespaced
+	// sysctls only. Default: none.
+	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
 	// MetricsBindAddress serves /metrics; "0" turns it off.
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
 	// HealthProbeBindAddress serves /healthz and /readyz.
@@ -215,6 +221,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ContainerLogMaxSize, "container-log-max-size", o.ContainerLogMaxSize, "Size at which a running container's log file is rotated (a quantity such as 10Mi; 0 turns rotation off).")
 	fs.IntVar(&o.ContainerLogMaxFiles, "container-log-max-files", o.ContainerLogMaxFiles, "How many log files one container's log may span, the live one included.")
 	fs.DurationVar(&o.ContainerLogMonitorInterval.Duration, "container-log-monitor-interval", o.ContainerLogMonitorInterval.Duration, "How often container logs are looked at for rotation.")
+	fs.StringSliceVar(&o.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, "Comma-separated unsafe sysctls or patterns ending in '*' (net.core.*) pods may set beyond the safe ones; namespaced sysctls only.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 }
@@ -285,6 +292,9 @@ func (o *Options) validate() error {
 	}
 	if o.ContainerLogMonitorInterval.Duration <= 0 {
 		return fmt.Errorf("--container-log-monitor-interval must be positive, not %s", o.ContainerLogMonitorInterval.Duration)
+	}
+	if err := admission.ValidateSysctlPatterns(o.AllowedUnsafeSysctls); err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	return nil
 }

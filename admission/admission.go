@@ -23,6 +23,10 @@ const (
 	// ReasonSysctlForbidden: a sysctl is neither safe nor allowed, or
 	// belongs to a namespace the pod shares with the host.
 	ReasonSysctlForbidden = "SysctlForbidden"
+	// ReasonDynamicResourcesNotSupported is nodelet's own: the pod claims
+	// dynamic resources (spec.resourceClaims), which nodelet cannot
+	// prepare; running it without them would ignore the claim.
+	ReasonDynamicResourcesNotSupported = "DynamicResourcesNotSupported"
 )
 
 // rejectedPrefix starts the message of a refused pod's status; the event
@@ -74,12 +78,21 @@ func New(node Node) (*Admitter, error) {
 
 // Admit decides whether the node may run pod, with the kubelet's checks
 // that nodelet has, in the kubelet's order: sysctls, then the pod's OS
-// label and field.
+// label and field; then what nodelet cannot do at all.
 func (a *Admitter) Admit(pod *corev1.Pod) Result {
 	if r := a.sysctls.admit(pod); !r.Admit {
 		return r
 	}
-	return admitOS(pod, a.node.OS)
+	if r := admitOS(pod, a.node.OS); !r.Admit {
+		return r
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return Result{
+			Reason:  ReasonDynamicResourcesNotSupported,
+			Message: "nodelet cannot prepare dynamic resources: the pod's spec.resourceClaims cannot be honoured on this node",
+		}
+	}
+	return Result{Admit: true}
 }
 
 // admitOS refuses a pod meant for another OS. The label check reads the

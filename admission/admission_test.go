@@ -94,6 +94,11 @@ func TestAdmit(t *testing.T) {
 				withSysctls(p, "kernel.shm_rmid_forced")
 				p.Spec.HostNetwork = true
 			}},
+		"a pod claiming dynamic resources is refused": {node: linux,
+			mutate: func(p *corev1.Pod) {
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
+			},
+			want: Result{Reason: "DynamicResourcesNotSupported", Message: "nodelet cannot prepare dynamic resources: the pod's spec.resourceClaims cannot be honoured on this node"}},
 		"sysctls are judged before the OS": {node: linux,
 			mutate: func(p *corev1.Pod) {
 				withSysctls(p, "vm.swappiness")

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/admission"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -93,6 +94,9 @@ type PodReconciler struct {
 	// NetworkError, when set, says why the node's pod network is not
 	// ready; pods not on the host's network wait for it. Default: ready.
 	NetworkError func() error
+	// Admit decides whether the node may run a pod it has made nothing
+	// for yet (package admission); nil admits every pod.
+	Admit func(*corev1.Pod) admission.Result
 
 	cache   *podCache
 	reasons *reasonCache
@@ -241,6 +245,9 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	now := r.Clock.Now()
 	var requeue requeueAfter
 
+	if rejected, err := r.admitPod(ctx, pod, status); rejected || err != nil {
+		return ctrl.Result{}, err
+	}
 	if failure := deadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
@@ -531,6 +538,11 @@ func (r *PodReconciler) forget(uid types.UID) {
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
 func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
+	return r.writeStatusFailing(ctx, pod, status, terminal, deadlineFailure(pod, r.Clock.Now()))
+}
+
+// writeStatusFailing is writeStatus with the pod's failure, if any.
+func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podFailure) error {
 	now := r.Clock.Now()
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
@@ -542,7 +554,7 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 		Ready:    ready,
 		HostIPs:  r.HostIPs(),
 		Terminal: terminal,
-		Failure:  deadlineFailure(pod, now),
+		Failure:  failure,
 		Now:      now,
 	})
 	merged := mergeStatus(pod.Status, generated)
