@@ -69,7 +69,7 @@ func TestSyncPodRuntimeHandler(t *testing.T) {
 				if result.SandboxError == nil || len(sandboxes) != 0 {
 					t.Fatalf("SyncPod() = %+v with %d sandboxes, want the sandbox to fail and none made", result, len(sandboxes))
 				}
-				if event := drainEvents(e); !strings.Contains(event, tc.wantEvent) {
+				if event := strings.Join(drainEvents(e.recorder), "\n"); !strings.Contains(event, tc.wantEvent) {
 					t.Errorf("events:\n%s\nwant one holding %q", event, tc.wantEvent)
 				}
 				return
@@ -85,18 +85,5 @@ func TestSyncPodRuntimeHandler(t *testing.T) {
 				t.Errorf("the sandbox's runtime handler = %q, want %q", got, tc.wantHandler)
 			}
 		})
-	}
-}
-
-// drainEvents returns the events recorded so far, one a line.
-func drainEvents(e *syncTestEnv) string {
-	var events []string
-	for {
-		select {
-		case event := <-e.recorder.Events:
-			events = append(events, event)
-		default:
-			return strings.Join(events, "\n")
-		}
 	}
 }
