@@ -50,6 +50,7 @@ import (
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/runtimeclass"
 	"github.com/nodelet/nodelet/server"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -180,6 +181,7 @@ func run(ctx context.Context, opts Options) error {
 
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
 		SandboxIPs:            podNetwork.SandboxIPs(),
+		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -238,8 +240,13 @@ func run(ctx context.Context, opts Options) error {
 		Log:      log.WithName("prober"),
 		OnChange: podQueue.Enqueue,
 	})
+	admitter, err := newAdmitter(opts)
+	if err != nil {
+		return err
+	}
 	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
 		Queue:        podQueue,
+		Admit:        admitter.Admit,
 		Client:       mgr.GetClient(),
 		Runtime:      runtimeManager,
 		Volumes:      podVolumes,

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/admission"
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
@@ -363,6 +364,9 @@ func (o *Options) validate() error {
 	}
 	if errs := configv1alpha1.Validate(config); len(errs) > 0 {
 		return fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
+	}
+	if err := admission.ValidateSysctlPatterns(o.AllowedUnsafeSysctls); err != nil {
+		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/admission"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podstatus"
@@ -95,6 +96,9 @@ type PodReconciler struct {
 	// NetworkError, when set, says why the node's pod network is not
 	// ready; pods not on the host's network wait for it. Default: ready.
 	NetworkError func() error
+	// Admit decides whether the node may run a pod it has made nothing
+	// for yet (package admission); nil admits every pod.
+	Admit func(*corev1.Pod) admission.Result
 
 	// Queue takes the pods to reconcile for what nodelet notices outside
 	// the API server, and holds the PLEG's pod cache. Default: a new one.
@@ -234,6 +238,9 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	now := r.Clock.Now()
 	var requeue requeueAfter
 
+	if rejected, err := r.admitPod(ctx, pod, status); rejected || err != nil {
+		return ctrl.Result{}, err
+	}
 	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
@@ -553,6 +560,11 @@ func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *nod
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
 func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
+	return r.writeStatusFailing(ctx, pod, status, terminal, podstatus.DeadlineFailure(pod, r.Clock.Now()))
+}
+
+// writeStatusFailing is writeStatus with the pod's failure, if any.
+func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure) error {
 	now := r.Clock.Now()
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
@@ -565,7 +577,7 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 		Ready:    ready,
 		HostIPs:  r.HostIPs(),
 		Terminal: terminal,
-		Failure:  podstatus.DeadlineFailure(pod, now),
+		Failure:  failure,
 		Now:      now,
 	})
 	r.starts.observe(pod, &merged, now)

@@ -363,6 +363,13 @@ disabled_plugins = [
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
           Root = "$CONTAINERD_DIR/runc"
+      # The same runc under a second handler name, for RuntimeClasses to
+      # name (test/e2e's runtimeHandlerAlt).
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-alt]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-alt.options]
+          SystemdCgroup = false
+          Root = "$CONTAINERD_DIR/runc"
 
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$CNI_BIN_DIR"

@@ -34,8 +34,10 @@ type Config struct {
 	// ContainerLogDir holds the <pod>_<namespace>_<container>-<id>.log links
 	// that log shippers read (the kubelet's /var/log/containers).
 	ContainerLogDir string
-	// RuntimeHandler names the runtime class handler; empty for the default.
-	RuntimeHandler string
+	// RuntimeClasses resolves a pod's runtimeClassName to the runtime
+	// handler its sandbox is made with; nil leaves every pod on the
+	// default handler.
+	RuntimeClasses RuntimeClasses
 	// ResolvConf is the host's resolver configuration that pods with the
 	// Default DNS policy (and, while there is no cluster DNS, ClusterFirst)
 	// inherit. Empty means /etc/resolv.conf.
@@ -51,6 +53,12 @@ type Config struct {
 	// returns the path to hand the runtime. Default: volume.PrepareSubPath
 	// (a bind mount under the pod's folder; needs root).
 	PrepareSubPath func(volume.SubPath) (string, error)
+}
+
+// RuntimeClasses resolves RuntimeClass names to runtime handlers (package
+// runtimeclass).
+type RuntimeClasses interface {
+	Handler(ctx context.Context, runtimeClassName string) (string, error)
 }
 
 // Manager carries out pod plans through CRI. It keeps no state a restart

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -250,7 +251,8 @@ func podSysctls(pod *corev1.Pod) map[string]string {
 	}
 	sysctls := make(map[string]string, len(pod.Spec.SecurityContext.Sysctls))
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		sysctls[s.Name] = s.Value
+		// As the kubelet: net/ipv4/ip_forward is net.ipv4.ip_forward.
+		sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 	}
 	return sysctls
 }
@@ -266,6 +268,13 @@ func hasPrivilegedContainer(pod *corev1.Pod) bool {
 	}
 	for i := range pod.Spec.Containers {
 		if privileged(&pod.Spec.Containers[i]) {
+			return true
+		}
+	}
+	// An ephemeral container added later is created against the sandbox
+	// config made then, which must allow it.
+	for i := range pod.Spec.EphemeralContainers {
+		if privileged((*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)) {
 			return true
 		}
 	}

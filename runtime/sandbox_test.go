@@ -151,6 +151,23 @@ func TestGenerateSandboxConfig(t *testing.T) {
 			},
 			mutateWant: func(c *runtimeapi.PodSandboxConfig) { c.Linux.SecurityContext.Privileged = true },
 		},
+		"a privileged ephemeral container makes the sandbox privileged": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+					Name: "debugger", Image: "busybox:1",
+					SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				}}}
+			},
+			mutateWant: func(c *runtimeapi.PodSandboxConfig) { c.Linux.SecurityContext.Privileged = true },
+		},
+		"sysctls written with slashes reach the runtime with dots": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net/ipv4/conf/eth0.100/forwarding", Value: "1"}}}
+			},
+			mutateWant: func(c *runtimeapi.PodSandboxConfig) {
+				c.Linux.Sysctls = map[string]string{"net.ipv4.conf.eth0/100.forwarding": "1"}
+			},
+		},
 		"the pod's security context applies to the sandbox": {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.SecurityContext = &corev1.PodSecurityContext{

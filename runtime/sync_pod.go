@@ -120,7 +120,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	}
 	sandboxID := actions.SandboxID
 	if actions.CreateSandbox {
-		id, err := m.createSandbox(ctx, pod, sandboxConfig)
+		handler, err := m.sandboxRuntimeHandler(ctx, pod)
+		if err != nil {
+			m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			result.SandboxError = err
+			result.Err = errors.Join(append(errs, fmt.Errorf("creating sandbox of pod %s: %w", klog.KObj(pod), err))...)
+			return result
+		}
+		id, err := m.createSandbox(ctx, pod, sandboxConfig, handler)
 		if err != nil {
 			result.SandboxError = err
 			result.Err = errors.Join(append(errs, err)...)
@@ -225,14 +232,14 @@ func (m *Manager) withPodIPs(ctx context.Context, pod *corev1.Pod, podStatus *Po
 }
 
 // createSandbox runs a new sandbox for the pod.
-func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *runtimeapi.PodSandboxConfig) (string, error) {
+func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	if err := ensureDir(config.LogDirectory); err != nil {
 		return "", fmt.Errorf("creating log folder of pod %s: %w", klog.KObj(pod), err)
 	}
 	if err := m.sandboxStarts.Acquire(ctx, 1); err != nil {
 		return "", fmt.Errorf("waiting for a turn to run the sandbox of pod %s: %w", klog.KObj(pod), err)
 	}
-	id, err := m.runtime.RunPodSandbox(ctx, config, m.config.RuntimeHandler)
+	id, err := m.runtime.RunPodSandbox(ctx, config, handler)
 	m.sandboxStarts.Release(1)
 	if err != nil {
 		m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", grpcMessage(err))

@@ -1,0 +1,133 @@
+// Package admission decides, before anything is made for a pod on the
+// node, whether the node may run it at all, as the kubelet's pod admit
+// handlers do; and, when its sandbox is about to be made, whether the
+// runtime can give the pod what its spec asks of the sandbox.
+//
+// Everything here is a pure function over plain values: what the node is
+// (its OS, kernel version, allowed sysctls, the runtime's handlers) is
+// read at the edges and passed in.
+package admission
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The kubelet's reasons for refusing a pod, which `kubectl get pods`
+// shows as the pod's status.
+const (
+	// ReasonPodOSSelectorNodeLabelDoesNotMatch: the pod's
+	// kubernetes.io/os label names another OS than the node's.
+	ReasonPodOSSelectorNodeLabelDoesNotMatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	// ReasonPodOSNotSupported: the pod's spec.os names another OS.
+	ReasonPodOSNotSupported = "PodOSNotSupported"
+	// ReasonSysctlForbidden: a sysctl is neither safe nor allowed, or
+	// belongs to a namespace the pod shares with the host.
+	ReasonSysctlForbidden = "SysctlForbidden"
+	// ReasonDynamicResourcesNotSupported is nodelet's own: the pod claims
+	// dynamic resources (spec.resourceClaims), which nodelet cannot
+	// prepare; running it without them would ignore the claim.
+	ReasonDynamicResourcesNotSupported = "DynamicResourcesNotSupported"
+)
+
+// rejectedPrefix starts the message of a refused pod's status; the event
+// carries the message without it, as the kubelet's.
+const rejectedPrefix = "Pod was rejected: "
+
+// Result is admission's answer for one pod.
+type Result struct {
+	Admit bool
+	// Reason and Message say why a pod is refused: the reason of its
+	// Failed status and event, and the event's words.
+	Reason  string
+	Message string
+}
+
+// StatusMessage is the message of a refused pod's status.
+func (r Result) StatusMessage() string { return rejectedPrefix + r.Message }
+
+// Node is what admission knows of this node.
+type Node struct {
+	// OS is the node's operating system as Go names it ("linux").
+	OS string
+	// KernelVersion is the running kernel's release ("6.1.0-18-amd64");
+	// which sysctls are safe depends on it. Empty when unknown: the
+	// sysctls that need a minimum version are then not safe.
+	KernelVersion string
+	// AllowedUnsafeSysctls are the --allowed-unsafe-sysctls patterns: a
+	// name, or a prefix ending in '*'.
+	AllowedUnsafeSysctls []string
+}
+
+// Admitter holds one node's admission rules, prepared once.
+type Admitter struct {
+	node    Node
+	sysctls *sysctlAllowlist
+}
+
+// New prepares the rules for node; its sysctl patterns must be valid.
+func New(node Node) (*Admitter, error) {
+	// The safe sysctls are always allowed, as the kubelet appends them to
+	// the unsafe ones the administrator allows.
+	patterns := append(safeSysctls(node.KernelVersion), node.AllowedUnsafeSysctls...)
+	allowlist, err := newSysctlAllowlist(patterns)
+	if err != nil {
+		return nil, err
+	}
+	return &Admitter{node: node, sysctls: allowlist}, nil
+}
+
+// Admit decides whether the node may run pod, with the kubelet's checks
+// that nodelet has, in the kubelet's order: sysctls, then the pod's OS
+// label and field; then what nodelet cannot do at all.
+func (a *Admitter) Admit(pod *corev1.Pod) Result {
+	if r := a.sysctls.admit(pod); !r.Admit {
+		return r
+	}
+	if r := admitOS(pod, a.node.OS); !r.Admit {
+		return r
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return Result{
+			Reason:  ReasonDynamicResourcesNotSupported,
+			Message: "nodelet cannot prepare dynamic resources: the pod's spec.resourceClaims cannot be honoured on this node",
+		}
+	}
+	return Result{Admit: true}
+}
+
+// admitOS refuses a pod meant for another OS. The label check reads the
+// pod's own labels, not its nodeSelector, as the kubelet does; the node's
+// label is taken to be its OS whatever the Node says.
+func admitOS(pod *corev1.Pod, nodeOS string) Result {
+	if os, ok := pod.Labels[corev1.LabelOSStable]; ok && os != nodeOS {
+		return Result{
+			Reason:  ReasonPodOSSelectorNodeLabelDoesNotMatch,
+			Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+		}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return Result{
+			Reason:  ReasonPodOSNotSupported,
+			Message: "Failed to admit pod as the OS field doesn't match node OS",
+		}
+	}
+	return Result{Admit: true}
+}
+
+// WasAdmitted reports whether a pod was admitted before: the runtime holds
+// something of it, or its status shows a container that ran. Such a pod is
+// not judged again, as the kubelet judges a pod once, when it first sees
+// it.
+func WasAdmitted(pod *corev1.Pod, hasRuntimeState bool) bool {
+	if hasRuntimeState {
+		return true
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, s := range statuses {
+			if s.ContainerID != "" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strings"
+
+	"github.com/nodelet/nodelet/admission"
+)
+
+// newAdmitter prepares pod admission with what this node is: its OS, its
+// kernel's release (which sysctls are safe depends on it) and the unsafe
+// sysctls the options allow.
+func newAdmitter(opts Options) (*admission.Admitter, error) {
+	admitter, err := admission.New(admission.Node{
+		OS:                   goruntime.GOOS,
+		KernelVersion:        kernelRelease(),
+		AllowedUnsafeSysctls: opts.AllowedUnsafeSysctls,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up pod admission: %w", err)
+	}
+	return admitter, nil
+}
+
+// kernelRelease is the running kernel's release, as the kubelet reads it;
+// empty when it cannot be read, and then only the sysctls safe on every
+// kernel are.
+func kernelRelease() string {
+	release, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(release))
+}
