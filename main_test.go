@@ -32,6 +32,27 @@ func TestParseOptionsFlagsWinOverTheConfigFile(t *testing.T) {
 	}
 }
 
+func TestParseOptionsClusterDNS(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "nodelet.yaml")
+	if err := os.WriteFile(config, []byte("clusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := parseOptions([]string{"--config", config}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fromFile.ClusterDNS, ","); got != "10.96.0.10" || fromFile.ClusterDomain != "cluster.local" {
+		t.Errorf("from the file: clusterDNS %q, clusterDomain %q", got, fromFile.ClusterDomain)
+	}
+	fromFlags, err := parseOptions([]string{"--config", config, "--cluster-dns=10.97.0.10,fd00::10", "--cluster-domain=example.internal"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fromFlags.ClusterDNS, ","); got != "10.97.0.10,fd00::10" || fromFlags.ClusterDomain != "example.internal" {
+		t.Errorf("from the flags: clusterDNS %q, clusterDomain %q", got, fromFlags.ClusterDomain)
+	}
+}
+
 func TestParseOptionsRejectsBadInput(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "nodelet.yaml")
 	if err := os.WriteFile(config, []byte("noSuchSetting: 1\n"), 0o644); err != nil {
@@ -48,6 +69,7 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		"an unknown authorization mode":         {"--authorization-mode=RBAC"},
 		"a log size that is not a quantity":     {"--container-log-max-size=big"},
 		"a single log file":                     {"--container-log-max-files=1"},
+		"a cluster DNS that is not an IP":       {"--cluster-dns=10.96.0.10,kube-dns"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

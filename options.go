@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -67,6 +68,13 @@ type Options struct {
 	CNICheckPeriod metav1.Duration `json:"cniCheckPeriod,omitempty"`
 	// ResolvConf is the host's resolver configuration, given to pods.
 	ResolvConf string `json:"resolvConf,omitempty"`
+	// ClusterDNS are the IPs of the cluster's DNS service, the only
+	// resolvers of ClusterFirst pods; without them those pods resolve as
+	// the host does (with a MissingClusterDNS event).
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ClusterDomain is the cluster's DNS domain: pods search it, and a
+	// pod with a subdomain has an FQDN in it.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// RelistPeriod is how often the PLEG relists the runtime.
 	RelistPeriod metav1.Duration `json:"relistPeriod,omitempty"`
 	// ConcurrentReconciles is how many pods are worked on at once. A pod
@@ -194,6 +202,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CNIShimPath, "cni-shim-path", o.CNIShimPath, "Agent mode: the nodelet-cni binary to install into --cni-bin-dir (default: nodelet-cni beside nodelet).")
 	fs.DurationVar(&o.CNICheckPeriod.Duration, "cni-check-period", o.CNICheckPeriod.Duration, "Agent mode: how often every pod network is checked (CNI CHECK); a broken one has its sandbox recreated.")
 	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods.")
+	fs.StringSliceVar(&o.ClusterDNS, "cluster-dns", o.ClusterDNS, "Comma-separated IPs of the cluster's DNS service, which ClusterFirst pods resolve through.")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "The cluster's DNS domain (such as cluster.local), searched by pods and the domain of their FQDN.")
 	fs.DurationVar(&o.RelistPeriod.Duration, "relist-period", o.RelistPeriod.Duration, "How often the PLEG relists the container runtime.")
 	fs.IntVar(&o.ConcurrentReconciles, "concurrent-reconciles", o.ConcurrentReconciles, "How many pods are worked on at once.")
 	fs.IntVar(&o.ParallelSandboxStarts, "parallel-sandbox-starts", o.ParallelSandboxStarts, "How many pod sandboxes are created in the runtime at once; the others wait their turn, first come first served (0: two per CPU).")
@@ -276,6 +286,11 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--tls-cert-file and --tls-private-key-file go together")
 	case o.AuthorizationMode != "Webhook" && o.AuthorizationMode != "AlwaysAllow":
 		return fmt.Errorf("--authorization-mode must be Webhook or AlwaysAllow, not %q", o.AuthorizationMode)
+	}
+	for _, ip := range o.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			return fmt.Errorf("--cluster-dns must be IP addresses, not %q", ip)
+		}
 	}
 	if _, err := o.containerLogMaxSize(); err != nil {
 		return err
