@@ -46,10 +46,14 @@ populate_pause() {
 	install -D -m 0755 "$BIN_DIR/pause" "$1/pause"
 }
 
-# iptables_files prints the host's iptables program (the multi-call binary
-# its alternatives link to) and its xtables modules folder.
-iptables_files() {
+# iptables_program prints the host's iptables program: the multi-call
+# binary its alternatives link to.
+iptables_program() {
 	readlink -f "$(command -v iptables)"
+}
+
+# xtables_dirs prints the folders of iptables' extension modules.
+xtables_dirs() {
 	local modules
 	for modules in /usr/lib/*/xtables /usr/lib/xtables; do
 		[[ -d $modules ]] && echo "$modules"
@@ -84,19 +88,25 @@ populate_kube-proxy() {
 	local rootfs=$1 multi modules name
 	install -D -m 0755 "$BIN_DIR/kube-proxy" "$rootfs/usr/local/bin/kube-proxy"
 	copy_libraries "$rootfs" "$BIN_DIR/kube-proxy"
-	multi=$(iptables_files | head -n1)
+	multi=$(iptables_program)
 	copy_with_libraries "$rootfs" "$multi"
 	# The multi-call binary acts on the name it is called by.
 	for name in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
 		ln -sf "$multi" "$rootfs/usr/sbin/$name"
 	done
-	for modules in $(iptables_files | tail -n +2); do
+	for modules in $(xtables_dirs); do
 		mkdir -p "$rootfs$modules"
 		cp -a "$modules/." "$rootfs$modules/"
 		copy_libraries "$rootfs" "$modules"/*.so
 	done
 	install -d -m 1777 "$rootfs/tmp"
 	install -d -m 0755 "$rootfs/run" "$rootfs/var/lib/kube-proxy"
+	# The loader's cache, for the folders the libraries were copied to.
+	local dirs
+	dirs=$(find "$rootfs" -name '*.so*' -type f -printf '%h\n' | sed "s|^$rootfs||" | sort -u)
+	install -d -m 0755 "$rootfs/etc"
+	echo "$dirs" >"$rootfs/etc/ld.so.conf"
+	ldconfig -r "$rootfs"
 }
 
 populate_coredns() {
@@ -170,10 +180,11 @@ main() {
 	build_image busybox "$BUSYBOX_TAG" /bin/busybox "$BIN_DIR/grpc-health-server"
 	build_image pause "$PAUSE_TAG" "$BIN_DIR/pause"
 	"$REPO_ROOT/hack/build-tools.sh" kube-proxy coredns
-	local -a iptables
-	mapfile -t iptables < <(iptables_files)
-	build_image kube-proxy "$KUBE_VERSION" "$BIN_DIR/kube-proxy" "${iptables[0]}" \
-		$(find "${iptables[@]:1}" -name '*.so' 2>/dev/null)
+	local -a xtables
+	mapfile -t xtables < <(xtables_dirs)
+	# shellcheck disable=SC2046  # one argument per module
+	build_image kube-proxy "$KUBE_VERSION" "$BIN_DIR/kube-proxy" "$(iptables_program)" \
+		$(find "${xtables[@]}" -name '*.so' | sort)
 	build_image coredns "$COREDNS_TAG" "$BIN_DIR/coredns"
 	if (($# > 0)); then
 		profile_load "$1"
