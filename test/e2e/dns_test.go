@@ -256,11 +256,17 @@ func TestDNSResolvesServicesAndPodsAndServicesAnswer(t *testing.T) {
 	client = f.waitForPod(t, client, podStartTimeout, "to be Running and Ready", runningAndReady)
 	domain := f.Env.ClusterDomain
 
-	t.Run("kubernetes.default resolves to the kubernetes Service, through the search domains", func(t *testing.T) {
-		f.execEventually(t, client, f.Env.ServiceIP, time.Minute, "nslookup", "kubernetes.default")
+	// busybox's nslookup asks for the name as given; the C library's
+	// resolver, which programs (here ping, for the address it prints
+	// first) use, applies the search domains and ndots.
+	t.Run("nslookup finds the kubernetes Service", func(t *testing.T) {
+		f.execEventually(t, client, f.Env.ServiceIP, time.Minute, "nslookup", "kubernetes.default.svc."+domain)
+	})
+	t.Run("kubernetes.default resolves to the kubernetes Service through the search domains", func(t *testing.T) {
+		f.execEventually(t, client, "("+f.Env.ServiceIP+")", time.Minute, "ping", "-c", "1", "-W", "1", "kubernetes.default")
 	})
 	t.Run("a Service of the namespace resolves by its short name", func(t *testing.T) {
-		f.execEventually(t, client, front.Spec.ClusterIP, time.Minute, "nslookup", "front")
+		f.execEventually(t, client, "("+front.Spec.ClusterIP+")", time.Minute, "ping", "-c", "1", "-W", "1", "front")
 	})
 	t.Run("a headless Service's pod resolves by its hostname", func(t *testing.T) {
 		f.execEventually(t, client, web.Status.PodIP, time.Minute, "nslookup", fmt.Sprintf("web-0.web.%s.svc.%s", ns, domain))
@@ -466,5 +472,5 @@ func TestClusterAddOnsSurviveNodeletRestart(t *testing.T) {
 	// And DNS answers through both, from a new pod.
 	ns := f.NewNamespace(t)
 	client := f.waitForPod(t, f.createPod(t, newPod(ns, "client").obj()), podStartTimeout, "to be Running and Ready", runningAndReady)
-	f.execEventually(t, client, f.Env.ServiceIP, time.Minute, "nslookup", "kubernetes.default")
+	f.execEventually(t, client, f.Env.ServiceIP, time.Minute, "nslookup", "kubernetes.default.svc."+f.Env.ClusterDomain)
 }
