@@ -570,6 +570,13 @@ sweep() {
 		mkdir -p "$LOG_DIR"
 		"$BIN_DIR/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy-cleanup.log" 2>&1 ||
 			log "kube-proxy --cleanup failed; see $LOG_DIR/kube-proxy-cleanup.log"
+		# --cleanup leaves KUBE-FIREWALL, which kubelets may share: it
+		# goes only when no rule is left in it.
+		if iptables -S KUBE-FIREWALL >/dev/null 2>&1 && ! iptables -S KUBE-FIREWALL | grep -q -- '^-A'; then
+			iptables -D INPUT -j KUBE-FIREWALL 2>/dev/null || true
+			iptables -D OUTPUT -j KUBE-FIREWALL 2>/dev/null || true
+			iptables -X KUBE-FIREWALL 2>/dev/null || true
+		fi
 	fi
 
 	rm -f /var/lib/cni/results/"$CNI_NETWORK_NAME"-* "${runtime_files[@]}"
