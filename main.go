@@ -178,6 +178,8 @@ func run(ctx context.Context, opts Options) error {
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
 		ResolvConf:      opts.ResolvConf,
+		ClusterDNS:      noderuntime.ClusterDNS{Servers: opts.ClusterDNS, Domain: opts.ClusterDomain},
+		NodeName:        opts.NodeName,
 
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
 		SandboxIPs:            podNetwork.SandboxIPs(),

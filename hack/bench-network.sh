@@ -35,7 +35,8 @@ for mode in runtime agent; do
 	NETWORK_MODE=$mode
 	profile_load "$E2E_PROFILE"
 	STACK_UP=true
-	NETWORK_MODE=$mode "$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || { rc=1; stop_stack; continue; }
+	# Without kube-proxy and CoreDNS: the figure is the sandbox's network alone.
+	ADDONS=false NETWORK_MODE=$mode "$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || { rc=1; stop_stack; continue; }
 	NODELET_E2E_ENV=$ENV_FILE go test -count=1 -run '^$' -bench '^BenchmarkSandboxCreation$' \
 		-benchtime "${BENCH_COUNT}x" -v ./test/e2e/ | grep -E 'Benchmark|network mode|^(ok|FAIL)' | tee -a "$OUT" || rc=1
 	stop_stack

@@ -15,6 +15,13 @@
 #               (hack/tools/cmd/grpc-health-server) for gRPC probe tests.
 # pause:3.10    the static pause program (hack/tools/cmd/pause), the
 #               sandbox image containerd is configured with.
+# kube-proxy:v1.36.3  kube-proxy (hack/tools/cmd/kube-proxy) with this
+#               machine's iptables, iptables-save and iptables-restore (and
+#               ip6tables'), their xtables modules and the shared libraries
+#               they all load: kube-proxy's iptables mode runs them, and
+#               they are the very ones (and backend, nft or legacy) the CNI
+#               plugins use for their rules on the host.
+# coredns:1.14.7  the static CoreDNS (hack/tools/coredns).
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -37,6 +44,73 @@ populate_busybox() {
 
 populate_pause() {
 	install -D -m 0755 "$BIN_DIR/pause" "$1/pause"
+}
+
+# iptables_program prints the host's iptables program: the multi-call
+# binary its alternatives link to.
+iptables_program() {
+	readlink -f "$(command -v iptables)"
+}
+
+# xtables_dirs prints the folders of iptables' extension modules.
+xtables_dirs() {
+	local modules
+	for modules in /usr/lib/*/xtables /usr/lib/xtables; do
+		[[ -d $modules ]] && echo "$modules"
+	done
+	return 0
+}
+
+# copy_libraries ROOTFS FILE... copies the shared libraries (and the
+# loader) that ldd says each file loads to the same paths under ROOTFS.
+copy_libraries() {
+	local rootfs=$1 file lib
+	shift
+	for file in "$@"; do
+		for lib in $(ldd "$file" 2>/dev/null | grep -oE '/[^ ]+' || true); do
+			[[ -e $rootfs$lib ]] || install -D -m 0755 "$(readlink -f "$lib")" "$rootfs$lib"
+		done
+	done
+}
+
+# copy_with_libraries ROOTFS FILE... copies each file to the same path under
+# ROOTFS, with its shared libraries.
+copy_with_libraries() {
+	local rootfs=$1 file
+	shift
+	for file in "$@"; do
+		install -D -m 0755 "$file" "$rootfs$file"
+	done
+	copy_libraries "$rootfs" "$@"
+}
+
+populate_kube-proxy() {
+	local rootfs=$1 multi modules name
+	install -D -m 0755 "$BIN_DIR/kube-proxy" "$rootfs/usr/local/bin/kube-proxy"
+	copy_libraries "$rootfs" "$BIN_DIR/kube-proxy"
+	multi=$(iptables_program)
+	copy_with_libraries "$rootfs" "$multi"
+	# The multi-call binary acts on the name it is called by.
+	for name in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+		ln -sf "$multi" "$rootfs/usr/sbin/$name"
+	done
+	for modules in $(xtables_dirs); do
+		mkdir -p "$rootfs$modules"
+		cp -a "$modules/." "$rootfs$modules/"
+		copy_libraries "$rootfs" "$modules"/*.so
+	done
+	install -d -m 1777 "$rootfs/tmp"
+	install -d -m 0755 "$rootfs/run" "$rootfs/var/lib/kube-proxy"
+	# The loader's cache, for the folders the libraries were copied to.
+	local dirs
+	dirs=$(find "$rootfs" -name '*.so*' -type f -printf '%h\n' | sed "s|^$rootfs||" | sort -u)
+	install -d -m 0755 "$rootfs/etc"
+	echo "$dirs" >"$rootfs/etc/ld.so.conf"
+	ldconfig -r "$rootfs"
+}
+
+populate_coredns() {
+	install -D -m 0755 "$BIN_DIR/coredns" "$1/coredns"
 }
 
 # build_image NAME TAG INPUT... populates an image with populate_NAME when
@@ -67,6 +141,8 @@ build_image() {
 	case "$name" in
 	busybox) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.cmd sh ;;
 	pause) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /pause ;;
+	kube-proxy) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /usr/local/bin/kube-proxy ;;
+	coredns) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /coredns ;;
 	esac
 	umoci gc --layout "$layout"
 	rm -rf "$work"
@@ -103,10 +179,21 @@ main() {
 	"$REPO_ROOT/hack/build-tools.sh" pause grpc-health-server
 	build_image busybox "$BUSYBOX_TAG" /bin/busybox "$BIN_DIR/grpc-health-server"
 	build_image pause "$PAUSE_TAG" "$BIN_DIR/pause"
+	"$REPO_ROOT/hack/build-tools.sh" kube-proxy coredns
+	local -a xtables
+	mapfile -t xtables < <(xtables_dirs)
+	# shellcheck disable=SC2046  # one argument per module
+	build_image kube-proxy "$KUBE_VERSION" "$BIN_DIR/kube-proxy" "$(iptables_program)" \
+		$(find "${xtables[@]}" -name '*.so' | sort)
+	build_image coredns "$COREDNS_TAG" "$BIN_DIR/coredns"
 	if (($# > 0)); then
 		profile_load "$1"
 		push_image busybox "$BUSYBOX_TAG" "$REGISTRY" busybox
 		push_image pause "$PAUSE_TAG" "$REGISTRY" pause
+		if $ADDONS; then
+			push_image kube-proxy "$KUBE_VERSION" "$REGISTRY" kube-proxy
+			push_image coredns "$COREDNS_TAG" "$REGISTRY" coredns
+		fi
 		# The same busybox, behind the registry that requires a login.
 		push_image busybox "$BUSYBOX_TAG" "$PRIVATE_REGISTRY" "$PRIVATE_REPOSITORY" \
 			"$PRIVATE_REGISTRY_USER:$(<"$PRIVATE_REGISTRY_PASSWORD_FILE")"

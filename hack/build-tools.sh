@@ -3,9 +3,10 @@
 # .cache/bin, each only when it is missing or its inputs changed (go.mod,
 # go.sum, its cmd/ folder, the Go version, the flags).
 #
-#   hack/build-tools.sh              etcd, the control plane, kubectl, and
-#                                    the small helpers (pause, cri-sweep,
-#                                    cri-smoke, grpc-health-server, htpasswd)
+#   hack/build-tools.sh              etcd, the control plane, kubectl,
+#                                    kube-proxy, coredns, and the small
+#                                    helpers (pause, cri-sweep, cri-smoke,
+#                                    grpc-health-server, htpasswd)
 #   hack/build-tools.sh NAME...      only those, e.g. `kubelet` (built only
 #                                    on demand, for the benchmarks) or
 #                                    `golangci-lint`
@@ -21,7 +22,10 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HELPER_BINARIES=(pause cri-sweep cri-smoke grpc-health-server htpasswd)
-DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl "${HELPER_BINARIES[@]}" golangci-lint)
+DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy coredns "${HELPER_BINARIES[@]}" golangci-lint)
+# CoreDNS has a module of its own (hack/tools/coredns), so that its
+# dependencies do not move the control plane's; static, for its image.
+COREDNS_MODULE=$TOOLS_DIR/coredns
 
 # Tools built from their own modules: name -> package@version.
 declare -A GO_INSTALLED=(
@@ -55,6 +59,14 @@ is_helper() { [[ " ${HELPER_BINARIES[*]} " == *" $1 "* ]]; }
 
 stamp_of() {
 	local name=$1 flags
+	if [[ $name == coredns ]]; then
+		{
+			go env GOVERSION
+			echo "CGO_ENABLED=0 $HELPER_LDFLAGS"
+			cat "$COREDNS_MODULE/go.mod" "$COREDNS_MODULE/go.sum" "$COREDNS_MODULE"/*.go
+		} | sha256sum | cut -d' ' -f1
+		return
+	fi
 	if is_helper "$name"; then flags="CGO_ENABLED=0 $HELPER_LDFLAGS"; else flags=$KUBE_LDFLAGS; fi
 	{
 		go env GOVERSION
@@ -82,20 +94,33 @@ main() {
 	((${#wanted[@]} > 0)) || wanted=("${DEFAULT[@]}")
 	mkdir -p "$BIN_DIR/.stamps"
 
-	local kube=() helpers=()
+	local kube=() helpers=() coredns=false
 	for name in "${wanted[@]}"; do
 		if is_go_installed "$name"; then
 			go_install "$name" || die "could not build $name"
 			continue
 		fi
-		[[ -d $TOOLS_DIR/cmd/$name ]] || die "no such tool: $name (see $TOOLS_DIR/cmd)"
+		[[ -d $TOOLS_DIR/cmd/$name || $name == coredns ]] || die "no such tool: $name (see $TOOLS_DIR/cmd)"
 		if [[ -x $BIN_DIR/$name && -f $BIN_DIR/.stamps/$name && $(<"$BIN_DIR/.stamps/$name") == "$(stamp_of "$name")" ]]; then
 			continue
 		fi
-		if is_helper "$name"; then helpers+=("$name"); else kube+=("$name"); fi
+		if [[ $name == coredns ]]; then
+			coredns=true
+		elif is_helper "$name"; then
+			helpers+=("$name")
+		else
+			kube+=("$name")
+		fi
 	done
 	build "$(go env CGO_ENABLED)" "$KUBE_LDFLAGS" "${kube[@]}"
 	build 0 "$HELPER_LDFLAGS" "${helpers[@]}"
+	if $coredns; then
+		local started=$SECONDS
+		log "Building coredns $(cd "$COREDNS_MODULE" && go list -m -f '{{.Version}}' github.com/coredns/coredns) into $BIN_DIR"
+		(cd "$COREDNS_MODULE" && CGO_ENABLED=0 go build -trimpath -ldflags "$HELPER_LDFLAGS" -o "$BIN_DIR/coredns" .)
+		stamp_of coredns >"$BIN_DIR/.stamps/coredns"
+		log "Built coredns in $((SECONDS - started))s"
+	fi
 }
 
 main "$@"

@@ -28,6 +28,8 @@ export GOCACHE="$CACHE_DIR/go-build"
 KUBE_VERSION=v1.36.3
 BUSYBOX_TAG=1.35
 PAUSE_TAG=3.10
+# CoreDNS's version is hack/tools/coredns/go.mod's; its image is tagged so.
+COREDNS_TAG=1.14.7
 # Where Debian's containernetworking-plugins installs the CNI plugins.
 CNI_PLUGINS_DIR=/usr/lib/cni
 KUBECTL="$BIN_DIR/kubectl"
@@ -111,6 +113,22 @@ profile_load() {
 	esac
 	control_plane_offset=${control_plane_offset:-$offset}
 
+	# ADDONS: the stack runs kube-proxy (a DaemonSet on the host's
+	# network, iptables mode) and CoreDNS (a Deployment behind the kube-dns
+	# Service), both as pods nodelet runs, so that pods reach Services by
+	# IP and by name. kube-proxy owns the host's KUBE-* iptables chains:
+	# one profile at a time may run it, and the benchmark's does not.
+	case "$PROFILE" in
+	bench | bench-ref) ADDONS=${ADDONS:-false} ;;
+	*) ADDONS=${ADDONS:-true} ;;
+	esac
+	[[ $ADDONS == true || $ADDONS == false ]] || die "ADDONS must be true or false, not '$ADDONS'"
+	# The kube-dns Service's ClusterIP (the tenth of the service CIDR, as
+	# kubeadm's) and the cluster's domain: nodelet's --cluster-dns and
+	# --cluster-domain.
+	CLUSTER_DNS_IP=${SERVICE_IP%.*}.10
+	CLUSTER_DOMAIN=cluster.local
+
 	# How long the certificates the controller-manager signs for approved
 	# CSRs last (nodelet's serving certificate with
 	# --rotate-server-certificates). The e2e stacks sign for two minutes,
@@ -141,6 +159,9 @@ profile_load() {
 	NODELET_HEALTH_PORT=$((8081 + offset))
 	# The node's daemon endpoint (the kubelet's 10250).
 	NODELET_PORT=$((10250 + offset))
+	# kube-proxy's, on the host's network, on loopback.
+	KUBE_PROXY_METRICS_PORT=$((10249 + offset))
+	KUBE_PROXY_HEALTH_PORT=$((10256 + offset))
 
 	PKI_DIR=$STATE_DIR/pki
 	KUBECONFIG_DIR=$STATE_DIR/kubeconfig
@@ -187,10 +208,23 @@ profile_load() {
 	PRIVATE_REPOSITORY=private/busybox
 	PRIVATE_IMAGE=$PRIVATE_REGISTRY/$PRIVATE_REPOSITORY:$BUSYBOX_TAG
 	PAUSE_IMAGE=$REGISTRY/pause:$PAUSE_TAG
+	KUBE_PROXY_IMAGE=$REGISTRY/kube-proxy:$KUBE_VERSION
+	COREDNS_IMAGE=$REGISTRY/coredns:$COREDNS_TAG
+	ADDONS_DIR=$STATE_DIR/addons
 
 	((${#CNI_BRIDGE} <= 15)) || die "bridge name $CNI_BRIDGE is longer than 15 characters"
 	# A unix socket path must fit in 108 bytes; the runtime adds ".ttrpc".
 	((${#CONTAINERD_SOCK} <= 100)) || die "state folder $STATE_DIR is too long for containerd's socket path"
+}
+
+# host_ip prints the host's address that pods reach it at (the source of
+# its default route, else its first global IPv4 address): the API server
+# advertises it, as the `kubernetes` Service's endpoint.
+host_ip() {
+	local ip
+	ip=$(ip -4 -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+	[[ -n $ip ]] || ip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1)
+	echo "${ip:-127.0.0.1}"
 }
 
 # --- processes -------------------------------------------------------------
@@ -537,6 +571,22 @@ sweep() {
 		ip link delete "$CNI_BRIDGE" 2>/dev/null || true
 	fi
 	sweep_iptables
+	# kube-proxy's rules outlive it: they go with its own --cleanup. They
+	# are the host's one set of KUBE-* chains, so only a profile that ran
+	# kube-proxy removes them.
+	if [[ -d $ADDONS_DIR && -x $BIN_DIR/kube-proxy ]]; then
+		log "Removing kube-proxy's iptables rules"
+		mkdir -p "$LOG_DIR"
+		"$BIN_DIR/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy-cleanup.log" 2>&1 ||
+			log "kube-proxy --cleanup failed; see $LOG_DIR/kube-proxy-cleanup.log"
+		# --cleanup leaves KUBE-FIREWALL, which kubelets may share: it
+		# goes only when no rule is left in it.
+		if iptables -S KUBE-FIREWALL >/dev/null 2>&1 && ! iptables -S KUBE-FIREWALL | grep -q -- '^-A'; then
+			iptables -D INPUT -j KUBE-FIREWALL 2>/dev/null || true
+			iptables -D OUTPUT -j KUBE-FIREWALL 2>/dev/null || true
+			iptables -X KUBE-FIREWALL 2>/dev/null || true
+		fi
+	fi
 
 	rm -f /var/lib/cni/results/"$CNI_NETWORK_NAME"-* "${runtime_files[@]}"
 	# The kubelet links its containers' logs from a folder it does not let

@@ -13,6 +13,13 @@
 # the entries containerd 1.6 keeps in fixed places (/var/lib/cni/results,
 # /run/containerd/s), which the sweep removes by name.
 #
+# With ADDONS=true (the default but for the benchmark's profile) it also
+# starts kube-proxy and CoreDNS as pods nodelet runs (hack/addons.sh), gives
+# nodelet --cluster-dns and --cluster-domain, and, when nodelet runs, waits
+# until DNS answers. The API server then listens on every address and
+# advertises the host's, where pods reach it through the `kubernetes`
+# Service.
+#
 # NETWORK_MODE=agent has nodelet run CNI itself behind its shim plugin
 # (--network-mode=agent); the default, runtime, lets containerd run it.
 #
@@ -66,7 +73,8 @@ leaks=$(leftovers)
 [[ -z $leaks ]] || die "the sweep left: $leaks"
 
 for port in $ETCD_PORT $ETCD_PEER_PORT $APISERVER_PORT $CONTROLLER_MANAGER_PORT $SCHEDULER_PORT \
-	$REGISTRY_PORT $PRIVATE_REGISTRY_PORT $CONTAINERD_METRICS_PORT $NODELET_METRICS_PORT $NODELET_HEALTH_PORT $NODELET_PORT; do
+	$REGISTRY_PORT $PRIVATE_REGISTRY_PORT $CONTAINERD_METRICS_PORT $NODELET_METRICS_PORT $NODELET_HEALTH_PORT $NODELET_PORT \
+	$KUBE_PROXY_METRICS_PORT $KUBE_PROXY_HEALTH_PORT; do
 	port_free "$port" || die "port $port is taken: $(ss -Hltnp "sport = :$port" | head -n1)"
 done
 
@@ -100,8 +108,17 @@ openssl_quiet genrsa -out "$PKI_DIR/ca.key" 2048
 openssl_quiet req -x509 -new -key "$PKI_DIR/ca.key" -subj "/CN=nodelet-local-$PROFILE-ca" -days 3650 -sha256 \
 	-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
 	-out "$PKI_DIR/ca.crt"
+# Pods reach the API server at the host's address (through the
+# `kubernetes` Service), which must not be a loopback one.
+if $ADDONS; then
+	APISERVER_BIND=0.0.0.0
+	APISERVER_ADVERTISE=$(host_ip)
+else
+	APISERVER_BIND=127.0.0.1
+	APISERVER_ADVERTISE=127.0.0.1
+fi
 sign apiserver "/CN=kube-apiserver" \
-	"subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+	"subjectAltName=IP:127.0.0.1,IP:$APISERVER_ADVERTISE,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
 # The API server's identity towards node agents (logs, exec, port-forward).
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" \
 	"extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
@@ -173,8 +190,8 @@ EOF
 log "Starting kube-apiserver on $API_SERVER_URL"
 start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 	--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-	--bind-address=127.0.0.1 \
-	--advertise-address=127.0.0.1 \
+	--bind-address="$APISERVER_BIND" \
+	--advertise-address="$APISERVER_ADVERTISE" \
 	--secure-port="$APISERVER_PORT" \
 	--cert-dir="$PKI_DIR/apiserver-generated" \
 	--tls-cert-file="$PKI_DIR/apiserver.crt" \
@@ -280,7 +297,13 @@ wait_daemon 30 registry-private curl -fsS --user "$PRIVATE_REGISTRY_USER:$(<"$PR
 
 start_containerd
 
-# --- 5. nodelet's flags and the env file -----------------------------------
+# --- 5. kube-proxy and CoreDNS, which nodelet will run ---------------------
+
+if $ADDONS; then
+	"$REPO_ROOT/hack/addons.sh" "$PROFILE" apply
+fi
+
+# --- 6. nodelet's flags and the env file -----------------------------------
 
 # Both are written before nodelet starts, so that a failed start can be
 # looked into with them.
@@ -307,6 +330,9 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 --client-ca-file=$PKI_DIR/ca.crt
 --resolv-conf=/etc/resolv.conf
 EOF
+if $ADDONS; then
+	printf '%s\n' "--cluster-dns=$CLUSTER_DNS_IP" "--cluster-domain=$CLUSTER_DOMAIN" >>"$NODELET_ARGS_FILE"
+fi
 
 cat >"$ENV_FILE" <<EOF
 PROFILE=$PROFILE
@@ -328,6 +354,10 @@ CNI_NETWORK_NAME=$CNI_NETWORK_NAME
 CNI_BRIDGE=$CNI_BRIDGE
 CLUSTER_CIDR=$CLUSTER_CIDR
 SERVICE_CIDR=$SERVICE_CIDR
+SERVICE_IP=$SERVICE_IP
+ADDONS=$ADDONS
+CLUSTER_DNS=$($ADDONS && echo "$CLUSTER_DNS_IP")
+CLUSTER_DOMAIN=$CLUSTER_DOMAIN
 REGISTRY=$REGISTRY
 BUSYBOX_IMAGE=$BUSYBOX_IMAGE
 PRIVATE_REGISTRY=$PRIVATE_REGISTRY
@@ -356,7 +386,7 @@ CONTAINERD_LOG=$LOG_DIR/containerd.log
 CONTAINERD_METRICS_ADDR=127.0.0.1:$CONTAINERD_METRICS_PORT
 EOF
 
-# --- 6. nodelet --------------------------------------------------------------
+# --- 7. nodelet --------------------------------------------------------------
 
 node_ready() {
 	local ready taints
@@ -375,6 +405,9 @@ if $START_NODELET; then
 	mapfile -t nodelet_args <"$NODELET_ARGS_FILE"
 	start_daemon nodelet "$NODELET_BIN" "${nodelet_args[@]}"
 	wait_daemon 120 nodelet node_ready
+	if $ADDONS; then
+		"$REPO_ROOT/hack/addons.sh" "$PROFILE" wait-dns
+	fi
 fi
 
 log "Profile $PROFILE is up ($NETWORK_MODE network mode): node $NODE_NAME, API $API_SERVER_URL, runtime $CRI_ENDPOINT, env $ENV_FILE"

@@ -84,7 +84,8 @@ func containerLogPath(containerName string, restartCount int) string {
 // ---- Mounts ----
 
 // makeMounts binds each volume mount of the container to the host folder
-// prepared for its volume, then adds the termination message file.
+// prepared for its volume, then adds the pod's hosts file and the
+// termination message file.
 func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
 	apiData := apiDataVolumes(pod)
 	var mounts []*runtimeapi.Mount
@@ -128,6 +129,13 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 			Readonly:      vm.ReadOnly || apiData[vm.Name],
 			Propagation:   propagation,
 		})
+	}
+	hosts, err := m.hostsMount(pod, container, env.podIPs, env.PodDir)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
 	}
 	if mount := m.terminationMessageMount(container, restartCount, env.PodDir); mount != nil {
 		mounts = append(mounts, mount)

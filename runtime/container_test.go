@@ -98,6 +98,11 @@ func TestGenerateContainerConfig(t *testing.T) {
 		PodDir:      podDir,
 		VolumePaths: map[string]string{"data": dataVolume, "config": configVolume},
 	}
+	// A host-network pod's /etc/hosts is made from the node's.
+	nodeHosts := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(nodeHosts, []byte("127.0.0.1\tlocalhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	plan := ContainerToStart{Index: 0, RestartCount: 3, Backoff: 20 * time.Second}
 	terminationMount := &runtimeapi.Mount{
 		ContainerPath: "/dev/termination-log",
@@ -427,6 +432,8 @@ func TestGenerateContainerConfig(t *testing.T) {
 			mutateWant: func(c *runtimeapi.ContainerConfig) {
 				c.Linux.SecurityContext.NamespaceOptions.Network = runtimeapi.NamespaceMode_NODE
 				c.Linux.SecurityContext.NamespaceOptions.Pid = runtimeapi.NamespaceMode_POD
+				hosts := &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: filepath.Join(podDir, "etc-hosts"), SelinuxRelabel: true}
+				c.Mounts = append([]*runtimeapi.Mount{hosts}, c.Mounts...)
 			},
 		},
 		"runAsNonRoot with a non-root runAsUser starts": {
@@ -501,7 +508,7 @@ func TestGenerateContainerConfig(t *testing.T) {
 			if !tc.unknownImage {
 				puller.users[containerTestImage] = user
 			}
-			m := &Manager{config: Config{PodLogDir: filepath.Join(dir, "logs"), PrepareSubPath: fakePrepareSubPath}, puller: puller}
+			m := &Manager{config: Config{PodLogDir: filepath.Join(dir, "logs"), PrepareSubPath: fakePrepareSubPath, HostsFile: nodeHosts}, puller: puller}
 
 			pod := containerTestPod()
 			if tc.mutatePod != nil {

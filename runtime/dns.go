@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -94,21 +95,94 @@ func mergeDNSOptions(options []string, added []string) []string {
 	return merged
 }
 
-// podDNSConfig applies a pod's DNS policy and its own dnsConfig to the
-// host's resolver configuration. There is no cluster DNS service yet, so
-// ClusterFirst resolves like Default, as the kubelet does without
-// clusterDNS. Warnings tell what had to be left out to stay within limits.
-func podDNSConfig(pod *corev1.Pod, host resolvConf) (*runtimeapi.DNSConfig, []string, error) {
-	config := &runtimeapi.DNSConfig{}
+// defaultDNSOptions are the options of a pod that resolves through the
+// cluster's DNS: names with fewer than five dots are tried with the search
+// domains first, so that "db" and "db.other" find Services.
+var defaultDNSOptions = []string{"ndots:5"}
+
+// ClusterDNS is the cluster's DNS service as pods see it.
+type ClusterDNS struct {
+	// Servers are the addresses of the cluster's DNS service; without
+	// them ClusterFirst pods resolve like Default ones.
+	Servers []string
+	// Domain is the cluster's DNS domain (cluster.local); pods search
+	// <namespace>.svc.<domain>, svc.<domain> and <domain> first.
+	Domain string
+}
+
+// dnsEvent is a warning about a pod's resolver configuration, for an Event
+// on the pod.
+type dnsEvent struct {
+	Reason  string
+	Message string
+}
+
+// The reasons of dnsEvent, the kubelet's.
+const (
+	reasonMissingClusterDNS = "MissingClusterDNS"
+	reasonDNSConfigForming  = "DNSConfigForming"
+)
+
+// missingClusterDNSMessage is said on the pod and on the Node when a pod
+// asks for the cluster's DNS and there is none.
+var missingClusterDNSMessage = fmt.Sprintf("nodelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.", corev1.DNSClusterFirst, corev1.DNSDefault)
+
+// podDNSType is where a pod's resolver configuration starts from.
+type podDNSType int
+
+const (
+	podDNSCluster podDNSType = iota
+	podDNSHost
+	podDNSNone
+)
+
+// dnsType maps a pod's DNS policy to where its resolvers come from. A
+// ClusterFirst pod on the host's network resolves as the host does; it
+// must ask for ClusterFirstWithHostNet to get the cluster's DNS.
+func dnsType(pod *corev1.Pod) (podDNSType, error) {
 	switch pod.Spec.DNSPolicy {
 	case corev1.DNSNone:
+		return podDNSNone, nil
+	case corev1.DNSClusterFirstWithHostNet:
+		return podDNSCluster, nil
+	case corev1.DNSClusterFirst, "":
+		if pod.Spec.HostNetwork {
+			return podDNSHost, nil
+		}
+		return podDNSCluster, nil
+	case corev1.DNSDefault:
+		return podDNSHost, nil
+	}
+	return 0, fmt.Errorf("unknown DNS policy %q", pod.Spec.DNSPolicy)
+}
+
+// podDNSConfig applies a pod's DNS policy and its own dnsConfig to the
+// host's resolver configuration and the cluster's DNS, as the kubelet
+// composes them. The events tell what had to be left out to stay within
+// the limits, and when the cluster's DNS was asked for but is not known.
+func podDNSConfig(pod *corev1.Pod, host resolvConf, cluster ClusterDNS) (*runtimeapi.DNSConfig, []dnsEvent, error) {
+	kind, err := dnsType(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	var events []dnsEvent
+	config := &runtimeapi.DNSConfig{}
+	switch {
+	case kind == podDNSNone:
 		// Only the pod's own dnsConfig.
-	case corev1.DNSDefault, corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, "":
+	case kind == podDNSCluster && len(cluster.Servers) > 0:
+		// The cluster's DNS is the only server: it forwards what it does
+		// not know to the host's resolvers itself.
+		config.Servers = append(config.Servers, cluster.Servers...)
+		config.Searches = clusterSearches(pod.Namespace, cluster.Domain, host.Searches)
+		config.Options = append(config.Options, defaultDNSOptions...)
+	default:
+		if kind == podDNSCluster {
+			events = append(events, dnsEvent{Reason: reasonMissingClusterDNS, Message: missingClusterDNSMessage})
+		}
 		config.Servers = append(config.Servers, host.Nameservers...)
 		config.Searches = append(config.Searches, host.Searches...)
 		config.Options = append(config.Options, host.Options...)
-	default:
-		return nil, nil, fmt.Errorf("unknown DNS policy %q", pod.Spec.DNSPolicy)
 	}
 
 	if own := pod.Spec.DNSConfig; own != nil {
@@ -125,15 +199,25 @@ func podDNSConfig(pod *corev1.Pod, host resolvConf) (*runtimeapi.DNSConfig, []st
 		config.Options = mergeDNSOptions(config.Options, options)
 	}
 
-	var warnings []string
 	var cut bool
 	if config.Servers, cut = limitNameservers(config.Servers); cut {
-		warnings = append(warnings, fmt.Sprintf("Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: %s", strings.Join(config.Servers, " ")))
+		events = append(events, dnsEvent{Reason: reasonDNSConfigForming, Message: fmt.Sprintf("Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: %s", strings.Join(config.Servers, " "))})
 	}
 	if config.Searches, cut = limitSearches(config.Searches); cut {
-		warnings = append(warnings, fmt.Sprintf("Search Line limits were exceeded, some search paths have been omitted, the applied search line is: %s", strings.Join(config.Searches, " ")))
+		events = append(events, dnsEvent{Reason: reasonDNSConfigForming, Message: fmt.Sprintf("Search Line limits were exceeded, some search paths have been omitted, the applied search line is: %s", strings.Join(config.Searches, " "))})
 	}
-	return config, warnings, nil
+	return config, events, nil
+}
+
+// clusterSearches are the search domains of a pod that resolves through
+// the cluster's DNS: its namespace's Services, all Services, the cluster,
+// then the host's.
+func clusterSearches(namespace, domain string, hostSearches []string) []string {
+	if domain == "" {
+		return append([]string(nil), hostSearches...)
+	}
+	searches := []string{namespace + ".svc." + domain, "svc." + domain, domain}
+	return withoutDuplicates(append(searches, hostSearches...))
 }
 
 func limitNameservers(servers []string) ([]string, bool) {
@@ -180,8 +264,9 @@ func withoutDuplicates(values []string) []string {
 }
 
 // dnsConfig reads the host's resolver configuration when the pod's policy
-// uses it and returns the pod's. Limits exceeded are reported as the
-// kubelet does, with a DNSConfigForming event on the pod.
+// uses it and returns the pod's. What had to be cut or fell back is told
+// as the kubelet does, with DNSConfigForming and MissingClusterDNS events
+// (the latter on the Node too).
 func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
 	var host resolvConf
 	if pod.Spec.DNSPolicy != corev1.DNSNone {
@@ -194,14 +279,26 @@ func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
 			return nil, err
 		}
 	}
-	config, warnings, err := podDNSConfig(pod, host)
+	config, events, err := podDNSConfig(pod, host, m.config.ClusterDNS)
 	if err != nil {
 		return nil, err
 	}
-	for _, warning := range warnings {
-		m.recorder.Event(pod, corev1.EventTypeWarning, "DNSConfigForming", warning)
+	for _, e := range events {
+		if e.Reason == reasonMissingClusterDNS {
+			m.recorder.Eventf(pod, corev1.EventTypeWarning, e.Reason, "pod: %q. %s", podDescription(pod), e.Message)
+			if m.config.NodeName != "" {
+				m.recorder.Event(nodeRef(m.config.NodeName), corev1.EventTypeWarning, e.Reason, e.Message)
+			}
+			continue
+		}
+		m.recorder.Event(pod, corev1.EventTypeWarning, e.Reason, e.Message)
 	}
 	return config, nil
+}
+
+// nodeRef points an event at the Node, as the kubelet's node events do.
+func nodeRef(name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
 
 func readResolvConf(path string) (resolvConf, error) {

@@ -39,9 +39,18 @@ type Config struct {
 	// default handler.
 	RuntimeClasses RuntimeClasses
 	// ResolvConf is the host's resolver configuration that pods with the
-	// Default DNS policy (and, while there is no cluster DNS, ClusterFirst)
+	// Default DNS policy (and ClusterFirst, when there is no cluster DNS)
 	// inherit. Empty means /etc/resolv.conf.
 	ResolvConf string
+	// ClusterDNS is the cluster's DNS service, which ClusterFirst pods
+	// resolve through; its domain also makes the FQDN of pods with a
+	// subdomain.
+	ClusterDNS ClusterDNS
+	// HostsFile is the node's hosts file, which pods on the host's network
+	// get (with their hostAliases) as /etc/hosts. Empty means /etc/hosts.
+	HostsFile string
+	// NodeName names the Node in the events about it (MissingClusterDNS).
+	NodeName string
 	// SandboxIPs, when set, gives the addresses nodelet itself handed a
 	// sandbox (the agent network mode); they stand in for the ones the
 	// runtime reports. known is false for a sandbox it did not network.

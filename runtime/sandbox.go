@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -33,11 +32,13 @@ func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32, env *Po
 
 	// A host-network pod has the node's hostname; the runtime keeps it.
 	if !pod.Spec.HostNetwork {
-		hostname, err := podHostname(pod)
+		hostname, domain, err := podHostnameAndDomain(pod, m.config.ClusterDNS.Domain)
 		if err != nil {
 			return nil, err
 		}
-		config.Hostname = hostname
+		if config.Hostname, err = kernelHostname(hostname, domain, pod.Spec.SetHostnameAsFQDN); err != nil {
+			return nil, err
+		}
 	}
 
 	dns, err := m.dnsConfig(pod)
@@ -67,49 +68,6 @@ func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32, env *Po
 // parse.
 func podLogDir(root, namespace, name string, uid types.UID) string {
 	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
-}
-
-// maxHostnameLength is the kernel's limit: 64 bytes with the final NUL.
-const maxHostnameLength = 63
-
-// podHostname is the hostname the pod sees: hostnameOverride, else
-// spec.hostname, else the pod's name, cut to the kernel's limit. With a
-// cluster domain, a subdomain would also give the pod a domain; there is no
-// cluster domain yet, so the hostname is all there is.
-func podHostname(pod *corev1.Pod) (string, error) {
-	if pod.Spec.HostnameOverride != nil {
-		hostname := *pod.Spec.HostnameOverride
-		if msgs := validation.IsDNS1123Subdomain(hostname); len(msgs) != 0 {
-			return "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", hostname, strings.Join(msgs, ";"))
-		}
-		return truncateHostname(pod.Name, hostname)
-	}
-	hostname := pod.Name
-	if pod.Spec.Hostname != "" {
-		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
-			return "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, ";"))
-		}
-		hostname = pod.Spec.Hostname
-	}
-	if pod.Spec.Subdomain != "" {
-		if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
-			return "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, ";"))
-		}
-	}
-	return truncateHostname(pod.Name, hostname)
-}
-
-// truncateHostname cuts a long hostname (pod names may be 253 characters)
-// and drops the '-' and '.' that a hostname cannot end with.
-func truncateHostname(podName, hostname string) (string, error) {
-	if len(hostname) <= maxHostnameLength {
-		return hostname, nil
-	}
-	truncated := strings.TrimRight(hostname[:maxHostnameLength], "-.")
-	if truncated == "" {
-		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
-	}
-	return truncated, nil
 }
 
 // portMappings are the host ports the pod's containers ask for. Within a

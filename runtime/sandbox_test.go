@@ -89,6 +89,38 @@ func TestGenerateSandboxConfig(t *testing.T) {
 			mutatePod:  func(p *corev1.Pod) { p.Spec.Hostname = "db-0"; p.Spec.Subdomain = "db" },
 			mutateWant: func(c *runtimeapi.PodSandboxConfig) { c.Hostname = "db-0" },
 		},
+		"the cluster's DNS serves a ClusterFirst pod": {
+			mutateConfig: func(c *Config) { c.ClusterDNS = ClusterDNS{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"} },
+			mutateWant: func(c *runtimeapi.PodSandboxConfig) {
+				c.DnsConfig = &runtimeapi.DNSConfig{
+					Servers:  []string{"10.96.0.10"},
+					Searches: []string{"default.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"},
+					Options:  []string{"ndots:5"},
+				}
+			},
+		},
+		"setHostnameAsFQDN with a subdomain makes the FQDN the hostname": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Hostname = "db-0"
+				p.Spec.Subdomain = "db"
+				p.Spec.SetHostnameAsFQDN = ptr.To(true)
+			},
+			mutateConfig: func(c *Config) { c.ClusterDNS.Domain = "cluster.local" },
+			mutateWant:   func(c *runtimeapi.PodSandboxConfig) { c.Hostname = "db-0.db.default.svc.cluster.local" },
+		},
+		"setHostnameAsFQDN without a subdomain keeps the short hostname": {
+			mutatePod:    func(p *corev1.Pod) { p.Spec.SetHostnameAsFQDN = ptr.To(true) },
+			mutateConfig: func(c *Config) { c.ClusterDNS.Domain = "cluster.local" },
+		},
+		"an FQDN longer than 64 characters is an error": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.Hostname = strings.Repeat("h", 36)
+				p.Spec.Subdomain = "db"
+				p.Spec.SetHostnameAsFQDN = ptr.To(true)
+			},
+			mutateConfig: func(c *Config) { c.ClusterDNS.Domain = "cluster.local" },
+			wantErr:      "is too long (64 characters is the max, 65 characters requested)",
+		},
 		"hostnameOverride wins over spec.hostname": {
 			mutatePod:  func(p *corev1.Pod) { p.Spec.Hostname = "db-0"; p.Spec.HostnameOverride = ptr.To("db.internal") },
 			mutateWant: func(c *runtimeapi.PodSandboxConfig) { c.Hostname = "db.internal" },
@@ -262,6 +294,7 @@ func TestGenerateSandboxConfigReportsDNSLimits(t *testing.T) {
 	recorder := record.NewFakeRecorder(10)
 	m := &Manager{config: Config{PodLogDir: dir, ResolvConf: resolvConfPath}, recorder: recorder}
 	pod := sandboxTestPod()
+	pod.Spec.DNSPolicy = corev1.DNSDefault
 	pod.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"9.9.9.9"}}
 
 	if _, err := m.generateSandboxConfig(pod, 0, &PodEnv{}); err != nil {
@@ -269,6 +302,33 @@ func TestGenerateSandboxConfigReportsDNSLimits(t *testing.T) {
 	}
 	want := "Warning DNSConfigForming Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.0.0.1 10.0.0.2 10.0.0.3"
 	if diff := cmp.Diff([]string{want}, drainEvents(recorder)); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestGenerateSandboxConfigReportsMissingClusterDNS(t *testing.T) {
+	dir := t.TempDir()
+	resolvConfPath := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolvConfPath, []byte("nameserver 10.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recorder := record.NewFakeRecorder(10)
+	m := &Manager{config: Config{PodLogDir: dir, ResolvConf: resolvConfPath, NodeName: "node-1"}, recorder: recorder}
+
+	got, err := m.generateSandboxConfig(sandboxTestPod(), 0, &PodEnv{})
+	if err != nil {
+		t.Fatalf("generateSandboxConfig() error = %v", err)
+	}
+	if diff := cmp.Diff([]string{"10.0.0.1"}, got.DnsConfig.Servers); diff != "" {
+		t.Errorf("nameservers mismatch (-want +got):\n%s", diff)
+	}
+	// One on the pod, one on the Node, as the kubelet tells both.
+	message := `nodelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
+	want := []string{
+		`Warning MissingClusterDNS pod: "web_default(uid-1)". ` + message,
+		"Warning MissingClusterDNS " + message,
+	}
+	if diff := cmp.Diff(want, drainEvents(recorder)); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}
 }

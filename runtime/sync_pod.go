@@ -25,7 +25,8 @@ type PodEnv struct {
 	// it. A volume missing here cannot be mounted.
 	VolumePaths map[string]string
 	// PodDir is the pod's own folder under nodelet's root folder. Each
-	// container's termination message file is made under it.
+	// container's termination message file and the pod's hosts file are
+	// made under it.
 	PodDir string
 
 	// HostIPs are the node's IPs, primary first: status.hostIP(s) in env,
@@ -45,7 +46,7 @@ type PodEnv struct {
 	PullSecrets []corev1.Secret
 
 	// podIPs are the pod's IPs, which SyncPod fills in once the sandbox
-	// exists, for status.podIP(s) in env.
+	// exists, for status.podIP(s) in env and the pod's hosts file.
 	podIPs []string
 }
 

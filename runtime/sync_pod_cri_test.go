@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,7 @@ func newSyncTestEnv(t *testing.T) *syncTestEnv {
 		PodLogDir:       filepath.Join(dir, "pods"),
 		ContainerLogDir: filepath.Join(dir, "containers"),
 		ResolvConf:      resolvConfPath,
+		ClusterDNS:      ClusterDNS{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"},
 	}
 	m := &Manager{
 		runtime:     rt,
@@ -172,6 +174,22 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	link := filepath.Join(e.linkDir, "web_default_app-"+c.Id+".log")
 	if target, err := os.Readlink(link); err != nil || target != filepath.Join(logDir, "app", "0.log") {
 		t.Errorf("log link = %q, %v, want it to point at the log file", target, err)
+	}
+
+	// The container's /etc/hosts names the pod at the IP the new sandbox
+	// got, in a file of the pod's folder.
+	hostsPath := filepath.Join(env.PodDir, "etc-hosts")
+	var hostsMounted bool
+	for _, mount := range e.runtime.configs[c.Id].GetMounts() {
+		if mount.ContainerPath == "/etc/hosts" {
+			hostsMounted = mount.HostPath == hostsPath
+		}
+	}
+	if !hostsMounted {
+		t.Errorf("container mounts = %v, want %s at /etc/hosts", e.runtime.configs[c.Id].GetMounts(), hostsPath)
+	}
+	if hosts, err := os.ReadFile(hostsPath); err != nil || !strings.Contains(string(hosts), critest.FakePodSandboxIPs[0]+"\tweb\n") {
+		t.Errorf("hosts file = %q, %v, want the sandbox's IP with the pod's hostname", hosts, err)
 	}
 
 	// Reading the runtime back gives what was created.

@@ -88,6 +88,13 @@ type Env struct {
 	CAFile            string
 	KubeletClientCert string
 	KubeletClientKey  string
+	// ServiceIP is the `kubernetes` Service's ClusterIP.
+	ServiceIP string
+	// ClusterDNS is the kube-dns Service's ClusterIP, nodelet's
+	// --cluster-dns; empty when the stack runs no kube-proxy and CoreDNS
+	// (ADDONS=false). ClusterDomain is nodelet's --cluster-domain.
+	ClusterDNS    string
+	ClusterDomain string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -169,6 +176,9 @@ func LoadEnv(path string) (Env, error) {
 		CAFile:                  get("CA_FILE", false),
 		KubeletClientCert:       get("KUBELET_CLIENT_CERT", false),
 		KubeletClientKey:        get("KUBELET_CLIENT_KEY", false),
+		ServiceIP:               get("SERVICE_IP", false),
+		ClusterDNS:              get("CLUSTER_DNS", false),
+		ClusterDomain:           get("CLUSTER_DOMAIN", false),
 	}
 	if env.NetworkMode == "" {
 		env.NetworkMode = "runtime"

@@ -5,11 +5,12 @@
 //
 // Most tests call t.Parallel. go test runs all sequential top-level tests
 // before it releases the parallel ones, so the tests that do not —
-// TestRestartSafety and TestRestartKeepsProbedPodsReady, which kill
-// nodelet, the ones that restart it with other flags, the 100 MB log, the
-// burst of the status invariants checker, the two termination tests
-// that time what they check, and the pod start metric's, which counts
-// starts while no other test starts pods — always run alone.
+// TestRestartSafety, TestRestartKeepsProbedPodsReady and
+// TestClusterAddOnsSurviveNodeletRestart, which kill nodelet, the ones
+// that restart it with other flags, the 100 MB log, the burst of the
+// status invariants checker, the two termination tests that time what
+// they check, and the pod start metric's, which counts starts while no
+// other test starts pods — always run alone.
 package e2e
 
 import (
