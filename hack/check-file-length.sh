@@ -16,19 +16,17 @@ cd "$REPO_ROOT" || exit
 BUDGET=500
 
 declare -A KNOWN_LONG=(
-	[controllers/pod_status_test.go]=1236
-	[controllers/pod_status.go]=1192
+	[podstatus/generate_test.go]=1236
 	[network/agent.go]=1020
-	[controllers/node_controller.go]=986
 	[volume/manager_test.go]=837
-	[server/server_test.go]=783
+	[server/server_test.go]=824
 	[network/agent_test.go]=748
-	[runtime/container_test.go]=734
-	[controllers/node_controller_test.go]=731
+	[test/e2e/volumes_test.go]=741
 	[test/e2e/network_test.go]=705
-	[test/e2e/volumes_test.go]=679
-	[controllers/pod_controller.go]=667
-	[runtime/container.go]=639
+	[controllers/pod_controller.go]=701
+	[runtime/container_test.go]=691
+	[node/reporter_test.go]=665
+	[runtime/container.go]=602
 	[volume/manager.go]=554
 	[runtime/pod_actions_test.go]=531
 )

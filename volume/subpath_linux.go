@@ -63,8 +63,9 @@ func PrepareSubPath(sp SubPath) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		defer unix.Close(fd)
-		return bindSubPath(fd, sp.target())
+		target, err := bindSubPath(fd, sp.target())
+		unix.Close(fd)
+		return target, err
 	}
 	return "", fmt.Errorf("subPath %q of volume %s: too many symlinks", sp.Path, sp.VolumePath)
 }

@@ -150,8 +150,11 @@ func TestKubeletMetricsProbeMetricsAndCadvisorMetricsOnTheNodesPort(t *testing.T
 		var missing []string
 		err := await.Poll(t.Context(), 30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 			code, b, err := f.nodeAPI(ctx, path, nil, token)
-			if err != nil || code != http.StatusOK {
-				return false, fmt.Errorf("GET %s: %d %v", path, code, err)
+			if err != nil {
+				return false, fmt.Errorf("GET %s: %w", path, err)
+			}
+			if code != http.StatusOK {
+				return false, fmt.Errorf("GET %s: status %d", path, code)
 			}
 			body, missing = b, nil
 			for name, labels := range series {
