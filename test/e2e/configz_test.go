@@ -25,8 +25,8 @@ import (
 
 func TestConfigzServesTheEffectiveConfiguration(t *testing.T) {
 	ns := f.NewNamespace(t)
-	// The stack's flags give --port and --address; the file's are
-	// overridden by them.
+	// The stack's flags give --port and --address (and --cluster-dns
+	// where it runs DNS); the file's are overridden by them.
 	config := filepath.Join(t.TempDir(), "nodelet.yaml")
 	data := `apiVersion: config.nodelet.dev/v1alpha1
 kind: NodeletConfiguration
@@ -60,6 +60,10 @@ authorization:
 		t.Fatalf("GET /configz: %v in %.300q", err, body)
 	}
 	got := configz.NodeletConfig
+	wantClusterDNS := "[10.96.0.10]"
+	if f.Env.ClusterDNS != "" {
+		wantClusterDNS = "[" + f.Env.ClusterDNS + "]"
+	}
 	port, _ := strconv.Atoi(f.Env.NodeletPort)
 	checks := []struct {
 		what      string
@@ -68,7 +72,7 @@ authorization:
 		{"apiVersion", got.APIVersion, "config.nodelet.dev/v1alpha1"},
 		{"kind", got.Kind, "NodeletConfiguration"},
 		{"maxPods (the file's)", got.MaxPods, int32(42)},
-		{"clusterDNS (the file's)", fmt.Sprint(got.ClusterDNS), "[10.96.0.10]"},
+		{"clusterDNS (the stack's flag over the file's, when the stack runs DNS)", fmt.Sprint(got.ClusterDNS), wantClusterDNS},
 		{"authorization.webhook.cacheUnauthorizedTTL (the file's)", got.Authorization.Webhook.CacheUnauthorizedTTL.Duration, 20 * time.Second},
 		{"port (the flag's over the file's)", got.Port, int32(port)},
 		{"clusterDomain (the flag's over the file's)", got.ClusterDomain, "cluster.flag"},
