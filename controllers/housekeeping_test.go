@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	noderuntime "github.com/nodelet/nodelet/runtime"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // removingRuntime is fakeRuntime that records which pods it killed and
@@ -105,14 +107,14 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 
 	// b's runtime pod has no Pod: it is removed, with its folder and
 	// cgroup, by the orphan removal Sweep starts.
-	eventually(t, 10*time.Second, "orphan runtime pod removed", func() error {
+	await.Eventually(t, 10*time.Second, "orphan runtime pod removed", func(context.Context) error {
 		if got := rt.removedPods(); !slices.Equal(got, []types.UID{"b"}) {
 			return fmt.Errorf("removed runtime pods %v, want [b]", got)
 		}
 		return nil
 	})
 	// c has a folder and a cgroup but no runtime pod and no Pod.
-	eventually(t, 10*time.Second, "leftovers removed", func() error {
+	await.Eventually(t, 10*time.Second, "leftovers removed", func(context.Context) error {
 		gotFolders, gotCgroups := folders.removedPods(), cgroups.removedPods()
 		slices.Sort(gotFolders)
 		slices.Sort(gotCgroups)

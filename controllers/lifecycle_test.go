@@ -18,6 +18,8 @@ import (
 	utilexec "k8s.io/utils/exec"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestPodReconcilerLifecycle(t *testing.T) {
@@ -37,7 +39,7 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 		if err := env.client.Delete(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "the pod to be gone", func() error {
+		await.Eventually(t, 30*time.Second, "the pod to be gone", func(context.Context) error {
 			err := env.client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -109,7 +111,7 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, 30*time.Second, "the sandbox stopped", func() error {
+		await.Eventually(t, 30*time.Second, "the sandbox stopped", func(context.Context) error {
 			for _, sb := range env.runtimeSandboxes(t, pod.UID) {
 				if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 					return fmt.Errorf("sandbox %s still ready", sb.Id)

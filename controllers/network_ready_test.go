@@ -14,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestPodsWaitForTheNetworkWithAnEventButHostNetworkPodsRun(t *testing.T) {
@@ -38,7 +40,7 @@ func TestPodsWaitForTheNetworkWithAnEventButHostNetworkPodsRun(t *testing.T) {
 	env.waitForPod(t, client.ObjectKeyFromObject(host), "the host-network pod running", running)
 
 	want := "Warning NetworkNotReady network is not ready: " + notReady.Error()
-	eventually(t, 30*time.Second, "a NetworkNotReady event", func() error {
+	await.Eventually(t, 30*time.Second, "a NetworkNotReady event", func(context.Context) error {
 		for _, e := range env.recordedEvents() {
 			if e == want {
 				return nil

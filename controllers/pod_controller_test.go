@@ -35,6 +35,9 @@ import (
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
+
+	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testenv"
 )
 
 const testNodeName = "test-node"
@@ -112,7 +115,7 @@ func startReconciler(t *testing.T) *reconcilerEnv {
 func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcilerEnv {
 	t.Helper()
 	env := &reconcilerEnv{}
-	cfg := startEnvtest(t)
+	cfg := testenv.StartAPIServer(t)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", testNodeName)},
@@ -182,7 +185,7 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 	if err := mgr.Add(r.NewPLEG(runtimeManager, 100*time.Millisecond, logr.Discard())); err != nil {
 		t.Fatal(err)
 	}
-	runManager(t, mgr)
+	testenv.RunManager(t, mgr)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +216,7 @@ func (e *reconcilerEnv) createNamespace(t *testing.T, name string) {
 func (e *reconcilerEnv) waitForPod(t *testing.T, key types.NamespacedName, what string, check func(*corev1.Pod) error) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
-	eventually(t, 30*time.Second, what, func() error {
+	await.Eventually(t, 30*time.Second, what, func(context.Context) error {
 		if err := e.client.Get(context.Background(), key, pod); err != nil {
 			return err
 		}
@@ -311,7 +314,7 @@ func TestPodReconciler(t *testing.T) {
 			return n
 		}
 		start := relists()
-		eventually(t, 30*time.Second, "ten more relists", func() error {
+		await.Eventually(t, 30*time.Second, "ten more relists", func(context.Context) error {
 			if relists() < start+10 {
 				return fmt.Errorf("%d relists", relists()-start)
 			}
@@ -374,7 +377,7 @@ func TestPodReconciler(t *testing.T) {
 		if err := env.client.Delete(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "pod gone from the API", func() error {
+		await.Eventually(t, 30*time.Second, "pod gone from the API", func(context.Context) error {
 			err := env.client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -408,7 +411,7 @@ func TestPodReconciler(t *testing.T) {
 		if got.UID == old.UID || got.Status.ContainerStatuses[0].RestartCount != 0 {
 			t.Errorf("new pod inherited the old one: uid %s, restartCount %d", got.UID, got.Status.ContainerStatuses[0].RestartCount)
 		}
-		eventually(t, 30*time.Second, "old runtime pod removed", func() error {
+		await.Eventually(t, 30*time.Second, "old runtime pod removed", func(context.Context) error {
 			if n := len(env.runtimeSandboxes(t, old.UID)) + len(env.runtimeContainers(t, old.UID)); n != 0 {
 				return fmt.Errorf("%d runtime objects left", n)
 			}
@@ -437,7 +440,7 @@ func TestPodReconciler(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, 30*time.Second, "sandbox stopped", func() error {
+		await.Eventually(t, 30*time.Second, "sandbox stopped", func(context.Context) error {
 			for _, sb := range env.runtimeSandboxes(t, pod.UID) {
 				if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 					return fmt.Errorf("sandbox %s still ready", sb.Id)

@@ -7,6 +7,7 @@ package node
 // stand-in CNI plugins and real files in t.TempDir().
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -28,6 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testenv"
 )
 
 var nodeQuantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
@@ -504,7 +508,7 @@ func TestReadMachineInfo(t *testing.T) {
 }
 
 func TestNodeLoopsAgainstAPIServer(t *testing.T) {
-	cfg := startEnvtest(t)
+	cfg := testenv.StartAPIServer(t)
 	const nodeName = "node-under-test"
 
 	fakeRuntime := critest.NewFakeRuntimeService()
@@ -539,14 +543,14 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx := runManager(t, mgr)
+	ctx := testenv.RunManager(t, mgr)
 
 	admin, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	readyIs := func(want corev1.ConditionStatus) func() error {
-		return func() error {
+	readyIs := func(want corev1.ConditionStatus) func(context.Context) error {
+		return func(context.Context) error {
 			node := &corev1.Node{}
 			if err := admin.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 				return err
@@ -560,7 +564,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 	}
 
 	t.Run("registers the node, ready, with its addresses and runtime", func(t *testing.T) {
-		eventually(t, 30*time.Second, "node Ready=True", readyIs(corev1.ConditionTrue))
+		await.Eventually(t, 30*time.Second, "node Ready=True", readyIs(corev1.ConditionTrue))
 		node := &corev1.Node{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 			t.Fatal(err)
@@ -596,7 +600,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		}
 		key := client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: nodeName}
 		var first time.Time
-		eventually(t, 30*time.Second, "lease with an owner", func() error {
+		await.Eventually(t, 30*time.Second, "lease with an owner", func(context.Context) error {
 			lease := &coordinationv1.Lease{}
 			if err := admin.Get(ctx, key, lease); err != nil {
 				return err
@@ -617,7 +621,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 			first = lease.Spec.RenewTime.Time
 			return nil
 		})
-		eventually(t, 10*time.Second, "renewTime advancing", func() error {
+		await.Eventually(t, 10*time.Second, "renewTime advancing", func(context.Context) error {
 			lease := &coordinationv1.Lease{}
 			if err := admin.Get(ctx, key, lease); err != nil {
 				return err
@@ -638,7 +642,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		if err := admin.Update(ctx, lease); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "lease taken back", func() error {
+		await.Eventually(t, 10*time.Second, "lease taken back", func(context.Context) error {
 			lease := &coordinationv1.Lease{}
 			if err := admin.Get(ctx, key, lease); err != nil {
 				return err
@@ -660,6 +664,6 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		if err := admin.Status().Update(ctx, node); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "node Ready=True again", readyIs(corev1.ConditionTrue))
+		await.Eventually(t, 10*time.Second, "node Ready=True again", readyIs(corev1.ConditionTrue))
 	})
 }

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	noderuntime "github.com/nodelet/nodelet/runtime"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func pod(uid types.UID, sandboxes map[string]noderuntime.SandboxState, containers map[string]noderuntime.ContainerState) *noderuntime.PodStatus {
@@ -227,7 +229,7 @@ func startPLEG(t *testing.T, rt *fakeRuntime, events chan event.GenericEvent) (*
 func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
 	rt := &fakeRuntime{listed: map[types.UID]*noderuntime.PodStatus{}}
 	clk, _ := startPLEG(t, rt, make(chan event.GenericEvent, 10))
-	eventually(t, 10*time.Second, "first relist", func() error {
+	await.Eventually(t, 10*time.Second, "first relist", func(context.Context) error {
 		if rt.lists() < 1 {
 			return fmt.Errorf("no relist yet")
 		}
@@ -235,14 +237,14 @@ func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
 	})
 	for want := 2; want <= 4; want++ {
 		// Step the clock only once the PLEG waits on its ticker.
-		eventually(t, 10*time.Second, "PLEG waiting", func() error {
+		await.Eventually(t, 10*time.Second, "PLEG waiting", func(context.Context) error {
 			if !clk.HasWaiters() {
 				return fmt.Errorf("no waiter")
 			}
 			return nil
 		})
 		clk.Step(time.Second)
-		eventually(t, 10*time.Second, fmt.Sprintf("relist %d", want), func() error {
+		await.Eventually(t, 10*time.Second, fmt.Sprintf("relist %d", want), func(context.Context) error {
 			if got := rt.lists(); got < want {
 				return fmt.Errorf("%d relists", got)
 			}
@@ -272,22 +274,5 @@ func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
 	}
 	if got, ok := cache.GetNewerThan("a", time.Time{}); !ok || len(got.Containers) != 1 {
 		t.Errorf("cache after the event = %v, %v; want the pod with its container", got, ok)
-	}
-}
-
-// eventually polls check until it passes, or fails the test at the
-// deadline with check's last error.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
