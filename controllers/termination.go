@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -112,14 +113,10 @@ func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *no
 func startedSidecar(pod *corev1.Pod, started []string) bool {
 	for _, name := range started {
 		for i := range pod.Spec.InitContainers {
-			if pod.Spec.InitContainers[i].Name == name && isSidecar(&pod.Spec.InitContainers[i]) {
+			if pod.Spec.InitContainers[i].Name == name && podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-func isSidecar(container *corev1.Container) bool {
-	return container != nil && container.RestartPolicy != nil && *container.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // ContainerResource returns a container's resource as the downward API
@@ -23,7 +25,7 @@ func ContainerResource(pod *corev1.Pod, containerName string, ref *corev1.Resour
 	if ref.ContainerName != "" {
 		containerName = ref.ContainerName
 	}
-	container := findContainer(pod, containerName)
+	container := podutil.ContainerByName(pod, containerName)
 	if container == nil {
 		return "", fmt.Errorf("container %s not found", containerName)
 	}
@@ -101,19 +103,4 @@ func ceilDiv(a, b int64) int64 {
 		q++
 	}
 	return q
-}
-
-// findContainer finds a regular or init container by name.
-func findContainer(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -60,9 +61,9 @@ func (v statusView) initializedCondition(s *corev1.PodStatus, condition conditio
 		switch {
 		case status == nil:
 			unknown = append(unknown, container.Name)
-		case isSidecar(container) && (status.Started == nil || !*status.Started):
+		case podutil.IsSidecar(container) && (status.Started == nil || !*status.Started):
 			incomplete = append(incomplete, container.Name)
-		case !isSidecar(container) && !status.Ready:
+		case !podutil.IsSidecar(container) && !status.Ready:
 			incomplete = append(incomplete, container.Name)
 		}
 	}
@@ -101,7 +102,7 @@ func containersReadyCondition(pod *corev1.Pod, s *corev1.PodStatus, condition co
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 			check(pod.Spec.InitContainers[i].Name, s.InitContainerStatuses)
 		}
 	}

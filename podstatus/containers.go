@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelet/nodelet/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -187,7 +188,7 @@ func (v statusView) applyWaitingReason(container *corev1.Container, status *core
 			return
 		}
 		// Its record is gone, but regular containers exist: it succeeded.
-		if newest == nil && !isSidecar(container) && status.State.Waiting != nil && v.anyRegularContainerCreated() {
+		if newest == nil && !podutil.IsSidecar(container) && status.State.Waiting != nil && v.anyRegularContainerCreated() {
 			status.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				Reason:   reasonCompleted,
 				Message:  messageInitContainerGone,
@@ -275,7 +276,7 @@ func (v statusView) setStartedAndReady(s *corev1.PodStatus) {
 		status.Started = &started
 		status.Ready = false
 		switch {
-		case isInit && !isSidecar(container):
+		case isInit && !podutil.IsSidecar(container):
 			status.Ready = status.State.Terminated != nil && status.State.Terminated.ExitCode == 0
 		case started:
 			status.Ready = probed(v.in.Ready, status.Name)
@@ -328,12 +329,6 @@ func truncateTerminationMessages(pod *corev1.Pod, s *corev1.PodStatus) {
 			truncate(&list[i].LastTerminationState)
 		}
 	}
-}
-
-// isSidecar reports whether an init container is a sidecar: restarted
-// whenever it stops, and running alongside the regular containers.
-func isSidecar(container *corev1.Container) bool {
-	return container != nil && container.RestartPolicy != nil && *container.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 func findContainer(containers []corev1.Container, name string) *corev1.Container {

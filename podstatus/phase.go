@@ -3,6 +3,7 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -71,7 +72,7 @@ func podInitialized(pod *corev1.Pod, s *corev1.PodStatus) bool {
 	if container == nil {
 		return false
 	}
-	if isSidecar(container) {
+	if podutil.IsSidecar(container) {
 		return last.State.Running != nil && last.Started != nil && *last.Started
 	}
 	succeeded := func(t *corev1.ContainerStateTerminated) bool { return t != nil && t.ExitCode == 0 }
@@ -101,7 +102,7 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 	pendingInit, pendingSidecars, failedInit := 0, 0, 0
 	for i := range spec.InitContainers {
 		container := &spec.InitContainers[i]
-		if isSidecar(container) {
+		if podutil.IsSidecar(container) {
 			continue
 		}
 		status := findContainerStatus(initStatuses, container.Name)
@@ -128,7 +129,7 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 	unknown, running, waiting, stopped, stoppedForGood, succeeded := 0, 0, 0, 0, 0, 0
 	for i := range spec.InitContainers {
 		container := &spec.InitContainers[i]
-		if !isSidecar(container) {
+		if !podutil.IsSidecar(container) {
 			continue
 		}
 		status := findContainerStatus(initStatuses, container.Name)

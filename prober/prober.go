@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/action"
+	"github.com/nodelet/nodelet/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -316,7 +317,7 @@ func probedContainers(pod *corev1.Pod) []probedContainer {
 	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if podutil.IsSidecar(c) {
 			out = append(out, probedContainer{container: c, sidecar: true})
 		}
 	}

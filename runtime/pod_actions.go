@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // Crash-loop back-off, as the kubelet's: the first restart is immediate, the
@@ -234,7 +236,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 	last := len(pod.Spec.InitContainers) - 1
 	for i := last; i >= 0; i-- {
 		container := &pod.Spec.InitContainers[i]
-		sidecar := isSidecar(container)
+		sidecar := podutil.IsSidecar(container)
 		// Init containers count only in the sandbox they ran in: a new
 		// sandbox runs them all again.
 		latest := latestInSandbox(status, container.Name, sandboxID)
@@ -316,12 +318,6 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 		actions.InitContainersToStart = append(actions.InitContainersToStart, toStart[i])
 	}
 	return initialized
-}
-
-// isSidecar reports whether an init container is a sidecar: restarted
-// whenever it stops, and running beside the regular containers.
-func isSidecar(container *corev1.Container) bool {
-	return container.RestartPolicy != nil && *container.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // actionsForNewSandbox plans a pod whose sandbox must be (re)created: all

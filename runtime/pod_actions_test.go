@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -37,7 +39,7 @@ func running(name, sandboxID string, restartCount int, pod *corev1.Pod) *Contain
 		State:        ContainerRunning,
 		CreatedAt:    testNow.Add(-time.Hour),
 		StartedAt:    testNow.Add(-time.Hour),
-		Hash:         HashContainer(ContainerSpec(pod, name)),
+		Hash:         HashContainer(podutil.ContainerByName(pod, name)),
 		RestartCount: restartCount,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/kubeletmetrics"
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // PodEnv is what the rest of nodelet has prepared for a pod before the
@@ -180,7 +181,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	// back the others; any other init container does.
 	for _, plan := range actions.InitContainersToStart {
 		container := &pod.Spec.InitContainers[plan.Index]
-		if !start(container, kubeletmetrics.InitContainer, plan, "") && !isSidecar(container) {
+		if !start(container, kubeletmetrics.InitContainer, plan, "") && !podutil.IsSidecar(container) {
 			break
 		}
 	}
@@ -413,7 +414,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, kill conta
 	var container *corev1.Container
 	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
 	if pod != nil {
-		container = ContainerSpec(pod, kill.Name)
+		container = podutil.ContainerByName(pod, kill.Name)
 		grace = containerGracePeriodSeconds(pod, container, kill.Reason)
 	}
 	if kill.GracePeriodOverride != nil {
@@ -468,27 +469,6 @@ func firstIP(ips []string) string {
 		return ""
 	}
 	return ips[0]
-}
-
-// ContainerSpec finds a container of the pod by name, init and ephemeral
-// containers included.
-func ContainerSpec(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			return (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		}
-	}
-	return nil
 }
 
 // grpcMessage is the runtime's own words, without gRPC's prefix.

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // terminationOrder orders the stop of a pod with sidecars, as the kubelet
@@ -48,7 +50,7 @@ func newTerminationOrder(pod *corev1.Pod, running []string, clk clock.Clock) *te
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		container := &pod.Spec.InitContainers[i]
 		ch := channel(container.Name)
-		if !isSidecar(container) {
+		if !podutil.IsSidecar(container) {
 			continue
 		}
 		o.waitFor[container.Name] = append(o.waitFor[container.Name], regular...)
@@ -94,7 +96,7 @@ func (o *terminationOrder) stopped(name string) {
 // always.
 func hasSidecar(pod *corev1.Pod) bool {
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if podutil.IsSidecar(&pod.Spec.InitContainers[i]) {
 			return true
 		}
 	}

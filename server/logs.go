@@ -21,7 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/logs"
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // serveContainerLogs serves /containerLogs/{namespace}/{pod}/{container},
@@ -58,7 +58,7 @@ func (s *Server) serveContainerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %q does not exist", podName), http.StatusNotFound)
 		return
 	}
-	if noderuntime.ContainerSpec(pod, containerName) == nil {
+	if podutil.ContainerByName(pod, containerName) == nil {
 		http.Error(w, fmt.Sprintf("container %q not found in pod %q", containerName, podName), http.StatusNotFound)
 		return
 	}

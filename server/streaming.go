@@ -15,7 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // streamOptions are the streams an exec or attach asks for.
@@ -118,7 +118,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "pod does not exist", http.StatusNotFound)
 		return
 	}
-	spec := noderuntime.ContainerSpec(pod, containerName)
+	spec := podutil.ContainerByName(pod, containerName)
 	if spec == nil {
 		writeStreamingError(w, fmt.Errorf("container %s not found in pod %s", containerName, podFullName(namespace, podName)))
 		return

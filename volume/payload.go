@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodelet/nodelet/fieldpath"
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // What a volume's files hold, computed from plain values: the objects
@@ -241,7 +242,7 @@ func podMemoryLimit(pod *corev1.Pod) int64 {
 		if !ok {
 			return 0
 		}
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if podutil.IsSidecar(c) {
 			// A sidecar keeps running beside what starts after it.
 			running += limit
 			sidecars += limit
