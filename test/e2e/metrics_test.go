@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelet/nodelet/internal/await"
 )
@@ -47,10 +48,33 @@ func startSLICount(ctx context.Context) (int, error) {
 // The histogram has no label naming a pod (the kubelet's has none either),
 // so the test runs alone (no t.Parallel): the sequential tests before it
 // have waited for their namespaces to be gone and the parallel ones have
-// not begun, so no other pod starts while it counts.
+// not begun, and the stack's own pods (DNS, kube-proxy) have started before
+// it counts, so no other pod starts while it counts.
 func TestPodStartLatencyIsObservedOnTheMetricsEndpoint(t *testing.T) {
 	const measured = 3
 	ns := f.NewNamespace(t)
+	await.Eventually(t, 2*time.Minute, "every other pod on the node to have all its containers running", func(ctx context.Context) error {
+		pods, err := f.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + f.Env.NodeName})
+		if err != nil {
+			return err
+		}
+		for _, pod := range pods.Items {
+			if pod.Namespace == ns || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			// A start is counted when the status shows every container
+			// running, before that status is written.
+			if pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) < len(pod.Spec.Containers) {
+				return fmt.Errorf("pod %s/%s is %s", pod.Namespace, pod.Name, pod.Status.Phase)
+			}
+			for _, c := range pod.Status.ContainerStatuses {
+				if c.State.Running == nil {
+					return fmt.Errorf("container %s of pod %s/%s is not running", c.Name, pod.Namespace, pod.Name)
+				}
+			}
+		}
+		return nil
+	})
 	before, err := startSLICount(t.Context())
 	if err != nil {
 		t.Fatal(err)
