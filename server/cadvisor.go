@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -18,19 +17,14 @@ import (
 // probeMetricsHandler serves /metrics/probes, the probe results and
 // durations, as the kubelet serves them apart from its own metrics.
 func (s *Server) probeMetricsHandler() http.Handler {
-	if s.cfg.ProbeMetrics == nil {
-		return http.NotFoundHandler()
-	}
-	return promhttp.HandlerFor(s.cfg.ProbeMetrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return gathererHandler(s.cfg.ProbeMetrics)
 }
 
 // cadvisorMetricsHandler serves /metrics/cadvisor: the container metrics
 // the kubelet's embedded cAdvisor serves, under its names and labels, read
 // from the runtime's own stats (CRI ListContainerStats) at each scrape.
 func (s *Server) cadvisorMetricsHandler() http.Handler {
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(&cadvisorCollector{runtime: s.cfg.Runtime})
-	return promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return collectorHandler(&cadvisorCollector{runtime: s.cfg.Runtime})
 }
 
 // cadvisorLabels are cAdvisor's labels for a container of a pod: id and

@@ -13,19 +13,31 @@ import (
 // metricsHandler serves nodelet's own metrics (pod start latency, PLEG,
 // controller-runtime's), as the kubelet serves its own on /metrics.
 func (s *Server) metricsHandler() http.Handler {
-	if s.cfg.Metrics == nil {
+	return gathererHandler(s.cfg.Metrics)
+}
+
+// gathererHandler serves the metrics of g in Prometheus' format, a metric
+// that fails to gather left out rather than the whole answer; nil serves
+// 404.
+func gathererHandler(g prometheus.Gatherer) http.Handler {
+	if g == nil {
 		return http.NotFoundHandler()
 	}
-	return promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// collectorHandler serves what c collects at each scrape.
+func collectorHandler(c prometheus.Collector) http.Handler {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(c)
+	return gathererHandler(registry)
 }
 
 // resourceMetricsHandler serves /metrics/resource, what metrics-server
 // scrapes for `kubectl top`: the CPU and memory of the node, its pods and
 // their containers, under the kubelet's metric names.
 func (s *Server) resourceMetricsHandler() http.Handler {
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(&resourceCollector{stats: s.stats})
-	return promhttp.HandlerFor(registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return collectorHandler(&resourceCollector{stats: s.stats})
 }
 
 var (
