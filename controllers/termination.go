@@ -34,7 +34,7 @@ func (r *PodReconciler) startKill(ctx context.Context, pod *corev1.Pod) (context
 	ctx, cancel := context.WithCancel(ctx)
 	shortened := new(bool)
 	r.mu.Lock()
-	r.kills[pod.UID] = podKill{grace: deletionGracePeriod(pod), cancel: cancel, shortened: shortened}
+	r.kills[pod.UID] = podKill{grace: podutil.TerminationGracePeriodSeconds(pod), cancel: cancel, shortened: shortened}
 	r.mu.Unlock()
 	// The cache may have seen the shorter grace period before the kill was
 	// registered; its update event then found nothing to interrupt.
@@ -74,22 +74,10 @@ func (r *PodReconciler) shortenKill(pod *corev1.Pod) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if k, ok := r.kills[pod.UID]; ok && deletionGracePeriod(pod) < k.grace {
+	if k, ok := r.kills[pod.UID]; ok && podutil.TerminationGracePeriodSeconds(pod) < k.grace {
 		*k.shortened = true
 		k.cancel()
 	}
-}
-
-// deletionGracePeriod is the grace period a pod being deleted gets: the
-// delete's own, else its spec's.
-func deletionGracePeriod(pod *corev1.Pod) int64 {
-	if pod.DeletionGracePeriodSeconds != nil {
-		return *pod.DeletionGracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return corev1.DefaultTerminationGracePeriodSeconds
 }
 
 // failPod fails a pod that must not run on (it ran past its

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // Labels and annotations make the runtime's records self-describing: from
@@ -86,7 +88,7 @@ func newContainerAnnotations(pod *corev1.Pod, container *corev1.Container, resta
 		AnnotationRestartCount:             strconv.Itoa(restartCount),
 		AnnotationTerminationMessagePath:   container.TerminationMessagePath,
 		AnnotationTerminationMessagePolicy: string(container.TerminationMessagePolicy),
-		AnnotationPodTerminationGrace:      strconv.FormatInt(terminationGracePeriodSeconds(pod), 10),
+		AnnotationPodTerminationGrace:      strconv.FormatInt(podutil.TerminationGracePeriodSeconds(pod), 10),
 	}
 	if backoff > 0 {
 		annotations[AnnotationRestartBackoff] = backoff.String()
@@ -134,16 +136,4 @@ func HashContainer(container *corev1.Container) string {
 	h.Write([]byte{0})
 	h.Write([]byte(container.Image))
 	return strconv.FormatUint(uint64(h.Sum32()), 16)
-}
-
-// terminationGracePeriodSeconds is the pod's grace period: a delete's own
-// grace period when the pod is being deleted, else the spec's (default 30s).
-func terminationGracePeriodSeconds(pod *corev1.Pod) int64 {
-	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-		return *pod.DeletionGracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return corev1.DefaultTerminationGracePeriodSeconds
 }

@@ -461,7 +461,7 @@ func containerGracePeriodSeconds(pod *corev1.Pod, container *corev1.Container, r
 			return *probe.TerminationGracePeriodSeconds
 		}
 	}
-	return terminationGracePeriodSeconds(pod)
+	return podutil.TerminationGracePeriodSeconds(pod)
 }
 
 func firstIP(ips []string) string {
