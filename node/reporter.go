@@ -21,15 +21,14 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
-// Defaults of NodeStatusOptions and LeaseOptions.
+// Defaults of NodeStatusOptions and LeaseOptions that the configuration
+// file does not set (those it does come from package v1alpha1).
 const (
 	defaultNodeletVersion     = "v0.0.0-dev"
-	defaultKubeletPort        = 10250
-	defaultMaxPods            = 110
-	defaultRootDir            = "/var/lib/nodelet"
-	defaultStatusUpdatePeriod = 10 * time.Second
 	defaultStatusReportPeriod = 5 * time.Minute
 	defaultLeaseDuration      = 40
 	defaultLeaseRenewInterval = 10 * time.Second
@@ -132,16 +131,16 @@ func NewNodeStatusReporter(c client.Client, reader client.Reader, runtime Runtim
 		opts.NodeletVersion = defaultNodeletVersion
 	}
 	if opts.KubeletPort == 0 {
-		opts.KubeletPort = defaultKubeletPort
+		opts.KubeletPort = v1alpha1.DefaultPort
 	}
 	if opts.MaxPods == 0 {
-		opts.MaxPods = defaultMaxPods
+		opts.MaxPods = v1alpha1.DefaultMaxPods
 	}
 	if opts.RootDir == "" {
-		opts.RootDir = defaultRootDir
+		opts.RootDir = v1alpha1.DefaultRootDir
 	}
 	if opts.UpdateFrequency <= 0 {
-		opts.UpdateFrequency = defaultStatusUpdatePeriod
+		opts.UpdateFrequency = v1alpha1.DefaultNodeStatusUpdateFrequency
 	}
 	if opts.ReportFrequency <= 0 {
 		opts.ReportFrequency = defaultStatusReportPeriod

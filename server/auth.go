@@ -21,12 +21,8 @@ import (
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
-)
 
-// Authorization modes, the kubelet's --authorization-mode values.
-const (
-	AuthorizationWebhook     = "Webhook"
-	AuthorizationAlwaysAllow = "AlwaysAllow"
+	"github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
 // AuthOptions decide who may use the node's API, as the kubelet's
@@ -43,9 +39,9 @@ type AuthOptions struct {
 	// the answer for TokenCacheTTL.
 	TokenWebhook  bool
 	TokenCacheTTL time.Duration
-	// AuthorizationMode is Webhook (a SubjectAccessReview per request,
-	// answers remembered for AuthorizedTTL or UnauthorizedTTL) or
-	// AlwaysAllow.
+	// AuthorizationMode is v1alpha1.AuthorizationModeWebhook (a
+	// SubjectAccessReview per request, answers remembered for
+	// AuthorizedTTL or UnauthorizedTTL) or AuthorizationModeAlwaysAllow.
 	AuthorizationMode string
 	AuthorizedTTL     time.Duration
 	UnauthorizedTTL   time.Duration
@@ -54,9 +50,9 @@ type AuthOptions struct {
 // Validate checks the options.
 func (o AuthOptions) Validate() error {
 	switch o.AuthorizationMode {
-	case AuthorizationWebhook, AuthorizationAlwaysAllow:
+	case v1alpha1.AuthorizationModeWebhook, v1alpha1.AuthorizationModeAlwaysAllow:
 	default:
-		return fmt.Errorf("authorization mode must be %s or %s, not %q", AuthorizationWebhook, AuthorizationAlwaysAllow, o.AuthorizationMode)
+		return fmt.Errorf("authorization mode must be %s or %s, not %q", v1alpha1.AuthorizationModeWebhook, v1alpha1.AuthorizationModeAlwaysAllow, o.AuthorizationMode)
 	}
 	return nil
 }
@@ -301,7 +297,7 @@ func newAuthorizer(opts AuthOptions, nodeName string, reviews authorizationclien
 		nodeName:        nodeName,
 		reviews:         reviews,
 		cache:           newExpiringCache(authCacheSize, clk),
-		allowAll:        opts.AuthorizationMode == AuthorizationAlwaysAllow,
+		allowAll:        opts.AuthorizationMode == v1alpha1.AuthorizationModeAlwaysAllow,
 		authorizedTTL:   opts.AuthorizedTTL,
 		unauthorizedTTL: opts.UnauthorizedTTL,
 	}

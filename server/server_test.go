@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/internal/await"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -200,7 +201,7 @@ func newTestServer(t *testing.T, auth AuthOptions) *testServer {
 		logDir:    t.TempDir(),
 	}
 	if auth.AuthorizationMode == "" {
-		auth.AuthorizationMode = AuthorizationWebhook
+		auth.AuthorizationMode = v1alpha1.AuthorizationModeWebhook
 	}
 	auth.ClientCAFile = ts.ca.writePEM(t)
 	auth.TokenWebhook = true
@@ -460,7 +461,7 @@ func TestAuthorizationAnswersAreRemembered(t *testing.T) {
 }
 
 func TestTokenReviewsAreRemembered(t *testing.T) {
-	ts := newTestServer(t, AuthOptions{AuthorizationMode: AuthorizationAlwaysAllow})
+	ts := newTestServer(t, AuthOptions{AuthorizationMode: v1alpha1.AuthorizationModeAlwaysAllow})
 	token := ts.serviceAccountToken(t, "short-lived")
 	if code, _ := ts.do(t, http.MethodGet, "/healthz", nil, token); code != http.StatusOK {
 		t.Fatalf("with a valid token: %d, want 200", code)

@@ -25,8 +25,19 @@ const (
 	AuthorizationModeAlwaysAllow = "AlwaysAllow"
 )
 
-// DefaultMaxPods is the Node's pod capacity by default, the kubelet's.
-const DefaultMaxPods = 110
+// Defaults that the packages taking these values (node/, server/) also
+// fall back to when a caller leaves them empty.
+const (
+	// DefaultMaxPods is the Node's pod capacity, the kubelet's.
+	DefaultMaxPods = 110
+	// DefaultRootDir holds the pods' volumes, /etc/hosts and state.
+	DefaultRootDir = "/var/lib/nodelet"
+	// DefaultPort is the node's API port, the kubelet's.
+	DefaultPort = 10250
+	// DefaultNodeStatusUpdateFrequency is how often the node computes its
+	// status, the kubelet's.
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+)
 
 // SetDefaults fills every field of c left unset with its default. It is
 // the one place nodelet's defaults are written; the fields' comments say
@@ -45,7 +56,7 @@ func SetDefaults(c *NodeletConfiguration) {
 	}
 	setInt32(&c.KubeAPIBurst, 100)
 
-	setString(&c.RootDir, "/var/lib/nodelet")
+	setString(&c.RootDir, DefaultRootDir)
 	setString(&c.PodLogsDir, "/var/log/pods")
 	setString(&c.ContainerLogsDir, "/var/log/containers")
 	setString(&c.CgroupRoot, "/nodelet")
@@ -61,12 +72,12 @@ func SetDefaults(c *NodeletConfiguration) {
 	setDuration(&c.RelistPeriod, time.Second)
 	setInt32(&c.ConcurrentReconciles, DefaultMaxPods)
 	setInt32(&c.MaxPods, DefaultMaxPods)
-	setDuration(&c.NodeStatusUpdateFrequency, 10*time.Second)
+	setDuration(&c.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
 
 	// The node's API: the kubelet's secure defaults (its config file's):
 	// no anonymous requests, tokens and access reviewed by the API server.
 	setString(&c.Address, "0.0.0.0")
-	setInt32(&c.Port, 10250)
+	setInt32(&c.Port, DefaultPort)
 	if c.Authentication.Webhook.Enabled == nil {
 		c.Authentication.Webhook.Enabled = ptr.To(true)
 	}
