@@ -1,7 +1,7 @@
 package controllers
 
 // Housekeeping against in-memory fakes: a controller-runtime fake client
-// for the Pods, the PLEG tests' fakeRuntime for the runtime, and recording
+// for the Pods, plegtest.Runtime for the runtime, and recording
 // fakes for folders and cgroups.
 
 import (
@@ -19,15 +19,16 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nodelet/nodelet/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 
 	"github.com/nodelet/nodelet/internal/await"
 )
 
-// removingRuntime is fakeRuntime that records which pods it killed and
+// removingRuntime is plegtest.Runtime that records which pods it killed and
 // removed.
 type removingRuntime struct {
-	*fakeRuntime
+	*plegtest.Runtime
 	mu      sync.Mutex
 	removed []types.UID
 }
@@ -85,13 +86,10 @@ func (l *podLeftovers) removedPods() []types.UID {
 
 func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-a", UID: "a"}}
-	rt := &removingRuntime{fakeRuntime: &fakeRuntime{
-		listed: map[types.UID]*noderuntime.PodStatus{
-			"a": pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil),
-			"b": pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
-		},
-	}}
-	rt.truth = rt.listed
+	rt := &removingRuntime{Runtime: plegtest.NewRuntime(
+		pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil),
+		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
+	)}
 	folders := &podLeftovers{present: []types.UID{"a", "b", "c"}}
 	cgroups := &podLeftovers{present: []types.UID{"a", "c"}}
 	r := NewPodReconciler(&PodReconciler{

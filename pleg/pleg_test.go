@@ -1,39 +1,28 @@
 package pleg
 
 // Tests of the PLEG and the pod cache: generateEvents is pure; Relist runs
-// against an in-memory runtime fake (fakeRuntime below) whose relists can
+// against an in-memory runtime fake (plegtest.Runtime) whose relists can
 // lag behind its direct reads, with a fake clock.
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/nodelet/nodelet/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 
 	"github.com/nodelet/nodelet/internal/await"
 )
 
-func pod(uid types.UID, sandboxes map[string]noderuntime.SandboxState, containers map[string]noderuntime.ContainerState) *noderuntime.PodStatus {
-	p := &noderuntime.PodStatus{UID: uid, Namespace: "ns", Name: "pod-" + string(uid)}
-	for id, state := range sandboxes {
-		p.Sandboxes = append(p.Sandboxes, &noderuntime.SandboxStatus{ID: id, State: state})
-	}
-	for id, state := range containers {
-		p.Containers = append(p.Containers, &noderuntime.ContainerStatus{ID: noderuntime.ContainerID{Type: "containerd", ID: id}, State: state})
-	}
-	return p
-}
+var pod = plegtest.Pod
 
 var (
 	ready   = noderuntime.SandboxReady
@@ -92,69 +81,13 @@ func TestGenerateEvents(t *testing.T) {
 	}
 }
 
-// fakeRuntime answers relists from listed (which a test may leave stale)
-// and direct reads from truth, counting the direct reads.
-type fakeRuntime struct {
-	mu          sync.Mutex
-	listed      map[types.UID]*noderuntime.PodStatus
-	truth       map[types.UID]*noderuntime.PodStatus
-	directReads int
-	listCalls   int
-	// containerEvents, when set, is the runtime's container event stream.
-	containerEvents chan noderuntime.PodIdentity
-}
-
-func (f *fakeRuntime) ListPods(context.Context) (map[types.UID]*noderuntime.PodStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.listCalls++
-	out := map[types.UID]*noderuntime.PodStatus{}
-	for uid, p := range f.listed {
-		out[uid] = p
-	}
-	return out, nil
-}
-
-func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.directReads++
-	if p, ok := f.truth[uid]; ok {
-		return p, nil
-	}
-	return &noderuntime.PodStatus{UID: uid}, nil
-}
-
-// WatchContainerEvents answers as containerd 1.6 does unless the test
-// gives the fake a stream.
-func (f *fakeRuntime) WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error {
-	if f.containerEvents == nil {
-		return status.Error(codes.Unimplemented, "unknown method GetContainerEvents")
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case id := <-f.containerEvents:
-			onEvent(id)
-		}
-	}
-}
-
-func (f *fakeRuntime) lists() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.listCalls
-}
-
 func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
-	rt := &fakeRuntime{listed: map[types.UID]*noderuntime.PodStatus{
-		"a": pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run, "c2": run}),
-		"b": pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
-		"c": pod("c", map[string]noderuntime.SandboxState{"s3": ready}, nil),
-	}}
-	rt.truth = rt.listed
+	rt := plegtest.NewRuntime(
+		pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run, "c2": run}),
+		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
+		pod("c", map[string]noderuntime.SandboxState{"s3": ready}, nil),
+	)
 	// Room for two events only: the third must be dropped, not block.
 	events := make(chan event.GenericEvent, 2)
 	pleg := New(rt, NewCache(), events, time.Second, clk, logr.Discard())
@@ -208,7 +141,7 @@ func TestPodCacheKeepsTheNewerRecord(t *testing.T) {
 }
 
 // startPLEG runs a PLEG over rt with a fake clock until the test ends.
-func startPLEG(t *testing.T, rt *fakeRuntime, events chan event.GenericEvent) (*clocktesting.FakeClock, *Cache) {
+func startPLEG(t *testing.T, rt *plegtest.Runtime, events chan event.GenericEvent) (*clocktesting.FakeClock, *Cache) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	cache := NewCache()
@@ -227,10 +160,10 @@ func startPLEG(t *testing.T, rt *fakeRuntime, events chan event.GenericEvent) (*
 }
 
 func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
-	rt := &fakeRuntime{listed: map[types.UID]*noderuntime.PodStatus{}}
+	rt := plegtest.NewRuntime()
 	clk, _ := startPLEG(t, rt, make(chan event.GenericEvent, 10))
 	await.Eventually(t, 10*time.Second, "first relist", func(context.Context) error {
-		if rt.lists() < 1 {
+		if rt.Lists() < 1 {
 			return fmt.Errorf("no relist yet")
 		}
 		return nil
@@ -245,7 +178,7 @@ func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
 		})
 		clk.Step(time.Second)
 		await.Eventually(t, 10*time.Second, fmt.Sprintf("relist %d", want), func(context.Context) error {
-			if got := rt.lists(); got < want {
+			if got := rt.Lists(); got < want {
 				return fmt.Errorf("%d relists", got)
 			}
 			return nil
@@ -255,15 +188,13 @@ func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
 
 func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
 	truth := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run})
-	rt := &fakeRuntime{
-		listed:          map[types.UID]*noderuntime.PodStatus{},
-		truth:           map[types.UID]*noderuntime.PodStatus{"a": truth},
-		containerEvents: make(chan noderuntime.PodIdentity),
-	}
+	rt := plegtest.NewRuntime()
+	rt.SetTruth(truth)
+	containerEvents := rt.StreamContainerEvents()
 	events := make(chan event.GenericEvent, 10)
 	_, cache := startPLEG(t, rt, events)
 	// The clock never moves: only the container event can bring the pod.
-	rt.containerEvents <- noderuntime.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
+	containerEvents <- noderuntime.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
 	select {
 	case e := <-events:
 		if e.Object.GetName() != "pod-a" || e.Object.GetNamespace() != "ns" {
