@@ -45,7 +45,10 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there (%v)", err)
+			if err != nil {
+				return fmt.Errorf("reading it: %w", err)
+			}
+			return errors.New("still there")
 		})
 	}
 

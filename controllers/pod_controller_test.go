@@ -8,6 +8,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -382,7 +383,10 @@ func TestPodReconciler(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there: %v", err)
+			if err != nil {
+				return fmt.Errorf("reading it: %w", err)
+			}
+			return errors.New("still there")
 		})
 		if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
 			t.Errorf("runtime objects left: %d", n)
