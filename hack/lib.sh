@@ -65,6 +65,10 @@ require_root() {
 profile_load() {
 	PROFILE=${1:-}
 	local offset control_plane_offset='' bridge=''
+	# The size of the node's pod CIDR. The e2e stacks take a /25: 125
+	# addresses hold the suite's pods with room to spare, and the churn
+	# test wraps host-local's range with half the pods a /24 would need.
+	NODE_CIDR_MASK_SIZE=24
 	case "$PROFILE" in
 	up)
 		offset=0
@@ -79,6 +83,7 @@ profile_load() {
 		SERVICE_CIDR=10.97.0.0/16
 		SERVICE_IP=10.97.0.1
 		NODE_NAME=${NODE_NAME:-e2e-node}
+		NODE_CIDR_MASK_SIZE=25
 		;;
 	e2e-[1-9])
 		# More e2e stacks, for running several e2e suites at once: each
@@ -89,6 +94,7 @@ profile_load() {
 		SERVICE_CIDR=10.$((97 + n)).0.0/16
 		SERVICE_IP=10.$((97 + n)).0.1
 		NODE_NAME=${NODE_NAME:-e2e-node}
+		NODE_CIDR_MASK_SIZE=25
 		;;
 	bench)
 		offset=20000

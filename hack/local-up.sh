@@ -230,7 +230,7 @@ start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
 	--cluster-signing-duration="$CLUSTER_SIGNING_DURATION" \
 	--allocate-node-cidrs \
 	--cluster-cidr="$CLUSTER_CIDR" \
-	--node-cidr-mask-size=24 \
+	--node-cidr-mask-size="$NODE_CIDR_MASK_SIZE" \
 	--service-cluster-ip-range="$SERVICE_CIDR"
 start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
 	--kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \

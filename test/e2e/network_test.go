@@ -375,9 +375,12 @@ func (f *Framework) agentResultIP(t *testing.T, sandboxID string) string {
 func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 	ns := f.NewNamespace(t)
 	cidr := f.nodePodCIDR(t)
-	// More pods than the node's /24 has addresses: host-local hands out
-	// addresses in turn, so it must come back to released ones.
-	const rounds, perRound, killRound = 11, 24, 5
+	// More pods than the node's pod CIDR has addresses: host-local hands
+	// out addresses in turn, so it must come back to released ones.
+	ones, bits := cidr.Mask.Size()
+	const perRound = 24
+	rounds := (1<<(bits-ones))/perRound + 2
+	killRound := rounds / 2
 	ipsOf := map[string][]types.UID{} // every IP handed out, to whom
 	var mu sync.Mutex
 
