@@ -255,9 +255,12 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		return ctrl.Result{RequeueAfter: networkNotReadyRetry}, nil
 	}
 
+	progress := r.reportProgressAfterDelay(ctx, pod, status)
+	defer progress.stopInto(pod)
 	env, refreshAt, prepErr := r.preparePod(ctx, pod)
 	requeue.at(refreshAt)
 	if prepErr != nil {
+		progress.stopInto(pod)
 		requeue.in(now, r.prepareRetryDelay(pod.UID))
 		if _, err := r.report(ctx, pod, status, false, false); err != nil {
 			return ctrl.Result{}, err
@@ -305,6 +308,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			requeue.at(cerr.BackOffUntil)
 		}
 	}
+	progress.stopInto(pod)
 	r.reasons.update(pod, actions, result)
 	status, err := r.report(ctx, pod, status, !actions.NoChange(), false)
 	if err != nil {
@@ -566,10 +570,19 @@ func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status
 // writeStatusFailing is writeStatus with the pod's failure, if any.
 func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure) error {
 	now := r.Clock.Now()
+	merged := r.generateStatus(pod, status, terminal, failure, now)
+	r.starts.observe(pod, &merged, now)
+	r.Prober.UpdatePod(pod, &merged)
+	_, err := r.patchStatus(ctx, pod, merged)
+	return err
+}
+
+// generateStatus is the pod's status from its runtime record, the probes'
+// results and the reasons of its last sync, merged with the API server's.
+func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure, now time.Time) corev1.PodStatus {
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
-	// Generate merges with the API server's status, once.
-	merged := podstatus.Generate(podstatus.Input{
+	return podstatus.Generate(podstatus.Input{
 		Pod:      pod,
 		Runtime:  status,
 		Waiting:  r.reasons.get(pod.UID),
@@ -580,26 +593,29 @@ func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod,
 		Failure:  failure,
 		Now:      now,
 	})
-	r.starts.observe(pod, &merged, now)
-	r.Prober.UpdatePod(pod, &merged)
+}
+
+// patchStatus writes merged as the pod's status when it differs from what
+// the API server has, and reports whether the server now holds it.
+func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged corev1.PodStatus) (bool, error) {
 	if podstatus.Equal(pod.Status, merged) {
-		return nil
+		return true, nil
 	}
 	patch, err := statusPatch(pod.UID, pod.Status, merged)
 	if err != nil {
-		return fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
+		return false, fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
 	}
 	err = r.Client.Status().Patch(ctx, pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):
 		// Gone from the API (a node may not even read a deleted pod), or
 		// replaced by a Pod of the same name: this status is for no one.
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
+		return false, fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
 	}
 	klog.FromContext(ctx).V(1).Info("Patched pod status", "pod", klog.KObj(pod), "phase", merged.Phase)
-	return nil
+	return true, nil
 }
 
 // statusPatch is a strategic merge patch from old to new status that also
