@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -219,4 +223,54 @@ func (f *Framework) runtimePulls(t *testing.T, image string) []runtimePull {
 		}
 	}
 	return pulls
+}
+
+// A pod whose pull is slow (the registry, behind a proxy of the test's,
+// answers manifest requests 3 s late) shows the kubelet's first status
+// while it waits: Pending, its container in ContainerCreating, and
+// PodReadyToStartContainers False; then it runs.
+func TestSlowPullShowsContainerCreatingUntilTheContainerRuns(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	upstream := &url.URL{Scheme: "http", Host: f.Env.Registry}
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			select {
+			case <-time.After(3 * time.Second):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	// containerd speaks plain HTTP to a registry on a loopback address.
+	image := strings.Replace(busyboxImage, f.Env.Registry, strings.TrimPrefix(slow.URL, "http://"), 1)
+	pod := newPod(ns, "slow-pull").withImage(image).obj()
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways
+	pod = f.createPod(t, pod)
+
+	var sawCreating bool
+	_, err := f.watchPod(t.Context(), pod, podStartTimeout, func(p *corev1.Pod) (bool, error) {
+		if p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 1 {
+			waiting := p.Status.ContainerStatuses[0].State.Waiting
+			notReady := false
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionFalse {
+					notReady = true
+				}
+			}
+			if waiting != nil && waiting.Reason == "ContainerCreating" && notReady {
+				sawCreating = true
+			}
+		}
+		if !sawCreating && p.Status.Phase == corev1.PodRunning {
+			return false, fmt.Errorf("the pod runs without having shown Pending, ContainerCreating and PodReadyToStartContainers False")
+		}
+		return runningAndReady(p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
