@@ -329,9 +329,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = server.Shutdown(shutdownCtx)
+			a.shutdown(server)
 			return nil
 		case err := <-served:
 			return fmt.Errorf("CNI agent: serving %s: %w", a.opts.Socket, err)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -37,6 +38,16 @@ func (a *Agent) listen() (net.Listener, error) {
 		return nil, fmt.Errorf("CNI agent: %w", err)
 	}
 	return listener, nil
+}
+
+// shutdown stops serving the shim once the calls under way have answered,
+// or after 30s.
+func (a *Agent) shutdown(server *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := server.Shutdown(ctx); err != nil {
+		a.opts.Log.Error(err, "Stopped serving CNI before the calls under way ended", "socket", a.opts.Socket)
+	}
 }
 
 // ServeHTTP answers the shim's POST /cni.
@@ -150,8 +161,11 @@ func (a *Agent) add(ctx context.Context, req cnishim.Request, resultVersion stri
 			return nil, err
 		}
 		result, err := a.cni.GetNetworkListCachedResult(list, existing.record.runtimeConf())
-		if err != nil || result == nil {
-			return nil, fmt.Errorf("reading the cached result of container %s: %v", req.ContainerID, err)
+		if err != nil {
+			return nil, fmt.Errorf("reading the cached result of container %s: %w", req.ContainerID, err)
+		}
+		if result == nil {
+			return nil, fmt.Errorf("reading the cached result of container %s: libcni has none", req.ContainerID)
 		}
 		log.Info("Answered a repeated ADD from the cache")
 		return encodeResult(result, resultVersion)

@@ -6,6 +6,7 @@ package network
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -52,7 +53,8 @@ func runShim(t *testing.T, bin, command, containerID, netns, socket string) (std
 	started := time.Now()
 	err := cmd.Run()
 	took = time.Since(started)
-	if exitErr, ok := err.(*exec.ExitError); ok {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
 		return out.String(), exitErr.ExitCode(), took
 	}
 	if err != nil {
