@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/nodelet/nodelet/internal/await"
 	"github.com/nodelet/nodelet/network/cnishim"
 )
 
@@ -92,17 +93,13 @@ func TestShimAndAgentTogether(t *testing.T) {
 			t.Errorf("agent stopped with %v", err)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if conn, err := net.Dial("unix", n.opts.Socket); err == nil {
-			conn.Close()
-			break
+	await.Eventually(t, 10*time.Second, "the agent's socket to answer", func(ctx context.Context) error {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "unix", n.opts.Socket)
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent's socket does not answer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return conn.Close()
+	})
 
 	t.Run("ADD, CHECK and DEL go through the shim to the real plugins", func(t *testing.T) {
 		out, code, _ := runShim(t, shim, "ADD", "s1", sandbox, n.opts.Socket)

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelet/nodelet/internal/await"
 	"github.com/nodelet/nodelet/network/cnishim"
 )
 
@@ -205,17 +206,10 @@ func callLog(t *testing.T, n *testNet, containerID string) []string {
 // waitBaselined waits for the CHECKs that follow an ADD.
 func waitBaselined(t *testing.T, a *Agent, containerID string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	await.Eventually(t, 30*time.Second, "the plugins' CHECKs after the ADD of "+containerID, await.Condition(func(context.Context) (bool, error) {
 		att, ok := a.get(attachmentKey{containerID, "eth0"})
-		if ok && att.record.Baselined {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the plugins were not CHECKed within 30s of the ADD of %s", containerID)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ok && att.record.Baselined, nil
+	}))
 }
 
 func TestAgentAddCheckDelWithRealPlugins(t *testing.T) {
