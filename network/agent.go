@@ -25,20 +25,13 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
-)
 
-// Modes of --network-mode.
-const (
-	// ModeRuntime: the runtime runs CNI with the node's conflist.
-	ModeRuntime = "runtime"
-	// ModeAgent: nodelet runs CNI itself, behind the shim plugin.
-	ModeAgent = "agent"
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
 // Defaults of AgentOptions.
 const (
-	DefaultCheckPeriod = time.Minute
-	defaultGCPeriod    = 10 * time.Second
+	defaultGCPeriod = 10 * time.Second
 	// pluginTimeout bounds one ADD, CHECK or DEL of the whole list.
 	pluginTimeout = 3 * time.Minute
 )
@@ -85,7 +78,7 @@ type AgentOptions struct {
 	// its IPs are withdrawn, so that its sandbox is recreated.
 	OnBroken func(pod PodRef)
 	// CheckPeriod is how often every attachment of a ready sandbox is
-	// CHECKed. Default: DefaultCheckPeriod.
+	// CHECKed. Default: v1alpha1.DefaultCNICheckPeriod.
 	CheckPeriod time.Duration
 	// GCPeriod is how often attachments of sandboxes gone are deleted.
 	// Default: 10s.
@@ -140,7 +133,7 @@ func NewAgent(opts AgentOptions) (*Agent, error) {
 		opts.OnBroken = func(PodRef) {}
 	}
 	if opts.CheckPeriod <= 0 {
-		opts.CheckPeriod = DefaultCheckPeriod
+		opts.CheckPeriod = configv1alpha1.DefaultCNICheckPeriod
 	}
 	if opts.GCPeriod <= 0 {
 		opts.GCPeriod = defaultGCPeriod
