@@ -149,7 +149,7 @@ func run(ctx context.Context, opts Options) error {
 	// The network: the mode's set-up now, the node's conflist and the agent
 	// once the manager runs.
 	podNetwork, err := network.NewManager(network.ManagerOptions{
-		Mode:     opts.NetworkMode,
+		Mode:     network.Mode(opts.NetworkMode),
 		NodeName: opts.NodeName,
 		Config: network.ConfigOptions{
 			ConfDir:     opts.CNIConfDir,

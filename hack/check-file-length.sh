@@ -17,10 +17,8 @@ BUDGET=500
 
 declare -A KNOWN_LONG=(
 	[podstatus/generate_test.go]=1238
-	[network/agent.go]=1020
 	[volume/manager_test.go]=837
 	[server/server_test.go]=824
-	[network/agent_test.go]=748
 	[test/e2e/volumes_test.go]=741
 	[test/e2e/network_test.go]=705
 	[controllers/pod_controller.go]=701

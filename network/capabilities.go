@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // The traffic-shaping annotations, as the kubelet has always read them.
@@ -89,36 +91,17 @@ func PodCapabilities(pod *corev1.Pod, podCIDRs []string) (map[string]any, error)
 	return caps, nil
 }
 
-// podPortMappings are the host ports the pod's containers ask for; a port
-// listed twice under one name in a container is mapped once, as the
-// kubelet does.
+// podPortMappings are the pod's host ports (podutil.HostPorts) as the
+// portmap plugin reads them, protocols in lowercase.
 func podPortMappings(pod *corev1.Pod) []PortMapping {
 	var mappings []PortMapping
-	for _, container := range pod.Spec.Containers {
-		seen := map[string]bool{}
-		for _, port := range container.Ports {
-			if port.HostPort == 0 {
-				continue
-			}
-			protocol := port.Protocol
-			if protocol == "" {
-				protocol = corev1.ProtocolTCP
-			}
-			name := port.Name
-			if name == "" {
-				name = fmt.Sprintf("%s-%s:%d:%d", protocol, port.HostIP, port.ContainerPort, port.HostPort)
-			}
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			mappings = append(mappings, PortMapping{
-				HostPort:      port.HostPort,
-				ContainerPort: port.ContainerPort,
-				Protocol:      strings.ToLower(string(protocol)),
-				HostIP:        port.HostIP,
-			})
-		}
+	for _, port := range podutil.HostPorts(pod) {
+		mappings = append(mappings, PortMapping{
+			HostPort:      port.HostPort,
+			ContainerPort: port.ContainerPort,
+			Protocol:      strings.ToLower(string(port.Protocol)),
+			HostIP:        port.HostIP,
+		})
 	}
 	return mappings
 }

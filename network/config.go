@@ -17,16 +17,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
-)
 
-// Defaults for ConfigOptions' empty fields.
-const (
-	// DefaultConfDir and DefaultBinDir are containerd's and CRI-O's own
-	// defaults: the conflist must land where the runtime reads it.
-	DefaultConfDir     = "/etc/cni/net.d"
-	DefaultBinDir      = "/opt/cni/bin"
-	DefaultNetworkName = "nodelet"
-	DefaultBridge      = "nodelet0"
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
 // cniVersion is the spec version of the rendered list. The CNI plugins 1.x
@@ -42,16 +34,16 @@ var configExtensions = []string{".conf", ".conflist", ".json"}
 // ConfigOptions describe the node's CNI configuration.
 type ConfigOptions struct {
 	// ConfDir is the folder the runtime loads CNI configuration from.
-	// Default: DefaultConfDir.
+	// Default: v1alpha1.DefaultCNIConfDir.
 	ConfDir string
 	// BinDir holds the CNI plugin binaries, as the runtime is told.
-	// Default: DefaultBinDir.
+	// Default: v1alpha1.DefaultCNIBinDir.
 	BinDir string
 	// NetworkName names the network in the conflist and its file
-	// (10-<NetworkName>.conflist). Default: DefaultNetworkName.
+	// (10-<NetworkName>.conflist). Default: v1alpha1.DefaultCNINetworkName.
 	NetworkName string
 	// Bridge is the Linux bridge the pods are plugged into; at most 15
-	// characters. Default: DefaultBridge.
+	// characters. Default: v1alpha1.DefaultCNIBridge.
 	Bridge string
 	// PodCIDRs are the node's pod subnets, at most one per IP family as the
 	// controller-manager assigns them. Nothing is written without one.
@@ -63,16 +55,16 @@ type ConfigOptions struct {
 
 func (o ConfigOptions) withDefaults() ConfigOptions {
 	if o.ConfDir == "" {
-		o.ConfDir = DefaultConfDir
+		o.ConfDir = configv1alpha1.DefaultCNIConfDir
 	}
 	if o.BinDir == "" {
-		o.BinDir = DefaultBinDir
+		o.BinDir = configv1alpha1.DefaultCNIBinDir
 	}
 	if o.NetworkName == "" {
-		o.NetworkName = DefaultNetworkName
+		o.NetworkName = configv1alpha1.DefaultCNINetworkName
 	}
 	if o.Bridge == "" {
-		o.Bridge = DefaultBridge
+		o.Bridge = configv1alpha1.DefaultCNIBridge
 	}
 	return o
 }

@@ -15,13 +15,25 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/network/cnishim"
+)
+
+// Mode is who runs CNI, as the configuration's networkMode says.
+type Mode string
+
+// The network modes; their values are the configuration's.
+const (
+	// ModeRuntime: the runtime runs CNI with the node's conflist.
+	ModeRuntime Mode = configv1alpha1.NetworkModeRuntime
+	// ModeAgent: nodelet runs CNI itself, behind the shim plugin.
+	ModeAgent Mode = configv1alpha1.NetworkModeAgent
 )
 
 // ManagerOptions configure the network Manager.
 type ManagerOptions struct {
 	// Mode is who runs CNI: ModeRuntime or ModeAgent. Required.
-	Mode string
+	Mode Mode
 	// NodeName is the Node whose pod CIDRs the conflist is for. Required.
 	NodeName string
 	// Config is the node's CNI configuration: the runtime's folders, the

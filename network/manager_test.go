@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestPodCIDRs(t *testing.T) {
@@ -92,18 +94,14 @@ func TestManagerRendersTheConflistOnceTheNodeGetsAPodCIDR(t *testing.T) {
 		t.Fatal(err)
 	}
 	conflist := filepath.Join(confDir, "10-nodelet.conflist")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	await.Eventually(t, 10*time.Second, "the conflist with the pod CIDR", func(context.Context) error {
 		data, err := os.ReadFile(conflist)
-		if err == nil && !strings.Contains(string(data), `"10.244.3.0/24"`) {
-			err = errors.New("conflist without the pod CIDR: " + string(data))
+		if err != nil {
+			return err
 		}
-		if err == nil {
-			return
+		if !strings.Contains(string(data), `"10.244.3.0/24"`) {
+			return errors.New("conflist without the pod CIDR: " + string(data))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("conflist written: not within 10s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 // Package podutil holds the small rules about a Pod's spec that several
-// packages apply, written once: which init containers are sidecars, and
-// how a container is found by name.
+// packages apply, written once: which init containers are sidecars, how a
+// container is found by name, the pod's termination grace period and its
+// host ports.
 package podutil
 
 import corev1 "k8s.io/api/core/v1"

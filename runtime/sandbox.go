@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // generateSandboxConfig maps a pod to the runtime's sandbox configuration:
@@ -70,44 +72,28 @@ func podLogDir(root, namespace, name string, uid types.UID) string {
 	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
 }
 
-// portMappings are the host ports the pod's containers ask for. Within a
-// container, a port listed twice under one name is mapped once, as the
-// kubelet does.
+// portMappings are the pod's host ports (podutil.HostPorts) as the runtime
+// maps them.
 func portMappings(pod *corev1.Pod) ([]*runtimeapi.PortMapping, error) {
 	var mappings []*runtimeapi.PortMapping
-	for i := range pod.Spec.Containers {
-		container := &pod.Spec.Containers[i]
-		seen := map[string]bool{}
-		for _, port := range container.Ports {
-			if port.HostPort == 0 {
-				continue
-			}
-			name := port.Name
-			if name == "" {
-				name = fmt.Sprintf("%s-%s:%d:%d", port.Protocol, port.HostIP, port.ContainerPort, port.HostPort)
-			}
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			protocol, err := runtimeProtocol(port.Protocol)
-			if err != nil {
-				return nil, fmt.Errorf("port %d of container %q: %w", port.ContainerPort, container.Name, err)
-			}
-			mappings = append(mappings, &runtimeapi.PortMapping{
-				Protocol:      protocol,
-				ContainerPort: port.ContainerPort,
-				HostPort:      port.HostPort,
-				HostIp:        port.HostIP,
-			})
+	for _, port := range podutil.HostPorts(pod) {
+		protocol, err := runtimeProtocol(port.Protocol)
+		if err != nil {
+			return nil, fmt.Errorf("host port %d (container port %d): %w", port.HostPort, port.ContainerPort, err)
 		}
+		mappings = append(mappings, &runtimeapi.PortMapping{
+			Protocol:      protocol,
+			ContainerPort: port.ContainerPort,
+			HostPort:      port.HostPort,
+			HostIp:        port.HostIP,
+		})
 	}
 	return mappings, nil
 }
 
 func runtimeProtocol(protocol corev1.Protocol) (runtimeapi.Protocol, error) {
 	switch protocol {
-	case corev1.ProtocolTCP, "":
+	case corev1.ProtocolTCP:
 		return runtimeapi.Protocol_TCP, nil
 	case corev1.ProtocolUDP:
 		return runtimeapi.Protocol_UDP, nil

@@ -172,7 +172,7 @@ func Call(ctx context.Context, socket string, req Request) (*Response, error) {
 	httpResp, err := client.Do(httpReq)
 	if err != nil {
 		if !dialed.Load() {
-			return nil, fmt.Errorf("%w on %s (is nodelet running with --network-mode=agent?): %v", ErrNotServing, socket, err)
+			return nil, fmt.Errorf("%w on %s (is nodelet running with --network-mode=agent?): %w", ErrNotServing, socket, err)
 		}
 		return nil, fmt.Errorf("nodelet did not answer %s of container %s on %s: %w", req.Command, req.ContainerID, socket, err)
 	}

@@ -6,6 +6,7 @@ package cnishim
 
 import (
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -62,8 +63,14 @@ func TestRunForwardsToNodelet(t *testing.T) {
 		}
 		_ = json.NewEncoder(w).Encode(resp)
 	})}
-	go server.Serve(listener)
-	t.Cleanup(func() { server.Close() })
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	t.Cleanup(func() {
+		server.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("the stand-in nodelet stopped serving with %v", err)
+		}
+	})
 
 	out, code := run(t, "ADD", socket)
 	if code != 0 || !strings.Contains(out, "10.1.0.5/24") {

@@ -26,6 +26,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/internal/await"
 )
 
@@ -181,13 +182,16 @@ func LoadEnv(path string) (Env, error) {
 		ClusterDomain:           get("CLUSTER_DOMAIN", false),
 	}
 	if env.NetworkMode == "" {
-		env.NetworkMode = "runtime"
+		env.NetworkMode = configv1alpha1.NetworkModeRuntime
 	}
 	if len(missing) > 0 {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))
 	}
 	return env, nil
 }
+
+// agentMode says whether nodelet runs CNI on this stack, behind its shim.
+func (e Env) agentMode() bool { return e.NetworkMode == configv1alpha1.NetworkModeAgent }
 
 // Framework is the suite's handle on the stack: the admin's clients, the
 // runtime nodelet drives, and nodelet itself.

@@ -309,7 +309,7 @@ func TestNetworkPodIPsAreUniqueInThePodCIDRAndReleasedOnDeletion(t *testing.T) {
 			t.Errorf("pod %s's IP %s is not in the IPAM store", name, ip)
 		}
 	}
-	if f.Env.NetworkMode == "agent" {
+	if f.Env.agentMode() {
 		t.Run("the pod IPs are the ones in nodelet's own CNI results", func(t *testing.T) {
 			for _, pod := range pods {
 				sandboxes := f.runtimeSandboxes(t, pod.UID)
@@ -502,7 +502,7 @@ func TestNetworkChurnWithNodeletKilledLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("the node's network did not come back to its live pods: %v; last: %s", err, state)
 	}
 
-	if f.Env.NetworkMode == "agent" {
+	if f.Env.agentMode() {
 		t.Run("no sandbox had ADD run twice, and no attachment record is left", func(t *testing.T) {
 			f.checkAgentCallLogs(t, rounds*perRound)
 		})
@@ -561,7 +561,7 @@ func (f *Framework) checkAgentCallLogs(t *testing.T, wantSandboxes int) {
 // runtime mode the runtime owns them, and make test leaves it out there.
 func TestNetworkAgentModeBrokenPodNetworkHasItsSandboxRecreated(t *testing.T) {
 	t.Parallel()
-	if f.Env.NetworkMode != "agent" {
+	if !f.Env.agentMode() {
 		t.Skip("nodelet CHECKs pod networks in the agent network mode; in the runtime mode the runtime owns them")
 	}
 	ns := f.NewNamespace(t)
@@ -664,17 +664,17 @@ func TestNetworkSandboxesWhileNodeletIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch held := allocated[earlyIP]; {
-	case f.Env.NetworkMode == "agent" && !held:
+	case f.Env.agentMode() && !held:
 		t.Errorf("the IPAM store no longer holds %s, though nodelet, which runs CNI, was down during the teardown", earlyIP)
-	case f.Env.NetworkMode != "agent" && held:
+	case !f.Env.agentMode() && held:
 		t.Errorf("the IPAM store still holds %s after the runtime's teardown", earlyIP)
 	}
 
 	started = time.Now()
 	id, err := f.Runtime.RunPodSandbox(ctx, sandboxConfig("late"), "")
 	took := time.Since(started)
-	switch f.Env.NetworkMode {
-	case "agent":
+	switch {
+	case f.Env.agentMode():
 		if err == nil {
 			t.Errorf("RunPodSandbox with nodelet down succeeded (sandbox %s), want the shim's failure", shortID(id))
 		} else if !strings.Contains(err.Error(), "nodelet is not serving CNI") {

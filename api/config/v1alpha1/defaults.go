@@ -39,6 +39,17 @@ const (
 	DefaultNodeStatusUpdateFrequency = 10 * time.Second
 )
 
+// The CNI defaults, which package network also falls back to when a caller
+// leaves them empty. The folders are containerd's and CRI-O's own: the
+// conflist must land where the runtime reads it.
+const (
+	DefaultCNIConfDir     = "/etc/cni/net.d"
+	DefaultCNIBinDir      = "/opt/cni/bin"
+	DefaultCNINetworkName = "nodelet"
+	DefaultCNIBridge      = "nodelet0"
+	DefaultCNICheckPeriod = time.Minute
+)
+
 // SetDefaults fills every field of c left unset with its default. It is
 // the one place nodelet's defaults are written; the fields' comments say
 // the same.
@@ -63,11 +74,11 @@ func SetDefaults(c *NodeletConfiguration) {
 	setString(&c.ResolvConf, "/etc/resolv.conf")
 
 	setString(&c.NetworkMode, NetworkModeRuntime)
-	setString(&c.CNIConfDir, "/etc/cni/net.d")
-	setString(&c.CNIBinDir, "/opt/cni/bin")
-	setString(&c.CNINetworkName, "nodelet")
-	setString(&c.CNIBridge, "nodelet0")
-	setDuration(&c.CNICheckPeriod, time.Minute)
+	setString(&c.CNIConfDir, DefaultCNIConfDir)
+	setString(&c.CNIBinDir, DefaultCNIBinDir)
+	setString(&c.CNINetworkName, DefaultCNINetworkName)
+	setString(&c.CNIBridge, DefaultCNIBridge)
+	setDuration(&c.CNICheckPeriod, DefaultCNICheckPeriod)
 
 	setDuration(&c.RelistPeriod, time.Second)
 	setInt32(&c.ConcurrentReconciles, DefaultMaxPods)
