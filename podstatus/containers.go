@@ -213,19 +213,7 @@ func (v statusView) applyWaitingReason(container *corev1.Container, status *core
 // shouldBeRestarted reports whether a container is due to be started
 // again, given its newest instance.
 func (v statusView) shouldBeRestarted(container *corev1.Container, newest *noderuntime.ContainerStatus) bool {
-	if v.pod.DeletionTimestamp != nil {
-		return false
-	}
-	if newest == nil {
-		return true
-	}
-	switch newest.State {
-	case noderuntime.ContainerRunning:
-		return false
-	case noderuntime.ContainerUnknown, noderuntime.ContainerCreated:
-		return true
-	}
-	return containerShouldRestart(container, &v.pod.Spec, newest.ExitCode)
+	return noderuntime.ShouldRestart(v.pod, container, newest)
 }
 
 func (v statusView) anyRegularContainerCreated() bool {

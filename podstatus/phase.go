@@ -112,13 +112,13 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 		case status.State.Running != nil:
 			pendingInit++
 		case status.State.Terminated != nil:
-			if code := status.State.Terminated.ExitCode; code != 0 && !containerShouldRestart(container, spec, code) {
+			if code := status.State.Terminated.ExitCode; code != 0 && !podutil.ContainerShouldRestart(container, spec, code) {
 				failedInit++
 			}
 		case status.State.Waiting != nil:
 			if last := status.LastTerminationState.Terminated; last == nil {
 				pendingInit++
-			} else if last.ExitCode != 0 && !containerShouldRestart(container, spec, last.ExitCode) {
+			} else if last.ExitCode != 0 && !podutil.ContainerShouldRestart(container, spec, last.ExitCode) {
 				failedInit++
 			}
 		default:
@@ -164,7 +164,7 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 		case status.State.Terminated != nil:
 			stopped++
 			code := status.State.Terminated.ExitCode
-			if !containerShouldRestart(container, spec, code) {
+			if !podutil.ContainerShouldRestart(container, spec, code) {
 				stoppedForGood++
 			}
 			if code == 0 {
@@ -173,7 +173,7 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 		case status.State.Waiting != nil:
 			if last := status.LastTerminationState.Terminated; last != nil {
 				stopped++
-				if !containerShouldRestart(container, spec, last.ExitCode) {
+				if !podutil.ContainerShouldRestart(container, spec, last.ExitCode) {
 					stoppedForGood++
 				}
 			} else {
@@ -210,30 +210,6 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 		return corev1.PodFailed
 	default:
 		return corev1.PodPending
-	}
-}
-
-// containerShouldRestart applies the container's own restart policy, else
-// the pod's, to a container that exited with exitCode. (Restart rules are
-// not supported.)
-func containerShouldRestart(container *corev1.Container, spec *corev1.PodSpec, exitCode int32) bool {
-	if container != nil && container.RestartPolicy != nil {
-		switch *container.RestartPolicy {
-		case corev1.ContainerRestartPolicyAlways:
-			return true
-		case corev1.ContainerRestartPolicyOnFailure:
-			return exitCode != 0
-		case corev1.ContainerRestartPolicyNever:
-			return false
-		}
-	}
-	switch spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
 	}
 }
 

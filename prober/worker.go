@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/kubeletmetrics"
+	"github.com/nodelet/nodelet/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -179,7 +180,7 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	if c.State.Running == nil {
 		w.m.set(pod, w.containerID, w.probeType, noderuntime.ProbeFailure)
 		// Go on only for a container that will run again.
-		return c.State.Terminated == nil || pod.Spec.RestartPolicy != corev1.RestartPolicyNever || w.sidecar
+		return c.State.Terminated == nil || w.sidecar || podutil.ContainerShouldRestart(w.container, &pod.Spec, c.State.Terminated.ExitCode)
 	}
 	if pod.DeletionTimestamp != nil && w.probeType != readiness {
 		// A pod being deleted is not restarted for its probes: leave it

@@ -148,7 +148,7 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 		case latest == nil:
 			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
 		case latest.State == ContainerRunning:
-			restart := pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+			restart := podutil.RestartsAfterKill(container, &pod.Spec)
 			var kill ContainerToKill
 			switch {
 			case latest.Hash != HashContainer(container):
@@ -182,7 +182,7 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 			if latest.State == ContainerUnknown {
 				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name, Message: "Container is in unknown state"}
 			}
-			if !shouldRestart(pod.Spec.RestartPolicy, latest) {
+			if !ShouldRestart(pod, container, latest) {
 				continue
 			}
 			if addRestart(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now) {
@@ -219,8 +219,6 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 			break
 		}
 	}
-	restartOnFailure := pod.Spec.RestartPolicy != corev1.RestartPolicyNever
-
 	// toStart collects indices from the last to the first.
 	var toStart []ContainerToStart
 	start := func(i int, latest *ContainerStatus) {
@@ -289,10 +287,10 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 			case sidecar:
 				addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
 			case latest.ExitCode != 0:
-				// A failed init container: under Never the pod has failed
-				// (its phase says so and the reconciler stops it);
-				// otherwise it is retried.
-				if !restartOnFailure {
+				// A failed init container that is not to restart (its
+				// policy or the pod's, its rules) has failed the pod: its
+				// phase says so and the reconciler stops it.
+				if !ShouldRestart(pod, container, latest) {
 					return false
 				}
 				addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
@@ -302,7 +300,9 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 				start(i+1, nil)
 			}
 		default: // Unknown
-			if !sidecar && !restartOnFailure {
+			// No exit code to match rules against: the restart policy
+			// alone decides, the container's or else the pod's.
+			if !sidecar && !podutil.RestartsAfterKill(container, &pod.Spec) {
 				return false
 			}
 			actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name, Message: "Init container is in unknown state"}
@@ -330,10 +330,10 @@ func actionsForNewSandbox(pod *corev1.Pod, status *PodStatus, attempt uint32, no
 		Attempt:          attempt,
 		ContainersToKill: map[ContainerID]ContainerToKill{},
 	}
-	// A pod that has run containers and does not restart on failure is done
+	// A pod that has run containers none of which may run again is done
 	// once its sandbox is gone; if no container ever ran, the sandbox may
 	// simply have failed to come up, so it is created again.
-	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && attempt > 0 && len(status.Containers) > 0 {
+	if !anyRestartable(pod) && attempt > 0 && len(status.Containers) > 0 {
 		actions.CreateSandbox = false
 		return actions
 	}
@@ -344,7 +344,7 @@ func actionsForNewSandbox(pod *corev1.Pod, status *PodStatus, attempt uint32, no
 	for i := range pod.Spec.Containers {
 		container := &pod.Spec.Containers[i]
 		latest := status.LatestContainer(container.Name)
-		if latest != nil && latest.State == ContainerExited && !shouldRestart(pod.Spec.RestartPolicy, latest) {
+		if latest != nil && latest.State == ContainerExited && !ShouldRestart(pod, container, latest) {
 			continue
 		}
 		if latest == nil || latest.State != ContainerExited {
@@ -387,16 +387,38 @@ func sandboxChanged(pod *corev1.Pod, status *PodStatus) (create bool, attempt ui
 	return false, newest.Attempt, newest.ID
 }
 
-// shouldRestart applies the restart policy to a container that has stopped.
-func shouldRestart(policy corev1.RestartPolicy, latest *ContainerStatus) bool {
-	switch policy {
-	case corev1.RestartPolicyNever:
+// ShouldRestart is the kubelet's ShouldContainerBeRestarted: whether the
+// container, whose newest instance is newest (nil: none), is to be started
+// (again). The plan of what to start and the waiting reason in the pod's
+// status both ask here, so they cannot disagree. A pod being deleted
+// starts nothing; a container never run, or created and never started, or
+// in an unknown state is started; a running one is not; one that exited
+// is by its restart rules and policy, else the pod's.
+func ShouldRestart(pod *corev1.Pod, container *corev1.Container, newest *ContainerStatus) bool {
+	if pod.DeletionTimestamp != nil {
 		return false
-	case corev1.RestartPolicyOnFailure:
-		return latest.State == ContainerUnknown || latest.ExitCode != 0
-	default:
+	}
+	if newest == nil {
 		return true
 	}
+	switch newest.State {
+	case ContainerRunning:
+		return false
+	case ContainerUnknown, ContainerCreated:
+		return true
+	}
+	return podutil.ContainerShouldRestart(container, &pod.Spec, newest.ExitCode)
+}
+
+// anyRestartable reports whether any regular container of the pod may run
+// again after it exits.
+func anyRestartable(pod *corev1.Pod) bool {
+	for i := range pod.Spec.Containers {
+		if podutil.IsContainerRestartable(&pod.Spec.Containers[i], &pod.Spec) {
+			return true
+		}
+	}
+	return false
 }
 
 // addRestart plans the restart of a stopped container, now or after its
