@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,9 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -543,112 +539,6 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.reasons.forget(uid)
 	r.starts.forget(uid)
 	r.Prober.RemovePod(uid)
-}
-
-// report is the last step of every branch of Reconcile: re-observe the pod
-// and report what was seen. After an action on the runtime (acted), the
-// pod is marked synced and its record read again, so that neither this
-// status nor the next reconcile rests on a state from before the action;
-// then its status is written. It returns the record it reported.
-func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, acted, terminal bool) (*noderuntime.PodStatus, error) {
-	if acted {
-		r.markSynced(pod.UID)
-		var err error
-		if status, err = r.readPodStatus(ctx, pod.UID); err != nil {
-			return nil, err
-		}
-	}
-	return status, r.writeStatus(ctx, pod, status, terminal)
-}
-
-// writeStatus generates the pod's status and patches it to the API server
-// when it differs from what the server has.
-func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
-	return r.writeStatusFailing(ctx, pod, status, terminal, podstatus.DeadlineFailure(pod, r.Clock.Now()))
-}
-
-// writeStatusFailing is writeStatus with the pod's failure, if any.
-func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure) error {
-	now := r.Clock.Now()
-	merged := r.generateStatus(pod, status, terminal, failure, now)
-	r.starts.observe(pod, &merged, now)
-	r.Prober.UpdatePod(pod, &merged)
-	_, err := r.patchStatus(ctx, pod, merged)
-	return err
-}
-
-// generateStatus is the pod's status from its runtime record, the probes'
-// results and the reasons of its last sync, merged with the API server's.
-func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure, now time.Time) corev1.PodStatus {
-	probes := r.Prober.Results(pod.UID)
-	started, ready := r.Prober.StartedAndReady(pod, status, probes)
-	return podstatus.Generate(podstatus.Input{
-		Pod:      pod,
-		Runtime:  status,
-		Waiting:  r.reasons.get(pod.UID),
-		Started:  started,
-		Ready:    ready,
-		HostIPs:  r.HostIPs(),
-		Terminal: terminal,
-		Failure:  failure,
-		Now:      now,
-	})
-}
-
-// patchStatus writes merged as the pod's status when it differs from what
-// the API server has, and reports whether the server now holds it.
-func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged corev1.PodStatus) (bool, error) {
-	if podstatus.Equal(pod.Status, merged) {
-		return true, nil
-	}
-	patch, err := statusPatch(pod.UID, pod.Status, merged)
-	if err != nil {
-		return false, fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
-	}
-	err = r.Client.Status().Patch(ctx, pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch))
-	switch {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):
-		// Gone from the API (a node may not even read a deleted pod), or
-		// replaced by a Pod of the same name: this status is for no one.
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
-	}
-	klog.FromContext(ctx).V(1).Info("Patched pod status", "pod", klog.KObj(pod), "phase", merged.Phase)
-	return true, nil
-}
-
-// statusPatch is a strategic merge patch from old to new status that also
-// carries the pod's UID, so that it fails on a Pod recreated under the same
-// name.
-func statusPatch(uid types.UID, old, new corev1.PodStatus) ([]byte, error) {
-	oldJSON, err := json.Marshal(corev1.Pod{Status: old})
-	if err != nil {
-		return nil, err
-	}
-	newJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new})
-	if err != nil {
-		return nil, err
-	}
-	return strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
-}
-
-// isUIDMismatch reports whether a write failed on the UID it carried as a
-// precondition: the Pod under that name is another one now.
-func isUIDMismatch(err error) bool {
-	if !apierrors.IsInvalid(err) {
-		return false
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, cause := range status.Status().Details.Causes {
-		if cause.Field == "metadata.uid" {
-			return true
-		}
-	}
-	return false
 }
 
 // podIsTerminal reports whether a pod is done: its phase in the API is

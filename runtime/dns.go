@@ -10,10 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// defaultResolvConf is read when Config.ResolvConf is empty.
-const defaultResolvConf = "/etc/resolv.conf"
+	"github.com/nodelet/nodelet/api/config/v1alpha1"
+)
 
 // The API server's limits on a pod's resolver configuration; a merge with
 // the host's may exceed them, and is then cut back as the kubelet does.
@@ -272,7 +271,7 @@ func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
 	if pod.Spec.DNSPolicy != corev1.DNSNone {
 		path := m.config.ResolvConf
 		if path == "" {
-			path = defaultResolvConf
+			path = v1alpha1.DefaultResolvConf
 		}
 		var err error
 		if host, err = readResolvConf(path); err != nil {

@@ -25,9 +25,12 @@ const (
 	AuthorizationModeAlwaysAllow = "AlwaysAllow"
 )
 
-// Defaults that the packages taking these values (node/, server/) also
-// fall back to when a caller leaves them empty.
+// Defaults that the packages taking these values (node/, server/,
+// runtime/) also fall back to when a caller leaves them empty.
 const (
+	// DefaultResolvConf is the host's resolver configuration, which pods
+	// of dnsPolicy Default (and the search path of the others) start from.
+	DefaultResolvConf = "/etc/resolv.conf"
 	// DefaultMaxPods is the Node's pod capacity, the kubelet's.
 	DefaultMaxPods = 110
 	// DefaultRootDir holds the pods' volumes, /etc/hosts and state.
@@ -71,7 +74,7 @@ func SetDefaults(c *NodeletConfiguration) {
 	setString(&c.PodLogsDir, "/var/log/pods")
 	setString(&c.ContainerLogsDir, "/var/log/containers")
 	setString(&c.CgroupRoot, "/nodelet")
-	setString(&c.ResolvConf, "/etc/resolv.conf")
+	setString(&c.ResolvConf, DefaultResolvConf)
 
 	setString(&c.NetworkMode, NetworkModeRuntime)
 	setString(&c.CNIConfDir, DefaultCNIConfDir)
