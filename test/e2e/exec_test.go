@@ -99,23 +99,41 @@ func TestExec(t *testing.T) {
 		await.Eventually(t, 30*time.Second, "a shell prompt", await.Condition(func(context.Context) (bool, error) {
 			return strings.Contains(screen.String(), "# "), nil
 		}))
-		if _, err := master.WriteString("tty; stty size\n"); err != nil {
+		if _, err := master.WriteString("tty\n"); err != nil {
 			t.Fatal(err)
 		}
-		await.Eventually(t, 30*time.Second, "the container's tty, of the client's size", await.Condition(func(context.Context) (bool, error) {
-			return regexp.MustCompile(`/dev/pts/\d+\r?\n`).MatchString(screen.String()) && strings.Contains(screen.String(), "37 91"), nil
-		}))
+		await.Eventually(t, 30*time.Second, "the container's tty", func(context.Context) error {
+			if !regexp.MustCompile(`/dev/pts/\d+\r?\n`).MatchString(screen.String()) {
+				return fmt.Errorf("the terminal shows %q", screen.String())
+			}
+			return nil
+		})
+		// kubectl sends the terminal's size on a stream of its own, which
+		// may reach the container a moment after the shell has started:
+		// ask until it has.
+		await.Eventually(t, 30*time.Second, "the container's terminal to have the client's size", func(context.Context) error {
+			if _, err := master.WriteString("stty size\n"); err != nil {
+				return err
+			}
+			if !strings.Contains(screen.String(), "37 91") {
+				return fmt.Errorf("the terminal shows %q", screen.String())
+			}
+			return nil
+		})
 		// The user resizes the window: kubectl gets SIGWINCH and sends
 		// the new size, which the container's terminal takes.
 		if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
 			t.Fatal(err)
 		}
-		await.Eventually(t, 30*time.Second, "the container's terminal to take the new size", await.Condition(func(context.Context) (bool, error) {
+		await.Eventually(t, 30*time.Second, "the container's terminal to take the new size", func(context.Context) error {
 			if _, err := master.WriteString("stty size\n"); err != nil {
-				return false, err
+				return err
 			}
-			return strings.Contains(screen.String(), "50 120"), nil
-		}))
+			if !strings.Contains(screen.String(), "50 120") {
+				return fmt.Errorf("the terminal shows %q", screen.String())
+			}
+			return nil
+		})
 		if _, err := master.WriteString("exit 3\n"); err != nil {
 			t.Fatal(err)
 		}
