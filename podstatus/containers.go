@@ -118,7 +118,7 @@ func (v statusView) instanceStatus(container *corev1.Container, c *noderuntime.C
 		ImageID:            c.ImageRef,
 		ContainerID:        id,
 		VolumeMounts:       volumeMountStatuses(container),
-		Resources:          container.Resources.DeepCopy(),
+		Resources:          statusResources(container, c),
 		AllocatedResources: container.Resources.Requests.DeepCopy(),
 	}
 	if old != nil {

@@ -301,6 +301,7 @@ func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerS
 		RestartCount:           info.RestartCount,
 		RestartBackoff:         info.RestartBackoff,
 		TerminationGracePeriod: info.TerminationGracePeriod,
+		Resources:              appliedResources(s.GetResources()),
 		LogPath:                s.LogPath,
 	}
 	if cs.State == ContainerExited {

@@ -102,6 +102,10 @@ type ContainerStatus struct {
 	// created, used to stop it when its Pod is gone.
 	TerminationGracePeriod time.Duration
 
+	// Resources is what the runtime reports it applied; nil when it
+	// reports nothing.
+	Resources *AppliedResources
+
 	LogPath string
 }
 

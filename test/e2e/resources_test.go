@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// A container's status.resources are what the runtime says it applied, and
+// allocatedResources the requests the node admitted: when the runtime's
+// limits change behind the Pod's back, the status follows the runtime.
+func TestContainerStatusResourcesAreWhatTheRuntimeApplied(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	spec := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+	pod := newPod(ns, "sized").obj()
+	pod.Spec.Containers[0].Resources = spec
+	pod = f.createPod(t, pod)
+	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+
+	hasResources := func(want corev1.ResourceRequirements) func(*corev1.Pod) (bool, error) {
+		return func(p *corev1.Pod) (bool, error) {
+			if len(p.Status.ContainerStatuses) != 1 {
+				return false, nil
+			}
+			s := p.Status.ContainerStatuses[0]
+			if !equality.Semantic.DeepEqual(s.AllocatedResources, spec.Requests) {
+				return false, fmt.Errorf("allocatedResources %v, want the requests %v", s.AllocatedResources, spec.Requests)
+			}
+			return s.Resources != nil && equality.Semantic.DeepEqual(*s.Resources, want), nil
+		}
+	}
+	f.waitForPod(t, pod, podStartTimeout, "to report the spec's resources, which the runtime applied", hasResources(spec))
+
+	// The runtime runs the container with other limits now, as after an
+	// in-place resize.
+	err := f.Runtime.UpdateContainerResources(t.Context(), containerID(t, pod, "app"), &runtimeapi.ContainerResources{
+		Linux: &runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 25000, CpuShares: 204, MemoryLimitInBytes: 256 << 20},
+	})
+	if err != nil {
+		t.Fatalf("updating the container's resources through CRI: %v", err)
+	}
+	// A change of the Pod has nodelet sync it and report again.
+	patch := []byte(`{"metadata":{"labels":{"resized":"yes"}}}`)
+	if _, err := f.Client.CoreV1().Pods(ns).Patch(t.Context(), pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applied := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+	f.waitForPod(t, pod, podStartTimeout, "to report the runtime's new resources", hasResources(applied))
+}
