@@ -26,7 +26,6 @@ declare -A KNOWN_LONG=(
 	[node/reporter_test.go]=669
 	[runtime/container.go]=602
 	[volume/manager.go]=554
-	[runtime/pod_actions_test.go]=533
 )
 
 main() {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -22,12 +20,7 @@ func restartOnExitCodes(codes ...int32) []corev1.ContainerRestartRule {
 }
 
 func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
-	cases := map[string]struct {
-		mutatePod    func(*corev1.Pod)
-		mutateStatus func(*corev1.Pod, *PodStatus)
-		probes       ProbeResults
-		want         PodActions
-	}{
+	cases := map[string]podActionsCase{
 		"a container's Never wins over the pod's Always": {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
@@ -114,22 +107,7 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 			want: PodActions{KillPod: true, Attempt: 1, ContainersToKill: noKills()},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pod := basePod()
-			if tc.mutatePod != nil {
-				tc.mutatePod(pod)
-			}
-			status := baseStatus(basePod())
-			if tc.mutateStatus != nil {
-				tc.mutateStatus(pod, status)
-			}
-			got := ComputePodActions(pod, status, tc.probes, testNow)
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("ComputePodActions() mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	runPodActionsCases(t, cases)
 }
 
 // The plan starts an exited regular container again exactly when

@@ -111,29 +111,26 @@ func TestExec(t *testing.T) {
 		// kubectl sends the terminal's size on a stream of its own, which
 		// may reach the container a moment after the shell has started:
 		// ask until it has.
-		await.Eventually(t, 30*time.Second, "the container's terminal to have the client's size", func(context.Context) error {
-			if _, err := master.WriteString("stty size\n"); err != nil {
-				return err
-			}
-			if !strings.Contains(screen.String(), "37 91") {
-				return fmt.Errorf("the terminal shows %q", screen.String())
-			}
-			return nil
-		})
+		// sizeShown asks the terminal its size until it answers want.
+		sizeShown := func(what, want string) {
+			t.Helper()
+			await.Eventually(t, 30*time.Second, what, func(context.Context) error {
+				if _, err := master.WriteString("stty size\n"); err != nil {
+					return err
+				}
+				if !strings.Contains(screen.String(), want) {
+					return fmt.Errorf("the terminal shows %q", screen.String())
+				}
+				return nil
+			})
+		}
+		sizeShown("the container's terminal to have the client's size", "37 91")
 		// The user resizes the window: kubectl gets SIGWINCH and sends
 		// the new size, which the container's terminal takes.
 		if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
 			t.Fatal(err)
 		}
-		await.Eventually(t, 30*time.Second, "the container's terminal to take the new size", func(context.Context) error {
-			if _, err := master.WriteString("stty size\n"); err != nil {
-				return err
-			}
-			if !strings.Contains(screen.String(), "50 120") {
-				return fmt.Errorf("the terminal shows %q", screen.String())
-			}
-			return nil
-		})
+		sizeShown("the container's terminal to take the new size", "50 120")
 		if _, err := master.WriteString("exit 3\n"); err != nil {
 			t.Fatal(err)
 		}
