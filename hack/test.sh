@@ -73,12 +73,21 @@ trap stop_e2e_stack EXIT
 # The network cases run twice: with the rest of the suite on a stack whose
 # runtime runs CNI, then alone on a stack in the agent network mode.
 # The TestNetworkAgentMode cases are about the agent mode alone.
+# E2E_RUN narrows the first run to the tests it matches (go test -run), and
+# E2E_MODES to the modes named ("runtime", "agent"), to run one test while
+# working on it.
+E2E_RUN=${E2E_RUN:-}
 E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
+E2E_MODES=${E2E_MODES:-runtime agent}
 
 suite_e2e() {
 	local rc=0
-	e2e_on_stack runtime "" "^TestNetworkAgentMode" || rc=$?
-	e2e_on_stack agent "$E2E_AGENT_RUN" "" || rc=$?
+	if [[ " $E2E_MODES " == *" runtime "* ]]; then
+		e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode" || rc=$?
+	fi
+	if [[ " $E2E_MODES " == *" agent "* ]]; then
+		e2e_on_stack agent "$E2E_AGENT_RUN" "" || rc=$?
+	fi
 	return $rc
 }
 
