@@ -178,6 +178,7 @@ func run(ctx context.Context, opts Options) error {
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
 		ResolvConf:      opts.ResolvConf,
+		NodeIP:          opts.NodeIP,
 		ClusterDNS:      noderuntime.ClusterDNS{Servers: opts.ClusterDNS, Domain: opts.ClusterDomain},
 		NodeName:        opts.NodeName,
 
@@ -190,6 +191,7 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	runtimeManager.CheckResolvConfLimits()
 	podCgroups, err := cgroups.New(opts.CgroupRoot)
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)

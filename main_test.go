@@ -70,6 +70,34 @@ func TestParseOptionsFlagsWinOverTheConfigFile(t *testing.T) {
 	}
 }
 
+// An empty resolvConf, in the file or on the command line, gives pods
+// none of the host's resolvers, as the kubelet's; left out, it is the
+// host's /etc/resolv.conf.
+func TestEmptyResolvConfIsKeptApartFromAnUnsetOne(t *testing.T) {
+	cases := map[string]struct {
+		file string
+		args []string
+		want string
+	}{
+		"unset":                     {want: "/etc/resolv.conf"},
+		"empty in the file":         {file: "resolvConf: \"\"\n", want: ""},
+		"empty on the command line": {file: "resolvConf: /from/file\n", args: []string{"--resolv-conf="}, want: ""},
+		"set in the file":           {file: "resolvConf: /from/file\n", want: "/from/file"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"--config", writeConfig(t, configHeader+tc.file)}, tc.args...)
+			opts, err := parseOptions(args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.ResolvConf != tc.want {
+				t.Errorf("ResolvConf = %q, want %q", opts.ResolvConf, tc.want)
+			}
+		})
+	}
+}
+
 func TestEffectiveConfigurationIsTheFileDefaultedAndTheFlags(t *testing.T) {
 	file := configHeader + "maxPods: 42\nnetworkMode: agent\nallowedUnsafeSysctls: [net.core.somaxconn]\n" +
 		"authorization:\n  webhook:\n    cacheAuthorizedTTL: 1m\n"

@@ -122,7 +122,7 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		PodLogDir:                c.PodLogsDir,
 		ContainerLogDir:          c.ContainerLogsDir,
 		CgroupRoot:               c.CgroupRoot,
-		ResolvConf:               c.ResolvConf,
+		ResolvConf:               ptr.Deref(c.ResolvConf, ""),
 		ClusterDNS:               slices.Clone(c.ClusterDNS),
 		ClusterDomain:            c.ClusterDomain,
 		AllowedUnsafeSysctls:     slices.Clone(c.AllowedUnsafeSysctls),
@@ -184,7 +184,7 @@ func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) 
 		PodLogsDir:               o.PodLogDir,
 		ContainerLogsDir:         o.ContainerLogDir,
 		CgroupRoot:               o.CgroupRoot,
-		ResolvConf:               o.ResolvConf,
+		ResolvConf:               ptr.To(o.ResolvConf),
 		ClusterDNS:               slices.Clone(o.ClusterDNS),
 		ClusterDomain:            o.ClusterDomain,
 		AllowedUnsafeSysctls:     slices.Clone(o.AllowedUnsafeSysctls),
@@ -276,7 +276,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CNIAgentConfDir, "cni-agent-conf-dir", o.CNIAgentConfDir, "Agent mode: folder of the node's real CNI configuration (default: <root-dir>/cni/net.d).")
 	fs.StringVar(&o.CNIShimPath, "cni-shim-path", o.CNIShimPath, "Agent mode: the nodelet-cni binary to install into --cni-bin-dir (default: nodelet-cni beside nodelet).")
 	fs.DurationVar(&o.CNICheckPeriod.Duration, "cni-check-period", o.CNICheckPeriod.Duration, "Agent mode: how often every pod network is checked (CNI CHECK); a broken one has its sandbox recreated.")
-	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods.")
+	fs.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "Resolver configuration given to pods; empty gives them none of the host's (Default pods then resolve through the local machine).")
 	fs.StringSliceVar(&o.ClusterDNS, "cluster-dns", o.ClusterDNS, "Comma-separated IP addresses of the cluster's DNS servers, given to pods with the ClusterFirst DNS policy.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "The cluster's DNS domain, searched by pods besides the host's domains.")
 	fs.StringSliceVar(&o.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, "Comma-separated unsafe sysctls, or prefixes ending in *, that pods may set.")

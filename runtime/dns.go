@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
 // The API server's limits on a pod's resolver configuration; a merge with
@@ -31,6 +30,23 @@ type resolvConf struct {
 	Nameservers []string
 	Searches    []string
 	Options     []string
+	// LocalOnly is set when the node gives pods no resolver configuration
+	// of its own (an empty --resolv-conf): pods that would inherit the
+	// host's get the local machine's resolver and search nothing, and the
+	// others add no host domains to theirs.
+	LocalOnly bool
+}
+
+// localResolvConf is what pods inherit from a node that gives them no
+// resolver configuration: the local machine's resolver, as the resolver
+// library itself falls back to when no nameserver is set, on the loopback
+// of the node IP's family; "." searches nothing.
+func localResolvConf(nodeIP string) resolvConf {
+	server := "127.0.0.1"
+	if ip := net.ParseIP(nodeIP); ip != nil && ip.To4() == nil {
+		server = "::1"
+	}
+	return resolvConf{Nameservers: []string{server}, Searches: []string{"."}, LocalOnly: true}
 }
 
 // parseResolvConf reads the lines of a resolv.conf that matter to a pod:
@@ -173,7 +189,11 @@ func podDNSConfig(pod *corev1.Pod, host resolvConf, cluster ClusterDNS) (*runtim
 		// The cluster's DNS is the only server: it forwards what it does
 		// not know to the host's resolvers itself.
 		config.Servers = append(config.Servers, cluster.Servers...)
-		config.Searches = clusterSearches(pod.Namespace, cluster.Domain, host.Searches)
+		var hostSearches []string
+		if !host.LocalOnly {
+			hostSearches = host.Searches
+		}
+		config.Searches = clusterSearches(pod.Namespace, cluster.Domain, hostSearches)
 		config.Options = append(config.Options, defaultDNSOptions...)
 	default:
 		if kind == podDNSCluster {
@@ -268,13 +288,13 @@ func withoutDuplicates(values []string) []string {
 // (the latter on the Node too).
 func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
 	var host resolvConf
-	if pod.Spec.DNSPolicy != corev1.DNSNone {
-		path := m.config.ResolvConf
-		if path == "" {
-			path = v1alpha1.DefaultResolvConf
-		}
+	switch {
+	case pod.Spec.DNSPolicy == corev1.DNSNone:
+	case m.config.ResolvConf == "":
+		host = localResolvConf(m.config.NodeIP)
+	default:
 		var err error
-		if host, err = readResolvConf(path); err != nil {
+		if host, err = readResolvConf(m.config.ResolvConf); err != nil {
 			return nil, err
 		}
 	}
@@ -318,4 +338,51 @@ func readResolvConf(path string) (resolvConf, error) {
 		return resolvConf{}, fmt.Errorf("parsing the host's resolver configuration %s: %w", path, err)
 	}
 	return conf, nil
+}
+
+// reasonCheckLimitsForResolvConf is the kubelet's reason for the Node event
+// about a host resolver configuration pods cannot inherit whole.
+const reasonCheckLimitsForResolvConf = "CheckLimitsForResolvConf"
+
+// resolvConfLimitProblem says why a host search line cannot be inherited
+// whole by pods, as the kubelet checks it once at start: too many domains
+// (three fewer when the cluster's domains come first), one too long, or
+// the line too long. Empty when it fits.
+func resolvConfLimitProblem(path string, searches []string, clusterDomain string) string {
+	domainLimit := maxDNSSearchPaths
+	if clusterDomain != "" {
+		domainLimit -= 3
+	}
+	if len(searches) > domainLimit {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line consisting of more than %d domains!", path, domainLimit)
+	}
+	for _, domain := range searches {
+		if len(domain) > maxDNSSearchDomainLength {
+			return fmt.Sprintf("Resolv.conf file %q contains a search path which length is more than allowed %d chars!", path, maxDNSSearchDomainLength)
+		}
+	}
+	if len(strings.Join(searches, " ")) > maxDNSSearchListChars {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line which length is more than allowed %d chars!", path, maxDNSSearchListChars)
+	}
+	return ""
+}
+
+// CheckResolvConfLimits warns on the Node, once at start as the kubelet
+// does, when the host's resolver configuration cannot be read or pods
+// cannot inherit its search line whole: each pod would otherwise have it
+// cut with a DNSConfigForming event, and nobody would see why on the node.
+func (m *Manager) CheckResolvConfLimits() {
+	if m.config.ResolvConf == "" || m.config.NodeName == "" {
+		return
+	}
+	var problem string
+	if conf, err := readResolvConf(m.config.ResolvConf); err != nil {
+		problem = err.Error()
+	} else {
+		problem = resolvConfLimitProblem(m.config.ResolvConf, conf.Searches, m.config.ClusterDNS.Domain)
+	}
+	if problem != "" {
+		m.log.Info("Host resolver configuration is beyond what pods can inherit", "path", m.config.ResolvConf, "problem", problem)
+		m.recorder.Event(nodeRef(m.config.NodeName), corev1.EventTypeWarning, reasonCheckLimitsForResolvConf, problem)
+	}
 }

@@ -40,8 +40,12 @@ type Config struct {
 	RuntimeClasses RuntimeClasses
 	// ResolvConf is the host's resolver configuration that pods with the
 	// Default DNS policy (and ClusterFirst, when there is no cluster DNS)
-	// inherit. Empty means /etc/resolv.conf.
+	// inherit. Empty gives pods none of the host's: those pods resolve
+	// through the local machine, as the kubelet's do.
 	ResolvConf string
+	// NodeIP is the --node-ip the node was given, if any: with no
+	// ResolvConf, an IPv6 one makes the local resolver ::1.
+	NodeIP string
 	// ClusterDNS is the cluster's DNS service, which ClusterFirst pods
 	// resolve through; its domain also makes the FQDN of pods with a
 	// subdomain.

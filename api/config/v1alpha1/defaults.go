@@ -74,7 +74,9 @@ func SetDefaults(c *NodeletConfiguration) {
 	setString(&c.PodLogsDir, "/var/log/pods")
 	setString(&c.ContainerLogsDir, "/var/log/containers")
 	setString(&c.CgroupRoot, "/nodelet")
-	setString(&c.ResolvConf, DefaultResolvConf)
+	if c.ResolvConf == nil {
+		c.ResolvConf = ptr.To(DefaultResolvConf)
+	}
 
 	setString(&c.NetworkMode, NetworkModeRuntime)
 	setString(&c.CNIConfDir, DefaultCNIConfDir)

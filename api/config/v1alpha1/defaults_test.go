@@ -76,7 +76,7 @@ func defaulted() NodeletConfiguration {
 		PodLogsDir:                "/var/log/pods",
 		ContainerLogsDir:          "/var/log/containers",
 		CgroupRoot:                "/nodelet",
-		ResolvConf:                "/etc/resolv.conf",
+		ResolvConf:                ptr.To("/etc/resolv.conf"),
 		NetworkMode:               "runtime",
 		CNIConfDir:                "/etc/cni/net.d",
 		CNIBinDir:                 "/opt/cni/bin",

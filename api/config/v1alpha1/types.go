@@ -55,9 +55,11 @@ type NodeletConfiguration struct {
 	// CgroupRoot is the cgroup under which pod cgroups are made (cgroupfs
 	// driver). Default: "/nodelet".
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
-	// ResolvConf is the resolver configuration given to pods.
+	// ResolvConf is the resolver configuration given to pods. An empty
+	// string gives them none of the host's: pods of the Default DNS policy
+	// then resolve through the local machine, as under the kubelet.
 	// Default: "/etc/resolv.conf".
-	ResolvConf string `json:"resolvConf,omitempty"`
+	ResolvConf *string `json:"resolvConf,omitempty"`
 	// ClusterDNS are the IP addresses of the cluster's DNS servers, given
 	// to pods with the ClusterFirst DNS policy. Default: none.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
