@@ -249,18 +249,20 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
-		Queue:        podQueue,
-		Admit:        admitter.Admit,
-		Client:       mgr.GetClient(),
-		Runtime:      runtimeManager,
-		Volumes:      podVolumes,
-		Cgroups:      podCgroups,
-		Recorder:     recorder,
-		Prober:       probes,
-		Clock:        clk,
-		NodeName:     opts.NodeName,
-		HostIPs:      nodeReporter.NodeIPs,
-		NetworkError: nodeReporter.NetworkError,
+		Queue:    podQueue,
+		Admit:    admitter.Admit,
+		Client:   mgr.GetClient(),
+		Runtime:  runtimeManager,
+		Volumes:  podVolumes,
+		Cgroups:  podCgroups,
+		Recorder: recorder,
+		Prober:   probes,
+		Clock:    clk,
+		NodeName: opts.NodeName,
+		HostIPs:  nodeReporter.NodeIPs,
+
+		SlowPodStartThreshold: opts.SlowPodStartThreshold.Duration,
+		NetworkError:          nodeReporter.NetworkError,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(),
 			Cache:     mgr.GetClient(),

@@ -68,6 +68,7 @@ type Options struct {
 	ParallelSandboxStarts     int
 	MaxPods                   int
 	NodeStatusUpdateFrequency metav1.Duration
+	SlowPodStartThreshold     metav1.Duration
 
 	Port                                     int
 	Address                                  string
@@ -142,6 +143,7 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		ParallelSandboxStarts:     int(c.ParallelSandboxStarts),
 		MaxPods:                   int(c.MaxPods),
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
+		SlowPodStartThreshold:     ptr.Deref(c.SlowPodStartThreshold, metav1.Duration{}),
 
 		Port:                                     int(c.Port),
 		Address:                                  c.Address,
@@ -204,6 +206,7 @@ func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) 
 		ParallelSandboxStarts:     int32(o.ParallelSandboxStarts),
 		MaxPods:                   int32(o.MaxPods),
 		NodeStatusUpdateFrequency: o.NodeStatusUpdateFrequency,
+		SlowPodStartThreshold:     ptr.To(o.SlowPodStartThreshold),
 
 		Address:                  o.Address,
 		Port:                     int32(o.Port),
@@ -285,6 +288,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ParallelSandboxStarts, "parallel-sandbox-starts", o.ParallelSandboxStarts, "How many pod sandboxes are created in the runtime at once; the others wait their turn, first come first served (0: two per CPU).")
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "The Node's pod capacity.")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", o.NodeStatusUpdateFrequency.Duration, "How often the Node's status is computed and, when changed, patched.")
+	fs.DurationVar(&o.SlowPodStartThreshold.Duration, "slow-pod-start-threshold", o.SlowPodStartThreshold.Duration, "How long a pod may take from its creation to Ready before a SlowPodStart event names its slowest step; 0 tells none.")
 	fs.IntVar(&o.Port, "port", o.Port, "Port of the node's HTTPS API (logs, exec, attach, port-forward, stats), advertised as the Node's daemon endpoint.")
 	fs.StringVar(&o.Address, "address", o.Address, "IP address the node's HTTPS API listens on.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate of the node's API (default: self-signed in --cert-dir, or requested with --rotate-server-certificates).")

@@ -24,6 +24,7 @@ import (
 	"github.com/nodelet/nodelet/admission"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/pleg"
+	"github.com/nodelet/nodelet/podstart"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
@@ -95,6 +96,9 @@ type PodReconciler struct {
 	// Admit decides whether the node may run a pod it has made nothing
 	// for yet (package admission); nil admits every pod.
 	Admit func(*corev1.Pod) admission.Result
+	// SlowPodStartThreshold is how long a pod may take from its creation
+	// to Ready before an event names its slowest step; zero: never.
+	SlowPodStartThreshold time.Duration
 
 	// Queue takes the pods to reconcile for what nodelet notices outside
 	// the API server, and holds the PLEG's pod cache. Default: a new one.
@@ -103,6 +107,8 @@ type PodReconciler struct {
 	cache   *pleg.Cache
 	reasons *reasonCache
 	starts  *podStartTracker
+	// breakdowns explains each start this process traces, step by step.
+	breakdowns *startBreakdowns
 
 	mu sync.Mutex
 	// cleaning holds the runtime pods whose removal is under way.
@@ -124,6 +130,7 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	r.cache = r.Queue.cache
 	r.reasons = newReasonCache()
 	r.starts = newPodStartTracker()
+	r.breakdowns = newStartBreakdowns(r.Clock)
 	r.cleaning = map[types.UID]bool{}
 	r.prepareFailures = map[types.UID]int{}
 	r.kills = map[types.UID]podKill{}
@@ -234,9 +241,11 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	now := r.Clock.Now()
 	var requeue requeueAfter
 
+	ctx = r.breakdowns.traced(ctx, pod, len(status.Sandboxes)+len(status.Containers) > 0)
 	if rejected, err := r.admitPod(ctx, pod, status); rejected || err != nil {
 		return ctrl.Result{}, err
 	}
+	podstart.MarkStep(ctx, podstart.StepAdmitted, "")
 	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
@@ -267,6 +276,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	r.mu.Lock()
 	delete(r.prepareFailures, pod.UID)
 	r.mu.Unlock()
+	podstart.MarkStep(ctx, podstart.StepVolumesReady, "")
 
 	r.starts.seen(pod.UID, now)
 	actions := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), now)
@@ -285,6 +295,8 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	if !actions.NoChange() {
 		if r.gatherEnv(ctx, pod, actions, env) {
 			requeue.in(now, r.quickRetryDelay(r.envFailures, pod.UID))
+		} else {
+			podstart.MarkStep(ctx, podstart.StepEnvReady, "")
 		}
 		log.V(1).Info("Syncing pod", "pod", klog.KObj(pod), "actions", actions)
 		result = r.Runtime.SyncPod(ctx, pod, status, actions, env)
@@ -452,83 +464,6 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 	return nil
 }
 
-// OwnedPods returns the UIDs of the Pods bound to this node, as the
-// manager's cache has them: what housekeeping keeps.
-func (r *PodReconciler) OwnedPods(ctx context.Context) (map[types.UID]bool, error) {
-	var pods corev1.PodList
-	// The cache holds only this node's pods.
-	if err := r.Client.List(ctx, &pods); err != nil {
-		return nil, fmt.Errorf("listing the pods of node %s: %w", r.NodeName, err)
-	}
-	owned := make(map[types.UID]bool, len(pods.Items))
-	for i := range pods.Items {
-		owned[pods.Items[i].UID] = true
-	}
-	return owned, nil
-}
-
-// RemoveOrphan starts the removal of a runtime pod whose Pod is gone
-// (startOrphanRemoval).
-func (r *PodReconciler) RemoveOrphan(ctx context.Context, uid types.UID) {
-	r.startOrphanRemoval(ctx, uid)
-}
-
-// CleanupPods drops the probes of the pods not in keep.
-func (r *PodReconciler) CleanupPods(keep map[types.UID]bool) {
-	r.Prober.CleanupPods(keep)
-}
-
-// removeOrphans starts the removal of every runtime pod named
-// namespace/name whose UID is not keep.
-func (r *PodReconciler) removeOrphans(ctx context.Context, namespace, name string, keep types.UID) {
-	for _, status := range r.cache.ByName(namespace, name) {
-		if status.UID != keep {
-			r.startOrphanRemoval(ctx, status.UID)
-		}
-	}
-}
-
-// startOrphanRemoval removes a runtime pod whose Pod is gone. It runs on its
-// own, so that a Pod recreated under the same name starts while its
-// predecessor stops, and at most once at a time per pod.
-func (r *PodReconciler) startOrphanRemoval(ctx context.Context, uid types.UID) {
-	r.mu.Lock()
-	busy := r.cleaning[uid]
-	r.cleaning[uid] = true
-	r.mu.Unlock()
-	if !busy {
-		go r.removeOrphan(context.WithoutCancel(ctx), uid)
-	}
-}
-
-func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
-	log := klog.FromContext(ctx)
-	defer func() {
-		r.mu.Lock()
-		delete(r.cleaning, uid)
-		r.mu.Unlock()
-	}()
-	status, err := r.readPodStatus(ctx, uid)
-	if err == nil && len(status.Sandboxes)+len(status.Containers) == 0 {
-		// Already removed, by the Pod's own deletion.
-		r.cache.Delete(uid, r.Clock.Now())
-		return
-	}
-	if err == nil {
-		err = r.Runtime.KillPod(ctx, nil, status, nil)
-	}
-	if err == nil {
-		err = r.removePod(ctx, status)
-	}
-	if err != nil {
-		// Housekeeping and the PLEG's resync find it again.
-		log.Error(err, "Failed to remove runtime pod whose Pod is gone", "podUID", uid)
-		return
-	}
-	r.forget(uid)
-	log.Info("Removed runtime pod whose Pod is gone", "pod", klog.KRef(status.Namespace, status.Name), "podUID", uid)
-}
-
 // forget drops what nodelet remembers of a pod it removed.
 func (r *PodReconciler) forget(uid types.UID) {
 	r.cache.Forget(uid, r.Clock.Now())
@@ -538,6 +473,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.mu.Unlock()
 	r.reasons.forget(uid)
 	r.starts.forget(uid)
+	r.breakdowns.forget(uid)
 	r.Prober.RemovePod(uid)
 }
 

@@ -50,7 +50,12 @@ func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod,
 	merged := r.generateStatus(pod, status, terminal, failure, now)
 	r.starts.observe(pod, &merged, now)
 	r.Prober.UpdatePod(pod, &merged)
-	_, err := r.patchStatus(ctx, pod, merged)
+	written, err := r.patchStatus(ctx, pod, merged)
+	if written {
+		if breakdown, done := r.breakdowns.written(pod, &merged, now); done {
+			r.tellStart(ctx, pod, breakdown)
+		}
+	}
 	return err
 }
 

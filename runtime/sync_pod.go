@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/kubeletmetrics"
+	"github.com/nodelet/nodelet/podstart"
 	"github.com/nodelet/nodelet/podutil"
 )
 
@@ -241,12 +242,14 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *ru
 	if err := m.sandboxStarts.Acquire(ctx, 1); err != nil {
 		return "", fmt.Errorf("waiting for a turn to run the sandbox of pod %s: %w", klog.KObj(pod), err)
 	}
+	podstart.MarkStep(ctx, podstart.StepSandboxTurn, "")
 	id, err := m.runtime.RunPodSandbox(ctx, config, handler)
 	m.sandboxStarts.Release(1)
 	if err != nil {
 		m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", grpcMessage(err))
 		return "", fmt.Errorf("running sandbox of pod %s: %w", klog.KObj(pod), err)
 	}
+	podstart.MarkStep(ctx, podstart.StepSandboxCreated, "")
 	return id, nil
 }
 
@@ -263,6 +266,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, target co
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", cerr.Reason)
 		return pullTime, cerr
 	}
+	podstart.MarkStep(ctx, podstart.StepImageReady, container.Name)
 	cerr = m.createAndStart(ctx, pod, target, container, ref, plan, imageRef, pidTarget)
 	return pullTime, cerr
 }
@@ -288,6 +292,7 @@ func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target co
 		return &ContainerError{Reason: ReasonCreateContainerError, Message: msg}
 	}
 	m.recorder.Eventf(ref, corev1.EventTypeNormal, "Created", "Container created")
+	podstart.MarkStep(ctx, podstart.StepContainerCreated, container.Name)
 
 	if err := m.runtime.StartContainer(ctx, id); err != nil {
 		msg := grpcMessage(err)
@@ -295,6 +300,7 @@ func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target co
 		return &ContainerError{Reason: ReasonRunContainerError, Message: msg}
 	}
 	m.recorder.Eventf(ref, corev1.EventTypeNormal, "Started", "Container started")
+	podstart.MarkStep(ctx, podstart.StepContainerStarted, container.Name)
 
 	m.linkContainerLog(ctx, pod, container.Name, id, sandboxConfig.LogDirectory, config.LogPath)
 

@@ -89,6 +89,9 @@ func SetDefaults(c *NodeletConfiguration) {
 	setInt32(&c.ConcurrentReconciles, DefaultMaxPods)
 	setInt32(&c.MaxPods, DefaultMaxPods)
 	setDuration(&c.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
+	if c.SlowPodStartThreshold == nil {
+		c.SlowPodStartThreshold = &metav1.Duration{Duration: 30 * time.Second}
+	}
 
 	// The node's API: the kubelet's secure defaults (its config file's):
 	// no anonymous requests, tokens and access reviewed by the API server.

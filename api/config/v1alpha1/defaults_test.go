@@ -87,6 +87,7 @@ func defaulted() NodeletConfiguration {
 		ConcurrentReconciles:      110,
 		MaxPods:                   110,
 		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
+		SlowPodStartThreshold:     &metav1.Duration{Duration: 30 * time.Second},
 		Address:                   "0.0.0.0",
 		Port:                      10250,
 		Authentication: NodeletAuthentication{

@@ -118,6 +118,10 @@ type NodeletConfiguration struct {
 	// NodeStatusUpdateFrequency is how often the Node's status is
 	// computed, and patched when it changed. Default: "10s".
 	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	// SlowPodStartThreshold is how long a pod may take from its creation
+	// to Ready before a SlowPodStart event names its slowest step; "0s"
+	// tells none. Default: "30s".
+	SlowPodStartThreshold *metav1.Duration `json:"slowPodStartThreshold,omitempty"`
 
 	// Address is the IP address the node's HTTPS API listens on.
 	// Default: "0.0.0.0".

@@ -68,6 +68,9 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), c.MaxPods, "must be at least 1"))
 	}
 	positive(field.NewPath("nodeStatusUpdateFrequency"), c.NodeStatusUpdateFrequency)
+	if c.SlowPodStartThreshold != nil && c.SlowPodStartThreshold.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("slowPodStartThreshold"), c.SlowPodStartThreshold.Duration.String(), "must not be negative"))
+	}
 
 	if net.ParseIP(c.Address) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("address"), c.Address, "must be an IP address"))

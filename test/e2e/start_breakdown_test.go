@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodelet/nodelet/internal/await"
+)
+
+// TestStartBreakdownAddsUpToCreateToReady starts pods one at a time and
+// checks nodelet's account of each start (its "Pod started" log line)
+// against the start measured from outside: the steps add up to the total,
+// and the total is the time from the Create call to the watch showing the
+// pod Ready, within 5%. It times what it checks, so it runs alone.
+func TestStartBreakdownAddsUpToCreateToReady(t *testing.T) {
+	ns := f.NewNamespace(t)
+	for i := range 4 {
+		name := fmt.Sprintf("traced-%d", i)
+		measured := createAndTimeToReady(t, newPod(ns, name).obj())
+
+		var line startedLine
+		await.Eventually(t, 30*time.Second, "nodelet's Pod started line of "+name, func(ctx context.Context) error {
+			return findStartedLine(ns, name, &line)
+		})
+		total, err := time.ParseDuration(line.Total)
+		if err != nil {
+			t.Fatalf("pod %s: total %q: %v", name, line.Total, err)
+		}
+		var sum time.Duration
+		var names []string
+		for _, step := range strings.Fields(line.Steps) {
+			stepName, took, ok := strings.Cut(step, "=")
+			d, err := time.ParseDuration(took)
+			if !ok || err != nil {
+				t.Fatalf("pod %s: step %q of %q", name, step, line.Steps)
+			}
+			names = append(names, stepName)
+			sum += d
+		}
+		// Each step is rounded to the millisecond.
+		if diff := (sum - total).Abs(); diff > time.Duration(len(names))*time.Millisecond {
+			t.Errorf("pod %s: steps add up to %s, total %s (%s)", name, sum, total, line.Steps)
+		}
+		if diff := (total - measured).Abs(); diff > measured/20 {
+			t.Errorf("pod %s: breakdown total %s, measured create→Ready %s: more than 5%% apart (%s)", name, total, measured, line.Steps)
+		}
+		for _, want := range []string{"seen", "sandbox_created", "image_ready/app", "container_started/app", "status_written"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("pod %s: no step %s in %q", name, want, line.Steps)
+			}
+		}
+		t.Logf("pod %s: measured %s, breakdown %s: %s", name, measured, total, line.Steps)
+	}
+}
+
+// createAndTimeToReady creates pod and returns the time from the Create
+// call to a watch event showing it Ready. The API server keeps creation
+// timestamps to the second, and nodelet counts a start from one; so the
+// pod is created just after a second begins, where the two agree.
+func createAndTimeToReady(t *testing.T, pod *corev1.Pod) time.Duration {
+	t.Helper()
+	w, err := f.Client.CoreV1().Pods(pod.Namespace).Watch(t.Context(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", pod.Name).String(),
+	})
+	if err != nil {
+		t.Fatalf("watching pod %s: %v", pod.Name, err)
+	}
+	defer w.Stop()
+	// Not a wait for anything: the create is placed on the clock.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 2*time.Millisecond)))
+	createdAt := time.Now()
+	f.createPod(t, pod)
+	deadline := time.After(podStartTimeout)
+	for {
+		select {
+		case event, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch of pod %s ended", pod.Name)
+			}
+			seenAt := time.Now()
+			if event.Type == watch.Error {
+				t.Fatalf("watching pod %s: %v", pod.Name, event.Object)
+			}
+			if p, ok := event.Object.(*corev1.Pod); ok && podReady(p) {
+				return seenAt.Sub(createdAt)
+			}
+		case <-deadline:
+			t.Fatalf("pod %s not Ready within %s", pod.Name, podStartTimeout)
+		}
+	}
+}
+
+// startedLine is what a "Pod started" line of nodelet's JSON log holds.
+type startedLine struct {
+	Msg string `json:"msg"`
+	Pod struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"pod"`
+	Total string `json:"total"`
+	Steps string `json:"steps"`
+}
+
+func findStartedLine(ns, name string, into *startedLine) error {
+	for _, raw := range strings.Split(f.Nodelet.LogLines(ns, 500), "\n") {
+		var line startedLine
+		if json.Unmarshal([]byte(raw), &line) != nil {
+			continue
+		}
+		if line.Msg == "Pod started" && line.Pod.Namespace == ns && line.Pod.Name == name {
+			*into = line
+			return nil
+		}
+	}
+	return fmt.Errorf("no Pod started line for %s/%s in nodelet's log", ns, name)
+}
