@@ -20,6 +20,9 @@ type agent struct {
 	MetricsAddr string
 	StateDir    string
 	CgroupRoot  string
+	// Log is the agent's log, where nodelet tells each start's steps;
+	// empty for the kubelet, whose log does not.
+	Log string
 }
 
 func (a *agent) pidFile() string           { return filepath.Join(a.StateDir, "run", a.Name+".pid") }
@@ -85,6 +88,9 @@ func parseAgent(spec string) (*agent, stackEnv, error) {
 		}
 	}
 	a.User = "system:node:" + a.Node
+	if name == "nodelet" {
+		a.Log = env["NODELET_LOG"]
+	}
 	return a, env, nil
 }
 

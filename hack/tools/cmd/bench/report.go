@@ -254,6 +254,7 @@ func writeText(w io.Writer, results *Results, rows []*figure) {
 		}
 		fmt.Fprintln(w)
 	}
+	writeBreakdown(w, results, false)
 }
 
 func writeMarkdown(w io.Writer, results *Results, rows []*figure) {
@@ -273,6 +274,7 @@ func writeMarkdown(w io.Writer, results *Results, rows []*figure) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", workload, row.Name, row.Unit,
 			spread(row.Summaries["nodelet"]), spread(row.Summaries["kubelet"]), ratio(row.Ratio), row.Verdict)
 	}
+	writeBreakdown(w, results, true)
 }
 
 // spread prints a summary as "min / median / max".

@@ -73,6 +73,11 @@ type PodRun struct {
 	GoneSeconds float64 `json:"goneSeconds"`
 	// Requests the agent made from creation to deletion seen.
 	Requests *requestCounts `json:"requests,omitempty"`
+	// Steps is the agent's own account of the start, where its log gives
+	// one (nodelet's "Pod started"): seconds per step, each after the step
+	// before; StepOrder is the order they came in.
+	Steps     map[string]float64 `json:"steps,omitempty"`
+	StepOrder []string           `json:"stepOrder,omitempty"`
 }
 
 // BurstRun is Pods pods created at once, all seen Ready, deleted at once and

@@ -123,12 +123,27 @@ func (r *runner) single(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun,
 	}
 	window := newAuditWindow(a.User, start, gone[0])
 	r.windows = append(r.windows, window)
-	return PodRun{
+	run := PodRun{
 		Start:        start,
 		ReadySeconds: ready[0].Sub(start).Seconds(),
 		GoneSeconds:  gone[0].Sub(deleting).Seconds(),
 		Requests:     window.Counts,
-	}, nil
+	}
+	if a.Log != "" {
+		// The line is written with the Ready status, before the pod is
+		// gone: it is there by now.
+		agentLog, err := readLogTail(a.Log, 8<<20)
+		if err != nil {
+			return PodRun{}, fmt.Errorf("reading %s's log: %w", a.Name, err)
+		}
+		var found bool
+		if run.Steps, run.StepOrder, found, err = findStartSteps(agentLog, r.ns, pod.Name); err != nil {
+			return PodRun{}, err
+		} else if !found {
+			return PodRun{}, fmt.Errorf("%s's log %s tells no start of pod %s/%s", a.Name, a.Log, r.ns, pod.Name)
+		}
+	}
+	return run, nil
 }
 
 func (r *runner) runSingles(ctx context.Context, workload string, runs int, makePod func(a *agent, name string) *corev1.Pod, record func(*AgentResults, PodRun)) error {

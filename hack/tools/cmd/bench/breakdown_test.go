@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFindStartStepsReadsTheLastLineOfThePod(t *testing.T) {
+	log := strings.Join([]string{
+		`{"level":"info","msg":"Syncing pod","pod":{"name":"p1","namespace":"bench"}}`,
+		`{"level":"info","msg":"Pod started","pod":{"name":"p1","namespace":"bench"},"total":"1s","steps":"seen=100ms sandbox_created=600ms image_ready/a=10ms image_ready/b=20ms status_written=270ms"}`,
+		`{"level":"info","msg":"Pod started","pod":{"name":"p2","namespace":"bench"},"total":"2s","steps":"seen=2s"}`,
+		`not json "Pod started"`,
+	}, "\n")
+	steps, order, found, err := findStartSteps([]byte(log), "bench", "p1")
+	if err != nil || !found {
+		t.Fatalf("findStartSteps() = found %v, err %v", found, err)
+	}
+	want := map[string]float64{"seen": 0.1, "sandbox_created": 0.6, "image_ready": 0.03, "status_written": 0.27}
+	if diff := cmp.Diff(want, steps, cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"seen", "sandbox_created", "image_ready", "status_written"}, order); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if _, _, found, _ := findStartSteps([]byte(log), "other", "p1"); found {
+		t.Error("found a start of a pod in another namespace")
+	}
+	if _, _, _, err := findStartSteps([]byte(`{"msg":"Pod started","pod":{"name":"x","namespace":"n"},"steps":"seen=soon"}`), "n", "x"); err == nil {
+		t.Error("a step that is not a duration was taken")
+	}
+}
+
+func TestBreakdownPrintsTheMedianOfEachStep(t *testing.T) {
+	results := &Results{Agents: map[string]*AgentResults{
+		"nodelet": {Single: []PodRun{
+			{Steps: map[string]float64{"seen": 0.1, "sandbox_created": 0.5}, StepOrder: []string{"seen", "sandbox_created"}},
+			{Steps: map[string]float64{"seen": 0.3, "sandbox_created": 0.7, "ready": 0.1}, StepOrder: []string{"seen", "sandbox_created", "ready"}},
+			{Steps: map[string]float64{"seen": 0.2, "sandbox_created": 0.6}, StepOrder: []string{"seen", "sandbox_created"}},
+		}},
+		"kubelet": {Single: []PodRun{{ReadySeconds: 1}}},
+	}}
+	steps, medians := medianBreakdown(results.Agents["nodelet"].Single)
+	if diff := cmp.Diff([]string{"seen", "sandbox_created", "ready"}, steps); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float64{0.2, 0.6, 0}, medians, cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
+		t.Errorf("medians (-want +got):\n%s", diff)
+	}
+	var text bytes.Buffer
+	writeBreakdown(&text, results, false)
+	if !strings.Contains(text.String(), "where nodelet's single-pod start goes") || strings.Contains(text.String(), "kubelet's") {
+		t.Errorf("breakdown text:\n%s", text.String())
+	}
+	var md bytes.Buffer
+	writeBreakdown(&md, results, true)
+	if !strings.Contains(md.String(), "| sandbox_created | 0.600 |") {
+		t.Errorf("breakdown markdown:\n%s", md.String())
+	}
+}
