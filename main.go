@@ -249,6 +249,7 @@ func run(ctx context.Context, opts Options) error {
 	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
 		Queue:        podQueue,
 		Admit:        admitter.Admit,
+		APIReader:    mgr.GetAPIReader(),
 		Client:       mgr.GetClient(),
 		Runtime:      runtimeManager,
 		Volumes:      podVolumes,
