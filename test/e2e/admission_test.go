@@ -325,6 +325,6 @@ func (f *Framework) holdTaintEvictions(t *testing.T, ns string) {
 		if err != nil && strings.Contains(err.Error(), "taint evictions are held") {
 			return nil
 		}
-		return fmt.Errorf("a deletion as the controller answered %v", err)
+		return fmt.Errorf("a deletion as the controller answered %w", err)
 	})
 }
