@@ -284,7 +284,7 @@ func (f *Framework) holdTaintEvictions(t *testing.T, ns string) {
 			}}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name:       "taint-eviction",
-				Expression: "request.userInfo.username in ['system:serviceaccount:kube-system:taint-eviction-controller', 'system:serviceaccount:kube-system:node-controller']",
+				Expression: "request.userInfo.username == 'system:serviceaccount:kube-system:node-controller'",
 			}},
 			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "taint evictions are held during an e2e test"}},
 		},
@@ -315,7 +315,8 @@ func (f *Framework) holdTaintEvictions(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	config.Impersonate.UserName = "system:serviceaccount:kube-system:taint-eviction-controller"
+	// The taint eviction controller runs as the node controller.
+	config.Impersonate.UserName = "system:serviceaccount:kube-system:node-controller"
 	impersonated, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		t.Fatal(err)
