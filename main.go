@@ -249,20 +249,21 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
-		Queue:    podQueue,
-		Admit:    admitter.Admit,
-		Client:   mgr.GetClient(),
-		Runtime:  runtimeManager,
-		Volumes:  podVolumes,
-		Cgroups:  podCgroups,
-		Recorder: recorder,
-		Prober:   probes,
-		Clock:    clk,
-		NodeName: opts.NodeName,
-		HostIPs:  nodeReporter.NodeIPs,
+		Queue:        podQueue,
+		Admit:        admitter.Admit,
+		APIReader:    mgr.GetAPIReader(),
+		Client:       mgr.GetClient(),
+		Runtime:      runtimeManager,
+		Volumes:      podVolumes,
+		Cgroups:      podCgroups,
+		Recorder:     recorder,
+		Prober:       probes,
+		Clock:        clk,
+		NodeName:     opts.NodeName,
+		HostIPs:      nodeReporter.NodeIPs,
+		NetworkError: nodeReporter.NetworkError,
 
 		SlowPodStartThreshold: opts.SlowPodStartThreshold.Duration,
-		NetworkError:          nodeReporter.NetworkError,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(),
 			Cache:     mgr.GetClient(),

@@ -76,10 +76,13 @@ func New(node Node) (*Admitter, error) {
 	return &Admitter{node: node, sysctls: allowlist}, nil
 }
 
-// Admit decides whether the node may run pod, with the kubelet's checks
-// that nodelet has, in the kubelet's order: sysctls, then the pod's OS
-// label and field; then what nodelet cannot do at all.
-func (a *Admitter) Admit(pod *corev1.Pod) Result {
+// Admit decides whether the node may run pod beside the pods admitted
+// before it (not terminal, not refused), with the kubelet's checks that
+// nodelet has, in the kubelet's order: sysctls; the pod's OS label and
+// field; what nodelet cannot do at all; then the general predicates
+// against the Node: resources against its allocatable, node affinity,
+// host ports, NoExecute taints.
+func (a *Admitter) Admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) Result {
 	if r := a.sysctls.admit(pod); !r.Admit {
 		return r
 	}
@@ -92,7 +95,7 @@ func (a *Admitter) Admit(pod *corev1.Pod) Result {
 			Message: "nodelet cannot prepare dynamic resources: the pod's spec.resourceClaims cannot be honoured on this node",
 		}
 	}
-	return Result{Admit: true}
+	return admitOnNode(pod, node, admitted)
 }
 
 // admitOS refuses a pod meant for another OS. The label check reads the

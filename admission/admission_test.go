@@ -50,8 +50,9 @@ func TestAdmit(t *testing.T) {
 			want: Result{Reason: "PodOSSelectorNodeLabelDoesNotMatch", Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}},
 		"a kubernetes.io/os label of the node's OS is admitted": {node: linux, want: admitted,
 			mutate: func(p *corev1.Pod) { p.Labels[corev1.LabelOSStable] = "linux" }},
-		"a nodeSelector naming another OS is the scheduler's business, not admission's": {node: linux, want: admitted,
-			mutate: func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"} }},
+		"a nodeSelector naming another OS is node affinity's business, not the OS check's": {node: linux,
+			mutate: func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"} },
+			want:   Result{Reason: "NodeAffinity", Message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"}},
 		"a safe sysctl is admitted": {node: linux, want: admitted,
 			mutate: func(p *corev1.Pod) { withSysctls(p, "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range") }},
 		"a safe sysctl written with slashes is admitted": {node: linux, want: admitted,
@@ -114,7 +115,7 @@ func TestAdmit(t *testing.T) {
 			}
 			pod := basePod()
 			tc.mutate(pod)
-			if diff := cmp.Diff(tc.want, a.Admit(pod)); diff != "" {
+			if diff := cmp.Diff(tc.want, a.Admit(pod, roomyNode(), nil)); diff != "" {
 				t.Errorf("Admit (-want +got):\n%s", diff)
 			}
 		})

@@ -2,29 +2,251 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/admission"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
+// AdmitFunc decides whether the node may run pod beside the pods admitted
+// before it (package admission's Admitter.Admit).
+type AdmitFunc func(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission.Result
+
+// admissions is the node's record of which pods were admitted and which
+// refused, the kubelet's "active pods" that a new pod is judged beside.
+// Reconciles run concurrently, so judging is serialised here, and a pod is
+// judged only after every pod of the node created before it: a burst that
+// overflows the node admits exactly its first pods that fit, whatever the
+// order its reconciles run in.
+type admissions struct {
+	mu sync.Mutex
+	// judged holds each judged pod's answer; a pod gone from the cache
+	// leaves it at the next judgement.
+	judged map[types.UID]admission.Result
+	// restored is set once the pods the node already runs are recorded.
+	restored bool
+}
+
+// admissionReader is what judging reads: the node's pods and Node from the
+// cache, and whether the runtime holds something of a pod.
+type admissionReader struct {
+	pods         func(ctx context.Context) ([]*corev1.Pod, error)
+	node         func(ctx context.Context) (*corev1.Node, error)
+	runtimeState func(ctx context.Context, uid types.UID) (bool, error)
+}
+
+// judge returns the answer for pod, judging first, in creation order,
+// every pod of the node created before it that has no answer yet.
+//
+// After a restart nothing is recorded. The kubelet then admits every pod
+// again, in creation order; nodelet does the same with one difference: a
+// pod that was admitted before (the runtime holds something of it, or its
+// status shows a container that ran) is recorded as admitted first, all at
+// once, and never judged again, so that a running pod is never refused and
+// the pods judged after the restart count it whatever its age. A pod that
+// was admitted but had nothing made yet when nodelet stopped cannot be told
+// from a new one: it is judged again, in its place in creation order,
+// beside the running pods, as the kubelet judges it again.
+func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionReader, admit AdmitFunc) (admission.Result, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.judged == nil {
+		a.judged = map[types.UID]admission.Result{}
+	}
+	if r, ok := a.judged[pod.UID]; ok {
+		return r, nil
+	}
+	all, err := read.pods(ctx)
+	if err != nil {
+		return admission.Result{}, err
+	}
+	present := make(map[types.UID]bool, len(all))
+	var active []*corev1.Pod
+	for _, p := range all {
+		present[p.UID] = true
+		if !podPhaseTerminal(p) {
+			active = append(active, p)
+		}
+	}
+	if !present[pod.UID] && !podPhaseTerminal(pod) {
+		active = append(active, pod)
+	}
+	for uid := range a.judged {
+		if !present[uid] && uid != pod.UID {
+			delete(a.judged, uid)
+		}
+	}
+	sort.Slice(active, func(i, j int) bool { return admission.CreatedBefore(active[i], active[j]) })
+
+	if !a.restored {
+		for _, p := range active {
+			if ran, err := wasAdmitted(ctx, p, read); err != nil {
+				return admission.Result{}, err
+			} else if ran {
+				a.judged[p.UID] = admission.Result{Admit: true}
+			}
+		}
+		a.restored = true
+	}
+	var node *corev1.Node
+	for _, p := range active {
+		if _, ok := a.judged[p.UID]; ok {
+			continue
+		}
+		if p.UID != pod.UID && !admission.CreatedBefore(p, pod) {
+			break
+		}
+		if p.DeletionTimestamp != nil {
+			// As the kubelet: a pod whose termination is asked for is not
+			// admitted, and holds nothing.
+			continue
+		}
+		if ran, err := wasAdmitted(ctx, p, read); err != nil {
+			return admission.Result{}, err
+		} else if ran {
+			a.judged[p.UID] = admission.Result{Admit: true}
+			continue
+		}
+		if node == nil {
+			if node, err = read.node(ctx); err != nil {
+				return admission.Result{}, err
+			}
+		}
+		a.judged[p.UID] = admit(p, node, a.admittedBeside(p, active))
+		if p.UID == pod.UID {
+			break
+		}
+	}
+	r, ok := a.judged[pod.UID]
+	if !ok {
+		// Terminal, or missing from the list: nothing to judge.
+		return admission.Result{Admit: true}, nil
+	}
+	return r, nil
+}
+
+// admittedBeside are the active pods admitted so far, other than pod.
+func (a *admissions) admittedBeside(pod *corev1.Pod, active []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range active {
+		if r, ok := a.judged[p.UID]; ok && r.Admit && p.UID != pod.UID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func wasAdmitted(ctx context.Context, pod *corev1.Pod, read admissionReader) (bool, error) {
+	if admission.WasAdmitted(pod, false) {
+		return true, nil
+	}
+	held, err := read.runtimeState(ctx, pod.UID)
+	if err != nil {
+		return false, fmt.Errorf("reading the runtime's record of pod %s: %w", klog.KObj(pod), err)
+	}
+	return held, nil
+}
+
+// podPhaseTerminal: a pod that ended holds nothing of the node any more.
+func podPhaseTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// admissionReader reads for judging: the node's pods and its Node from the
+// manager's cache, runtime records through the PLEG's cache or CRI.
+func (r *PodReconciler) admissionReader() admissionReader {
+	return admissionReader{
+		pods: func(ctx context.Context) ([]*corev1.Pod, error) {
+			list := &corev1.PodList{}
+			if err := r.Client.List(ctx, list); err != nil {
+				return nil, fmt.Errorf("listing the node's pods: %w", err)
+			}
+			var pods []*corev1.Pod
+			for i := range list.Items {
+				if list.Items[i].Spec.NodeName == r.NodeName {
+					pods = append(pods, &list.Items[i])
+				}
+			}
+			return pods, nil
+		},
+		node: func(ctx context.Context) (*corev1.Node, error) {
+			return r.readNode(ctx, r.Client)
+		},
+		runtimeState: func(ctx context.Context, uid types.UID) (bool, error) {
+			status, err := r.podStatus(ctx, uid)
+			if err != nil {
+				return false, err
+			}
+			return len(status.Sandboxes)+len(status.Containers) > 0, nil
+		},
+	}
+}
+
+func (r *PodReconciler) readNode(ctx context.Context, reader client.Reader) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	if err := reader.Get(ctx, types.NamespacedName{Name: r.NodeName}, node); err != nil {
+		return nil, fmt.Errorf("reading node %s for pod admission: %w", r.NodeName, err)
+	}
+	return node, nil
+}
+
 // admitPod judges a pod the node has made nothing for yet, once, before
 // its cgroup, volumes or sandbox exist. A refused pod gets the kubelet's
 // event and ends Failed with the reason and message in its status; the
 // status update brings it back as terminal, with nothing to tear down.
 func (r *PodReconciler) admitPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (rejected bool, err error) {
-	if r.Admit == nil || admission.WasAdmitted(pod, len(status.Sandboxes)+len(status.Containers) > 0) {
+	if r.Admit == nil {
 		return false, nil
 	}
-	result := r.Admit(pod)
-	if result.Admit {
+	if admission.WasAdmitted(pod, len(status.Sandboxes)+len(status.Containers) > 0) {
+		r.admissions.recordAdmitted(pod.UID)
 		return false, nil
+	}
+	admit := func(p *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission.Result {
+		return r.admitWithFreshNode(ctx, p, node, admitted)
+	}
+	result, err := r.admissions.judge(ctx, pod, r.admissionReader(), admit)
+	if err != nil || result.Admit {
+		return false, err
 	}
 	klog.FromContext(ctx).Info("Rejected pod", "pod", klog.KObj(pod), "reason", result.Reason, "message", result.Message)
 	r.Recorder.Eventf(pod, corev1.EventTypeWarning, result.Reason, "%s", result.Message)
 	failure := &podstatus.Failure{Reason: result.Reason, Message: result.StatusMessage()}
 	return true, r.writeStatusFailing(ctx, pod, status, true, failure)
+}
+
+// admitWithFreshNode is r.Admit, asked again with the Node read from the
+// API server when node affinity was the answer: as the kubelet, a label
+// just added to the Node may not have reached the cache yet.
+func (r *PodReconciler) admitWithFreshNode(ctx context.Context, pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission.Result {
+	result := r.Admit(pod, node, admitted)
+	if result.Admit || result.Reason != admission.ReasonNodeAffinity || r.APIReader == nil {
+		return result
+	}
+	fresh, err := r.readNode(ctx, r.APIReader)
+	if err != nil {
+		return result
+	}
+	return r.Admit(pod, fresh, admitted)
+}
+
+// recordAdmitted notes a pod found already running as admitted, so that
+// the pods judged after it count it.
+func (a *admissions) recordAdmitted(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.judged == nil {
+		a.judged = map[types.UID]admission.Result{}
+	}
+	if _, ok := a.judged[uid]; !ok {
+		a.judged[uid] = admission.Result{Admit: true}
+	}
 }

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/nodelet/nodelet/admission"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podstart"
@@ -95,7 +94,10 @@ type PodReconciler struct {
 	NetworkError func() error
 	// Admit decides whether the node may run a pod it has made nothing
 	// for yet (package admission); nil admits every pod.
-	Admit func(*corev1.Pod) admission.Result
+	Admit AdmitFunc
+	// APIReader reads the Node past the cache when admission refuses a
+	// pod for node affinity; nil leaves the cache's answer.
+	APIReader client.Reader
 	// SlowPodStartThreshold is how long a pod may take from its creation
 	// to Ready before an event names its slowest step; zero: never.
 	SlowPodStartThreshold time.Duration
@@ -104,9 +106,10 @@ type PodReconciler struct {
 	// the API server, and holds the PLEG's pod cache. Default: a new one.
 	Queue *PodQueue
 
-	cache   *pleg.Cache
-	reasons *reasonCache
-	starts  *podStartTracker
+	cache      *pleg.Cache
+	reasons    *reasonCache
+	starts     *podStartTracker
+	admissions admissions
 	// breakdowns explains each start this process traces, step by step.
 	breakdowns *startBreakdowns
 
