@@ -194,9 +194,9 @@ func NodeAllocatableConfig(allocatable corev1.ResourceList) *ResourceConfig {
 	return config
 }
 
-// hugePageSizeName is how cgroup file names spell a huge page size: 2MB,
+// HugePageSizeName is how cgroup file names (and CRI) spell a huge page size: 2MB,
 // 1GB, 64KB.
-func hugePageSizeName(size int64) string {
+func HugePageSizeName(size int64) string {
 	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
 	i := 0
 	for size >= 1024 && size%1024 == 0 && i < len(units)-1 {

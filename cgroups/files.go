@@ -82,9 +82,9 @@ func configFiles(h Hierarchy, config *ResourceConfig, hugePageSizes []int64) []c
 	}
 	if h.has("hugetlb") && config.HugePageLimit != nil {
 		for _, size := range hugePageSizes {
-			file := "hugetlb." + hugePageSizeName(size) + ".limit_in_bytes"
+			file := "hugetlb." + HugePageSizeName(size) + ".limit_in_bytes"
 			if h.Unified {
-				file = "hugetlb." + hugePageSizeName(size) + ".max"
+				file = "hugetlb." + HugePageSizeName(size) + ".max"
 			}
 			add(file, strconv.FormatInt(config.HugePageLimit[size], 10))
 		}
