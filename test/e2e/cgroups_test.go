@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/await"
 )
@@ -65,7 +66,7 @@ func TestPodCgroupsFollowTheQOSClass(t *testing.T) {
 		class     corev1.PodQOSClass
 		tier      string
 		// v1 and v2 values of the pod cgroup's files.
-		shares, quota, memory string
+		shares, quota, memory  string
 		weight, cpuMax, memMax string
 	}{
 		{
@@ -241,5 +242,32 @@ func TestQOSTiersAndPodPidsLimit(t *testing.T) {
 		if got := f.cgroupFile(t, "kubepods", "memory", "memory.limit_in_bytes", "memory.max"); got != wantMemory {
 			t.Errorf("kubepods memory limit = %s, want the node's memory %s", got, wantMemory)
 		}
+	})
+}
+
+// A pod cgroup an older nodelet made right under the root, whose pod is
+// gone, is found and removed like any other pod's.
+func TestPodCgroupOfTheOldLayoutIsRemoved(t *testing.T) {
+	t.Parallel()
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "0ld1ay0u7-" + types.UID(strconv.FormatInt(time.Now().UnixNano(), 36))}}
+	var dirs []string
+	if cgroupV2() {
+		dirs = []string{filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, "pod"+string(gone.UID))}
+	} else {
+		for _, controller := range []string{"cpu", "memory", "pids"} {
+			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", controller, f.Env.CgroupRoot, "pod"+string(gone.UID)))
+		}
+	}
+	for _, dir := range dirs {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatalf("making an old layout's pod cgroup: %v", err)
+		}
+		t.Cleanup(func() { _ = os.Remove(dir) })
+	}
+	await.Eventually(t, 90*time.Second, "housekeeping to remove the old layout's pod cgroup", func(context.Context) error {
+		if left := f.podCgroups(gone); len(left) > 0 {
+			return fmt.Errorf("still there: %v", left)
+		}
+		return nil
 	})
 }
