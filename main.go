@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -192,7 +193,20 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	runtimeManager.CheckResolvConfLimits()
-	podCgroups, err := cgroups.New(opts.CgroupRoot)
+	machine, err := node.ReadMachineInfo(opts.RootDir)
+	if err != nil {
+		return err
+	}
+	podCgroups, err := cgroups.New(cgroups.Options{
+		Root:         opts.CgroupRoot,
+		PodPidsLimit: opts.PodPidsLimit,
+		// The pods may use the whole node until its reservations are
+		// known.
+		NodeAllocatable: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
 	}

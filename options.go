@@ -46,6 +46,8 @@ type Options struct {
 	PodLogDir                string
 	ContainerLogDir          string
 	CgroupRoot               string
+	CgroupDriver             string
+	PodPidsLimit             int64
 	ResolvConf               string
 	// ClusterDNS, ClusterDomain and AllowedUnsafeSysctls are the
 	// kubelet's settings of the same names.
@@ -123,6 +125,8 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		PodLogDir:                c.PodLogsDir,
 		ContainerLogDir:          c.ContainerLogsDir,
 		CgroupRoot:               c.CgroupRoot,
+		CgroupDriver:             c.CgroupDriver,
+		PodPidsLimit:             ptr.Deref(c.PodPidsLimit, -1),
 		ResolvConf:               ptr.Deref(c.ResolvConf, ""),
 		ClusterDNS:               slices.Clone(c.ClusterDNS),
 		ClusterDomain:            c.ClusterDomain,
@@ -186,6 +190,8 @@ func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) 
 		PodLogsDir:               o.PodLogDir,
 		ContainerLogsDir:         o.ContainerLogDir,
 		CgroupRoot:               o.CgroupRoot,
+		CgroupDriver:             o.CgroupDriver,
+		PodPidsLimit:             ptr.To(o.PodPidsLimit),
 		ResolvConf:               ptr.To(o.ResolvConf),
 		ClusterDNS:               slices.Clone(o.ClusterDNS),
 		ClusterDomain:            o.ClusterDomain,
@@ -270,6 +276,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PodLogDir, "pod-log-dir", o.PodLogDir, "Folder for the pods' container logs.")
 	fs.StringVar(&o.ContainerLogDir, "container-log-dir", o.ContainerLogDir, "Folder for the <pod>_<namespace>_<container>-<id>.log links log shippers read.")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", o.CgroupRoot, "Cgroup under which pod cgroups are made (cgroupfs driver).")
+	fs.StringVar(&o.CgroupDriver, "cgroup-driver", o.CgroupDriver, "How cgroups are made: only cgroupfs is supported yet (systemd is refused).")
+	fs.Int64Var(&o.PodPidsLimit, "pod-max-pids", o.PodPidsLimit, "The most processes each pod may have; -1 is no limit.")
 	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", o.CNIConfDir, "The runtime's CNI configuration folder.")
 	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", o.CNIBinDir, "The CNI plugins' folder.")
 	fs.StringVar(&o.CNINetworkName, "cni-network-name", o.CNINetworkName, "Name of the network in the conflist nodelet writes.")

@@ -1,7 +1,9 @@
-// Package cgroups keeps one cgroup per pod under nodelet's root, with the
-// cgroupfs driver: the pod's sandbox and containers are created inside it by
-// the runtime (<root>/pod<uid>/<container ID>), so a pod's resource use can be
-// read and, later, limited in one place. cgroup v1 (one hierarchy per
+// Package cgroups keeps the kubelet's cgroup tree under nodelet's root, with
+// the cgroupfs driver: kubepods, limited to what the node gives pods, holds
+// one cgroup per Guaranteed pod and the burstable and besteffort tiers,
+// which hold the other pods'. The runtime creates a pod's sandbox and
+// containers inside its cgroup (<root>/kubepods/burstable/pod<uid>/<container
+// ID>), so the pod's limits bound them all. cgroup v1 (one hierarchy per
 // controller, plus named and hybrid ones) and the unified v2 hierarchy are
 // supported.
 package cgroups
@@ -13,15 +15,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
-
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // podPrefix starts the name of every pod cgroup, as with the kubelet.
@@ -32,7 +31,9 @@ type Hierarchy struct {
 	// MountPoint is where the hierarchy is mounted.
 	MountPoint string
 	// Controllers are the v1 controllers it carries ("cpu", "cpuacct"),
-	// or its name ("name=systemd"); empty for cgroup2.
+	// or its name ("name=systemd"); for cgroup2, the controllers its top
+	// cgroup offers (none in the hybrid layout, whose controllers are all
+	// v1's).
 	Controllers []string
 	// Unified is true for cgroup2.
 	Unified bool
@@ -40,110 +41,6 @@ type Hierarchy struct {
 
 func (h Hierarchy) has(controller string) bool {
 	return slices.Contains(h.Controllers, controller)
-}
-
-// Manager creates and removes pod cgroups in every hierarchy.
-type Manager struct {
-	root        string
-	hierarchies []Hierarchy
-	// rmdir removes one empty cgroup; a fake hierarchy on a plain file
-	// system replaces it.
-	rmdir func(string) error
-}
-
-// New detects the host's cgroup hierarchies from /proc/self/mountinfo and
-// returns a Manager keeping pod cgroups under root (an absolute cgroup path
-// such as /nodelet), which it creates in every hierarchy.
-func New(root string) (*Manager, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
-	}
-	defer f.Close()
-	hierarchies, err := parseMountInfo(f)
-	if err != nil {
-		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
-	}
-	return newManager(root, hierarchies, syscall.Rmdir)
-}
-
-func newManager(root string, hierarchies []Hierarchy, rmdir func(string) error) (*Manager, error) {
-	if !path.IsAbs(root) || path.Clean(root) != root {
-		return nil, fmt.Errorf("cgroup root %q is not a clean absolute path", root)
-	}
-	if len(hierarchies) == 0 {
-		return nil, errors.New("no cgroup hierarchy is mounted")
-	}
-	m := &Manager{root: root, hierarchies: hierarchies, rmdir: rmdir}
-	for _, h := range hierarchies {
-		if err := m.ensure(h, root); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-// Hierarchies returns the hierarchies the Manager keeps pod cgroups in.
-func (m *Manager) Hierarchies() []Hierarchy { return slices.Clone(m.hierarchies) }
-
-// PodCgroupParent is the pod's cgroup, as the sandbox's CgroupParent takes it
-// with the cgroupfs driver.
-func (m *Manager) PodCgroupParent(uid types.UID) string {
-	return path.Join(m.root, podPrefix+string(uid))
-}
-
-// EnsurePod creates the pod's cgroup in every hierarchy. It is idempotent.
-func (m *Manager) EnsurePod(uid types.UID) error {
-	for _, h := range m.hierarchies {
-		if err := m.ensure(h, m.PodCgroupParent(uid)); err != nil {
-			return fmt.Errorf("creating the cgroup of pod %s: %w", uid, err)
-		}
-	}
-	return nil
-}
-
-// RemovePod removes the pod's cgroup from every hierarchy, the cgroups the
-// runtime made inside it first. A cgroup that still holds processes cannot
-// go: the error names it. What is already gone is not an error.
-func (m *Manager) RemovePod(uid types.UID) error {
-	var errs []error
-	for _, h := range m.hierarchies {
-		if err := m.removeTree(cgroupDir(h, m.PodCgroupParent(uid))); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("removing the cgroup of pod %s: %w", uid, err)
-	}
-	return nil
-}
-
-// ListPods returns the pods that have a cgroup under the root in any
-// hierarchy, sorted, so that the ones whose removal stopped half way are
-// found too.
-func (m *Manager) ListPods() ([]types.UID, error) {
-	seen := map[types.UID]bool{}
-	for _, h := range m.hierarchies {
-		dir := cgroupDir(h, m.root)
-		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing pod cgroups in %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			if uid, ok := strings.CutPrefix(e.Name(), podPrefix); ok && e.IsDir() && uid != "" {
-				seen[types.UID(uid)] = true
-			}
-		}
-	}
-	uids := make([]types.UID, 0, len(seen))
-	for uid := range seen {
-		uids = append(uids, uid)
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
-	return uids, nil
 }
 
 func cgroupDir(h Hierarchy, cgroup string) string {
@@ -166,14 +63,14 @@ func (m *Manager) ensure(h Hierarchy, cgroup string) error {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		switch {
+		case h.Unified:
+			delegateControllers(parent)
 		case h.has("cpuset"):
 			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
 				if err := inherit(parent, dir, file); err != nil {
 					return err
 				}
 			}
-		case h.Unified:
-			delegateControllers(parent)
 		}
 	}
 	return nil

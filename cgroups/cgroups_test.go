@@ -20,6 +20,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -136,7 +138,7 @@ func fakeV1(t *testing.T) []Hierarchy {
 
 func newFakeManager(t *testing.T, root string, hierarchies []Hierarchy) *Manager {
 	t.Helper()
-	m, err := newManager(root, hierarchies, fakeRmdir)
+	m, err := newManager(Options{Root: root}, hierarchies, nil, fakeRmdir)
 	if err != nil {
 		t.Fatalf("newManager() error = %v", err)
 	}
@@ -165,11 +167,11 @@ func TestNewCreatesTheRootEverywhere(t *testing.T) {
 
 func TestNewRejectsBadRoots(t *testing.T) {
 	for _, root := range []string{"", "nodelet", "/nodelet/", "/a/../nodelet"} {
-		if _, err := newManager(root, fakeV1(t), fakeRmdir); err == nil {
+		if _, err := newManager(Options{Root: root}, fakeV1(t), nil, fakeRmdir); err == nil {
 			t.Errorf("newManager(%q) succeeded, want an error", root)
 		}
 	}
-	if _, err := newManager("/nodelet", nil, fakeRmdir); err == nil {
+	if _, err := newManager(Options{Root: "/nodelet"}, nil, nil, fakeRmdir); err == nil {
 		t.Error("newManager() without hierarchies succeeded, want an error")
 	}
 }
@@ -179,20 +181,20 @@ func TestEnsurePod(t *testing.T) {
 	m := newFakeManager(t, "/nodelet", hierarchies)
 	uid := types.UID("6f1d2c1e-0b7e-4e43-9d7f-2f1a0c9e1b11")
 
-	if got, want := m.PodCgroupParent(uid), "/nodelet/pod6f1d2c1e-0b7e-4e43-9d7f-2f1a0c9e1b11"; got != want {
+	if got, want := m.PodCgroupParent(bestEffortPod(uid)), "/nodelet/kubepods/besteffort/pod6f1d2c1e-0b7e-4e43-9d7f-2f1a0c9e1b11"; got != want {
 		t.Errorf("PodCgroupParent() = %q, want %q", got, want)
 	}
 	for range 2 { // idempotent
-		if err := m.EnsurePod(uid); err != nil {
+		if err := m.EnsurePod(bestEffortPod(uid)); err != nil {
 			t.Fatalf("EnsurePod() error = %v", err)
 		}
 	}
 	for _, h := range hierarchies {
-		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(uid))); err != nil {
+		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(uid)))); err != nil {
 			t.Errorf("pod cgroup missing in %s: %v", h.MountPoint, err)
 		}
 	}
-	podCpuset := filepath.Join(hierarchies[1].MountPoint, m.PodCgroupParent(uid))
+	podCpuset := filepath.Join(hierarchies[1].MountPoint, m.PodCgroupParent(bestEffortPod(uid)))
 	if got := readFile(t, filepath.Join(podCpuset, "cpuset.cpus")); got != "0-3\n" {
 		t.Errorf("pod cpuset.cpus = %q, want %q", got, "0-3\n")
 	}
@@ -204,7 +206,7 @@ func TestEnsurePodDelegatesV2Controllers(t *testing.T) {
 	m := newFakeManager(t, "/nodelet", []Hierarchy{{MountPoint: base, Unified: true}})
 	writeFile(t, filepath.Join(base, "nodelet", "cgroup.controllers"), "cpu memory\n")
 
-	if err := m.EnsurePod("uid-1"); err != nil {
+	if err := m.EnsurePod(bestEffortPod("uid-1")); err != nil {
 		t.Fatalf("EnsurePod() error = %v", err)
 	}
 	if got, want := readFile(t, filepath.Join(base, "cgroup.subtree_control")), "+cpuset +cpu +memory +pids"; got != want {
@@ -220,7 +222,7 @@ func TestRemovePod(t *testing.T) {
 	m := newFakeManager(t, "/nodelet", hierarchies)
 	uid, other := types.UID("uid-1"), types.UID("uid-2")
 	for _, u := range []types.UID{uid, other} {
-		if err := m.EnsurePod(u); err != nil {
+		if err := m.EnsurePod(bestEffortPod(u)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -228,12 +230,12 @@ func TestRemovePod(t *testing.T) {
 	// own inside the pod's, in every hierarchy.
 	for _, h := range hierarchies {
 		for _, id := range []string{"sandbox-id", "container-id"} {
-			dir := filepath.Join(h.MountPoint, m.PodCgroupParent(uid), id)
+			dir := filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(uid)), id)
 			mustMkdir(t, dir)
 			writeFile(t, filepath.Join(dir, "cgroup.procs"), "")
 		}
 	}
-	busy := filepath.Join(hierarchies[2].MountPoint, m.PodCgroupParent(uid), "container-id")
+	busy := filepath.Join(hierarchies[2].MountPoint, m.PodCgroupParent(bestEffortPod(uid)), "container-id")
 	writeFile(t, filepath.Join(busy, "cgroup.procs"), "4242\n")
 
 	err := m.RemovePod(uid)
@@ -244,7 +246,7 @@ func TestRemovePod(t *testing.T) {
 		t.Errorf("RemovePod() error %v does not wrap EBUSY", err)
 	}
 	for _, h := range hierarchies {
-		_, statErr := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(uid)))
+		_, statErr := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(uid))))
 		if stillThere := statErr == nil; stillThere != (h.MountPoint == hierarchies[2].MountPoint) {
 			t.Errorf("after a busy removal, pod cgroup in %s present = %v", h.MountPoint, stillThere)
 		}
@@ -255,10 +257,10 @@ func TestRemovePod(t *testing.T) {
 		t.Fatalf("RemovePod() error = %v", err)
 	}
 	for _, h := range hierarchies {
-		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(uid))); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(uid)))); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("pod cgroup still in %s: %v", h.MountPoint, err)
 		}
-		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(other))); err != nil {
+		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(other)))); err != nil {
 			t.Errorf("the other pod's cgroup went from %s: %v", h.MountPoint, err)
 		}
 	}
@@ -271,13 +273,13 @@ func TestListPods(t *testing.T) {
 	hierarchies := fakeV1(t)
 	m := newFakeManager(t, "/nodelet", hierarchies)
 	for _, uid := range []types.UID{"uid-b", "uid-a"} {
-		if err := m.EnsurePod(uid); err != nil {
+		if err := m.EnsurePod(bestEffortPod(uid)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A pod whose removal stopped half way, something that is not a pod,
 	// and a file.
-	mustMkdir(t, filepath.Join(hierarchies[2].MountPoint, "nodelet", "poduid-c"))
+	mustMkdir(t, filepath.Join(hierarchies[2].MountPoint, "nodelet", "kubepods", "burstable", "poduid-c"))
 	mustMkdir(t, filepath.Join(hierarchies[0].MountPoint, "nodelet", "system"))
 	writeFile(t, filepath.Join(hierarchies[0].MountPoint, "nodelet", "podfile"), "")
 
@@ -302,7 +304,7 @@ func TestRealHierarchies(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := "/nodelet-test-" + hex.EncodeToString(suffix)
-	m, err := New(root)
+	m, err := New(Options{Root: root})
 	if err != nil {
 		t.Fatalf("New() error = %v", err)
 	}
@@ -315,7 +317,7 @@ func TestRealHierarchies(t *testing.T) {
 	})
 
 	uid := types.UID("0c3a9f4e-test")
-	if err := m.EnsurePod(uid); err != nil {
+	if err := m.EnsurePod(bestEffortPod(uid)); err != nil {
 		t.Fatalf("EnsurePod() error = %v", err)
 	}
 	if got, err := m.ListPods(); err != nil || !cmp.Equal(got, []types.UID{uid}) {
@@ -331,10 +333,10 @@ func TestRealHierarchies(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
 	for _, h := range m.Hierarchies() {
-		if err := m.ensure(h, m.PodCgroupParent(uid)+"/container"); err != nil {
+		if err := m.ensure(h, m.PodCgroupParent(bestEffortPod(uid))+"/container"); err != nil {
 			t.Fatal(err)
 		}
-		procs := filepath.Join(cgroupDir(h, m.PodCgroupParent(uid)), "container", "cgroup.procs")
+		procs := filepath.Join(cgroupDir(h, m.PodCgroupParent(bestEffortPod(uid))), "container", "cgroup.procs")
 		if err := os.WriteFile(procs, []byte(strconv.Itoa(sleep.Process.Pid)), 0o644); err != nil {
 			t.Fatalf("moving a process into %s: %v", procs, err)
 		}
@@ -352,7 +354,7 @@ func TestRealHierarchies(t *testing.T) {
 		t.Fatalf("RemovePod() error = %v", err)
 	}
 	for _, h := range m.Hierarchies() {
-		if _, err := os.Stat(cgroupDir(h, m.PodCgroupParent(uid))); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(cgroupDir(h, m.PodCgroupParent(bestEffortPod(uid)))); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("pod cgroup still in %s: %v", h.MountPoint, err)
 		}
 	}
@@ -382,4 +384,9 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// bestEffortPod is a pod that asks for nothing.
+func bestEffortPod(uid types.UID) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
 }

@@ -76,8 +76,8 @@ func (l *podLeftovers) PodDir(uid types.UID) string                        { ret
 func (l *podLeftovers) SetUpPod(context.Context, *corev1.Pod) (map[string]string, time.Time, error) {
 	panic("not used")
 }
-func (l *podLeftovers) PodCgroupParent(uid types.UID) string { return string(uid) }
-func (l *podLeftovers) EnsurePod(types.UID) error            { panic("not used") }
+func (l *podLeftovers) PodCgroupParent(pod *corev1.Pod) string { return string(pod.UID) }
+func (l *podLeftovers) EnsurePod(*corev1.Pod) error            { panic("not used") }
 func (l *podLeftovers) removedPods() []types.UID {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -54,8 +54,8 @@ type podEnvSources interface {
 
 // podCgroups creates and removes pods' cgroups (package cgroups).
 type podCgroups interface {
-	PodCgroupParent(uid types.UID) string
-	EnsurePod(uid types.UID) error
+	PodCgroupParent(pod *corev1.Pod) string
+	EnsurePod(pod *corev1.Pod) error
 	RemovePod(uid types.UID) error
 }
 
@@ -289,11 +289,11 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			"Back-off restarting failed container %s in pod %s", b.Name, formatPod(pod))
 	}
 	var result noderuntime.SyncResult
-	if actions.CreateSandbox {
-		// The sandbox's cgroup parent must exist before the sandbox.
-		if err := r.Cgroups.EnsurePod(pod.UID); err != nil {
-			return ctrl.Result{}, fmt.Errorf("creating cgroup of pod %s: %w", klog.KObj(pod), err)
-		}
+	// The sandbox's cgroup parent must exist before the sandbox; every
+	// sync also keeps the pod counted in its QoS tier's CPU shares, which
+	// a restarted nodelet learns again this way.
+	if err := r.Cgroups.EnsurePod(pod); err != nil {
+		return ctrl.Result{}, fmt.Errorf("creating cgroup of pod %s: %w", klog.KObj(pod), err)
 	}
 	if !actions.NoChange() {
 		if r.gatherEnv(ctx, pod, actions, env) {
@@ -394,7 +394,7 @@ func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noder
 		return nil, refreshAt, err
 	}
 	return &noderuntime.PodEnv{
-		CgroupParent: r.Cgroups.PodCgroupParent(pod.UID),
+		CgroupParent: r.Cgroups.PodCgroupParent(pod),
 		VolumePaths:  paths,
 		PodDir:       r.Volumes.PodDir(pod.UID),
 		HostIPs:      r.HostIPs(),

@@ -69,11 +69,11 @@ type fakeCgroups struct {
 	pods map[types.UID]bool
 }
 
-func (c *fakeCgroups) PodCgroupParent(uid types.UID) string { return "/test/pod" + string(uid) }
-func (c *fakeCgroups) EnsurePod(uid types.UID) error {
+func (c *fakeCgroups) PodCgroupParent(pod *corev1.Pod) string { return "/test/pod" + string(pod.UID) }
+func (c *fakeCgroups) EnsurePod(pod *corev1.Pod) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pods[uid] = true
+	c.pods[pod.UID] = true
 	return nil
 }
 func (c *fakeCgroups) RemovePod(uid types.UID) error {

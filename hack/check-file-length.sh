@@ -24,7 +24,6 @@ declare -A KNOWN_LONG=(
 	[controllers/pod_controller.go]=546
 	[runtime/container_test.go]=691
 	[node/reporter_test.go]=669
-	[runtime/container.go]=602
 	[volume/manager.go]=554
 )
 

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/cgroups"
 )
 
 // AppliedResources are the compute resources the runtime says a container
@@ -20,13 +22,13 @@ type AppliedResources struct {
 	MemoryLimit *resource.Quantity
 }
 
-// The smallest CPU limit a CFS quota expresses (minCPUQuota over
-// cpuQuotaPeriod) and the CPU request at which shares bottom out: the
+// The smallest CPU limit a CFS quota expresses (the least quota over
+// its period) and the CPU request at which shares bottom out: the
 // kubelet shows the spec's value rather than these when both the spec and
 // the runtime are at or below them.
 const (
-	MinMilliCPULimit   = minCPUQuota * 1000 / cpuQuotaPeriod
-	MinMilliCPURequest = minCPUShares
+	MinMilliCPULimit   = cgroups.MinQuotaPeriod * 1000 / cgroups.QuotaPeriod
+	MinMilliCPURequest = cgroups.MinShares
 )
 
 // appliedResources reads what the runtime reports it applied; nil when it
@@ -42,8 +44,8 @@ func appliedResources(reported *runtimeapi.ContainerResources) *AppliedResources
 			applied.CPULimit = resource.NewMilliQuantity(milli, resource.DecimalSI)
 		}
 	}
-	if linux.CpuShares >= minCPUShares {
-		milli := int64(math.Ceil(float64(linux.CpuShares*1000) / sharesPerCPU))
+	if linux.CpuShares >= cgroups.MinShares {
+		milli := int64(math.Ceil(float64(linux.CpuShares*1000) / cgroups.SharesPerCPU))
 		applied.CPURequest = resource.NewMilliQuantity(milli, resource.DecimalSI)
 	}
 	if linux.MemoryLimitInBytes > 0 {

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,10 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/volume"
@@ -65,7 +62,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 		Labels:      newContainerLabels(pod, container),
 		Annotations: newContainerAnnotations(pod, container, plan.RestartCount, plan.Backoff),
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       containerResources(pod, container, machineMemoryCapacity()),
+			Resources:       containerResources(pod, container, m.host),
 			SecurityContext: security,
 		},
 	}
@@ -438,165 +435,3 @@ func appArmorFromAnnotation(value string) *corev1.AppArmorProfile {
 	}
 	return nil
 }
-
-// ---- Resources ----
-
-// CPU and OOM constants of the kubelet's cgroup v1 mapping.
-const (
-	minCPUShares   = 2
-	maxCPUShares   = 262144
-	sharesPerCPU   = 1024
-	cpuQuotaPeriod = 100000 // microseconds
-	minCPUQuota    = 1000   // microseconds, the kernel's minimum
-
-	guaranteedOOMScoreAdj = -997
-	bestEffortOOMScoreAdj = 1000
-
-	systemNodeCritical     = "system-node-critical"
-	systemCriticalPriority = 2000000000
-	mirrorPodAnnotationKey = "kubernetes.io/config.mirror"
-)
-
-// containerResources computes the cgroup settings of a container as the
-// kubelet does on cgroup v1: CPU shares from the request (the limit when
-// there is no request), a CFS quota from the CPU limit, the memory limit,
-// and an OOM score adjustment by QoS class. memoryCapacity is the node's
-// memory in bytes, which ranks Burstable containers.
-func containerResources(pod *corev1.Pod, container *corev1.Container, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
-	cpuRequest, hasRequest := container.Resources.Requests[corev1.ResourceCPU]
-	cpuLimit := container.Resources.Limits.Cpu()
-	shares := milliCPUToShares(cpuRequest.MilliValue())
-	if !hasRequest {
-		shares = milliCPUToShares(cpuLimit.MilliValue())
-	}
-	resources := &runtimeapi.LinuxContainerResources{
-		CpuShares:          shares,
-		CpuPeriod:          cpuQuotaPeriod,
-		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue()),
-		MemoryLimitInBytes: container.Resources.Limits.Memory().Value(),
-		OomScoreAdj:        oomScoreAdj(pod, container, memoryCapacity),
-	}
-	return resources
-}
-
-func milliCPUToShares(milliCPU int64) int64 {
-	// No request means the least weight, not the kernel's default of 1024.
-	shares := milliCPU * sharesPerCPU / 1000
-	return min(max(shares, minCPUShares), maxCPUShares)
-}
-
-func milliCPUToQuota(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	return max(milliCPU*cpuQuotaPeriod/1000, minCPUQuota)
-}
-
-// oomScoreAdj ranks containers for the OOM killer: node-critical and
-// Guaranteed last, BestEffort first, Burstable in between by the share of
-// the node's memory they request.
-func oomScoreAdj(pod *corev1.Pod, container *corev1.Container, memoryCapacity int64) int64 {
-	if isNodeCritical(pod) {
-		return guaranteedOOMScoreAdj
-	}
-	switch podQOS(pod) {
-	case corev1.PodQOSGuaranteed:
-		return guaranteedOOMScoreAdj
-	case corev1.PodQOSBestEffort:
-		return bestEffortOOMScoreAdj
-	}
-	if memoryCapacity <= 0 {
-		return bestEffortOOMScoreAdj - 1
-	}
-	request := container.Resources.Requests.Memory().Value()
-	adj := 1000 - 1000*request/memoryCapacity
-	// Below a Guaranteed container using all of the node's memory would
-	// rank a Burstable one above Guaranteed ones.
-	if adj < 1000+guaranteedOOMScoreAdj {
-		return 1000 + guaranteedOOMScoreAdj
-	}
-	// Burstable always ranks above BestEffort.
-	if adj == bestEffortOOMScoreAdj {
-		return adj - 1
-	}
-	return adj
-}
-
-func isNodeCritical(pod *corev1.Pod) bool {
-	if pod.Spec.PriorityClassName != systemNodeCritical {
-		return false
-	}
-	_, mirror := pod.Annotations[mirrorPodAnnotationKey]
-	return mirror || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
-}
-
-// podQOS is the pod's QoS class: the API server's, which it sets when the
-// pod is created, else computed from the containers' CPU and memory.
-func podQOS(pod *corev1.Pod) corev1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	requests := map[corev1.ResourceName]resource.Quantity{}
-	limits := map[corev1.ResourceName]resource.Quantity{}
-	guaranteed := true
-	add := func(into map[corev1.ResourceName]resource.Quantity, name corev1.ResourceName, q resource.Quantity) {
-		sum := into[name]
-		sum.Add(q)
-		into[name] = sum
-	}
-	visit := func(c *corev1.Container) {
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := c.Resources.Requests[name]; ok && !q.IsZero() {
-				add(requests, name, q)
-			}
-			q, ok := c.Resources.Limits[name]
-			if ok && !q.IsZero() {
-				add(limits, name, q)
-			} else {
-				guaranteed = false
-			}
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		visit(&pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		visit(&pod.Spec.Containers[i])
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed {
-		for name, request := range requests {
-			if limit := limits[name]; limit.Cmp(request) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	if guaranteed && len(requests) == len(limits) {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
-// machineMemoryCapacity is the node's memory in bytes, read once; zero
-// when unknown.
-var machineMemoryCapacity = sync.OnceValue(func() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) == 3 && fields[0] == "MemTotal:" && fields[2] == "kB" {
-			kib, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kib * 1024
-		}
-	}
-	return 0
-})

@@ -77,9 +77,12 @@ type RuntimeClasses interface {
 // Manager carries out pod plans through CRI. It keeps no state a restart
 // would lose, apart from image pull back-off (as the kubelet).
 type Manager struct {
-	runtime  cri.RuntimeService
-	images   cri.ImageManagerService
-	config   Config
+	runtime cri.RuntimeService
+	images  cri.ImageManagerService
+	config  Config
+	// host is what the host's memory, cgroup version and huge pages make
+	// of a container's resources.
+	host     hostResources
 	recorder record.EventRecorder
 	clock    clock.Clock
 	log      logr.Logger
@@ -114,6 +117,7 @@ func NewManager(ctx context.Context, runtimeService cri.RuntimeService, imageSer
 		runtime:       runtimeService,
 		images:        imageService,
 		config:        config,
+		host:          hostResourcesOnce(),
 		recorder:      recorder,
 		clock:         clk,
 		log:           log,

@@ -347,16 +347,21 @@ func (f *Framework) podDir(pod *corev1.Pod) string {
 	return filepath.Join(f.Env.NodeletRootDir, "pods", string(pod.UID))
 }
 
-// podCgroups are the pod's cgroup folders: one per hierarchy under cgroup
-// v1, the one folder under v2.
+// podCgroups are the pod's cgroup folders, in whichever QoS tier (or,
+// made by an older nodelet, right under the root) they are: one per
+// hierarchy under cgroup v1, the one folder under v2.
 func (f *Framework) podCgroups(pod *corev1.Pod) []string {
 	name := "pod" + string(pod.UID)
-	v1, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", f.Env.CgroupRoot, name))
-	v2 := filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, name)
-	if _, err := os.Stat(v2); err == nil {
-		return append(v1, v2)
+	var dirs []string
+	for _, parent := range []string{"", "kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+		v1, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", f.Env.CgroupRoot, parent, name))
+		dirs = append(dirs, v1...)
+		v2 := filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, parent, name)
+		if _, err := os.Stat(v2); err == nil {
+			dirs = append(dirs, v2)
+		}
 	}
-	return v1
+	return dirs
 }
 
 // createPod creates a pod as the admin and returns it as created, with the

@@ -25,6 +25,14 @@ const (
 	AuthorizationModeAlwaysAllow = "AlwaysAllow"
 )
 
+// The cgroup drivers, as the kubelet names them.
+const (
+	// CgroupDriverCgroupfs is the cgroupfs driver, writing cgroup files.
+	CgroupDriverCgroupfs = "cgroupfs"
+	// CgroupDriverSystemd is the systemd driver, the kubelet's other one.
+	CgroupDriverSystemd = "systemd"
+)
+
 // Defaults that the packages taking these values (node/, server/,
 // runtime/) also fall back to when a caller leaves them empty.
 const (
@@ -74,6 +82,10 @@ func SetDefaults(c *NodeletConfiguration) {
 	setString(&c.PodLogsDir, "/var/log/pods")
 	setString(&c.ContainerLogsDir, "/var/log/containers")
 	setString(&c.CgroupRoot, "/nodelet")
+	setString(&c.CgroupDriver, CgroupDriverCgroupfs)
+	if c.PodPidsLimit == nil {
+		c.PodPidsLimit = ptr.To[int64](-1)
+	}
 	if c.ResolvConf == nil {
 		c.ResolvConf = ptr.To(DefaultResolvConf)
 	}

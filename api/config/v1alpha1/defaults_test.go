@@ -76,6 +76,8 @@ func defaulted() NodeletConfiguration {
 		PodLogsDir:                "/var/log/pods",
 		ContainerLogsDir:          "/var/log/containers",
 		CgroupRoot:                "/nodelet",
+		CgroupDriver:              "cgroupfs",
+		PodPidsLimit:              ptr.To[int64](-1),
 		ResolvConf:                ptr.To("/etc/resolv.conf"),
 		NetworkMode:               "runtime",
 		CNIConfDir:                "/etc/cni/net.d",

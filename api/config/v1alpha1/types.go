@@ -55,6 +55,13 @@ type NodeletConfiguration struct {
 	// CgroupRoot is the cgroup under which pod cgroups are made (cgroupfs
 	// driver). Default: "/nodelet".
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// CgroupDriver is how cgroups are made: "cgroupfs", writing cgroup
+	// files, the only driver supported yet ("systemd", through systemd's
+	// units, is refused). Default: "cgroupfs".
+	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// PodPidsLimit is the most processes each pod may have (its cgroup's
+	// pids.max); -1, or any value below 1, leaves it unlimited. Default: -1.
+	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
 	// ResolvConf is the resolver configuration given to pods. An empty
 	// string gives them none of the host's: pods of the Default DNS policy
 	// then resolve through the local machine, as under the kubelet.

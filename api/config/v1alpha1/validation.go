@@ -31,6 +31,14 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	if c.RootDir == "" {
 		errs = append(errs, field.Required(field.NewPath("rootDir"), ""))
 	}
+	switch c.CgroupDriver {
+	case CgroupDriverCgroupfs:
+	case CgroupDriverSystemd:
+		errs = append(errs, field.Invalid(field.NewPath("cgroupDriver"), c.CgroupDriver,
+			"the systemd cgroup driver is not supported yet: use cgroupfs (with SystemdCgroup = false in containerd's runc options)"))
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), c.CgroupDriver, []string{CgroupDriverCgroupfs}))
+	}
 	for i, ip := range c.ClusterDNS {
 		if net.ParseIP(ip) == nil {
 			errs = append(errs, field.Invalid(field.NewPath("clusterDNS").Index(i), ip, "must be an IP address"))
