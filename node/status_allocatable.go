@@ -1,0 +1,114 @@
+package node
+
+// The node's allocatable resources and the pods' share of the machine, as
+// the kubelet's container manager computes them. Pure.
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/eviction"
+)
+
+// The values of --enforce-node-allocatable, the kubelet's.
+const (
+	EnforcePods           = "pods"
+	EnforceSystemReserved = "system-reserved"
+	EnforceKubeReserved   = "kube-reserved"
+	EnforceNone           = "none"
+)
+
+// AllocatableConfig is what is kept from pods on the node: the kubelet's
+// NodeAllocatableConfig.
+type AllocatableConfig struct {
+	// SystemReserved and KubeReserved are --system-reserved and
+	// --kube-reserved: cpu, memory, ephemeral-storage, pid.
+	SystemReserved corev1.ResourceList
+	KubeReserved   corev1.ResourceList
+	// HardEvictionThresholds are the hard thresholds of --eviction-hard;
+	// memory.available and nodefs.available keep their amount from pods.
+	HardEvictionThresholds []eviction.Threshold
+	// EnforceNodeAllocatable is --enforce-node-allocatable.
+	EnforceNodeAllocatable []string
+}
+
+// Reservation is how much of each resource of capacity is kept from pods:
+// system-reserved, kube-reserved and the hard eviction thresholds, the
+// kubelet's GetNodeAllocatableReservation. Resources with nothing kept are
+// left out.
+func (c AllocatableConfig) Reservation(capacity corev1.ResourceList) corev1.ResourceList {
+	evictionReserved := eviction.HardEvictionReservation(c.HardEvictionThresholds, capacity)
+	reservation := corev1.ResourceList{}
+	for name := range capacity {
+		value := resource.NewQuantity(0, resource.DecimalSI)
+		for _, list := range []corev1.ResourceList{c.SystemReserved, c.KubeReserved, evictionReserved} {
+			if q, ok := list[name]; ok {
+				value.Add(q)
+			}
+		}
+		if !value.IsZero() {
+			reservation[name] = *value
+		}
+	}
+	return reservation
+}
+
+// Allocatable is what the scheduler may place pods on: capacity less the
+// reservation, never below zero, and memory less the huge pages (which
+// are memory the pods' ordinary memory cannot use), as the kubelet's
+// NodeAllocatable setter.
+func (c AllocatableConfig) Allocatable(capacity corev1.ResourceList) corev1.ResourceList {
+	reservation := c.Reservation(capacity)
+	allocatable := corev1.ResourceList{}
+	for name, q := range capacity {
+		value := q.DeepCopy()
+		if r, ok := reservation[name]; ok {
+			value.Sub(r)
+		}
+		allocatable[name] = nonNegative(value)
+	}
+	if memory, ok := allocatable[corev1.ResourceMemory]; ok {
+		for name, q := range capacity {
+			if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+				memory.Sub(q)
+			}
+		}
+		allocatable[corev1.ResourceMemory] = nonNegative(memory)
+	}
+	return allocatable
+}
+
+// PodsCgroupLimits is what the cgroup holding every pod is limited to:
+// with "pods" in --enforce-node-allocatable, capacity less system-reserved
+// and kube-reserved, never below zero; otherwise capacity. The hard
+// eviction thresholds are not taken off, as in the kubelet (its
+// getNodeAllocatableInternalAbsolute): the eviction manager, not the
+// kernel, acts on them. capacity is the kubelet's internal capacity: the
+// node's, with "pid" (the host's PID limit) when PIDs are to be limited.
+func (c AllocatableConfig) PodsCgroupLimits(capacity corev1.ResourceList) corev1.ResourceList {
+	limits := corev1.ResourceList{}
+	enforced := slices.Contains(c.EnforceNodeAllocatable, EnforcePods)
+	for name, q := range capacity {
+		value := q.DeepCopy()
+		if enforced {
+			if r, ok := c.SystemReserved[name]; ok {
+				value.Sub(r)
+			}
+			if r, ok := c.KubeReserved[name]; ok {
+				value.Sub(r)
+			}
+		}
+		limits[name] = nonNegative(value)
+	}
+	return limits
+}
+
+func nonNegative(q resource.Quantity) resource.Quantity {
+	if q.Sign() < 0 {
+		q.Set(0)
+	}
+	return q
+}
