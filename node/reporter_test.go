@@ -465,9 +465,11 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		NodeletVersion:  "v0.1.0-test",
 		RootDir:         t.TempDir(),
 		UpdateFrequency: 200 * time.Millisecond,
-		Machine:         func() (MachineInfo, error) { return MachineInfo{CPUs: 2, MemoryBytes: 4 << 30, EphemeralStorageBytes: 100 << 30}, nil },
-		Allocatable:     AllocatableConfig{SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
-		Images:          fakeImages,
+		Machine: func() (MachineInfo, error) {
+			return MachineInfo{CPUs: 2, MemoryBytes: 4 << 30, EphemeralStorageBytes: 100 << 30}, nil
+		},
+		Allocatable: AllocatableConfig{SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+		Images:      fakeImages,
 	})
 	if err != nil {
 		t.Fatal(err)
