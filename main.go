@@ -42,6 +42,7 @@ import (
 
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
@@ -199,6 +200,13 @@ func run(ctx context.Context, opts Options) error {
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
 	}, clientset, clk, log.WithName("volume"))
 
+	// The Node's allocatable keeps the reservations and hard eviction
+	// thresholds from pods; allocatable.PodsCgroupLimits is what the pods'
+	// cgroup is limited to under --enforce-node-allocatable=pods.
+	allocatable, err := opts.allocatableConfig()
+	if err != nil {
+		return err
+	}
 	var nodeIPs []string
 	if opts.NodeIP != "" {
 		nodeIPs = []string{opts.NodeIP}
@@ -210,6 +218,8 @@ func run(ctx context.Context, opts Options) error {
 		KubeletPort:     int32(opts.Port),
 		MaxPods:         opts.MaxPods,
 		RootDir:         opts.RootDir,
+		Allocatable:     allocatable,
+		Images:          imageService,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
 		NetworkStatus:   podNetwork.Status,
 		Clock:           clk,
@@ -297,7 +307,14 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator}
+	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
+		Policy:   opts.imageGCPolicy(),
+		NodeName: opts.NodeName,
+		Recorder: recorder,
+		Clock:    clk,
+		Log:      log.WithName("imagegc"),
+	})
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

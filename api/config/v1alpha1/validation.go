@@ -68,6 +68,8 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("maxPods"), c.MaxPods, "must be at least 1"))
 	}
 	positive(field.NewPath("nodeStatusUpdateFrequency"), c.NodeStatusUpdateFrequency)
+	errs = append(errs, validateNodeAllocatable(c)...)
+	errs = append(errs, validateImageGC(c)...)
 
 	if net.ParseIP(c.Address) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("address"), c.Address, "must be an IP address"))
