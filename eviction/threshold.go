@@ -144,7 +144,7 @@ func ParseThresholdConfig(enforceNodeAllocatable []string, evictionHard, evictio
 		}
 		soft[i].GracePeriod = period
 	}
-	results := append(hard, soft...)
+	results := append(append([]Threshold(nil), hard...), soft...)
 	for i := range results {
 		if minReclaim, ok := minReclaims[results[i].Signal]; ok {
 			results[i].MinReclaim = &minReclaim

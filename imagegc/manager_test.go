@@ -160,7 +160,12 @@ func TestStartRecordsImageGCFailedOnRepeatedFailures(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- f.manager.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
 
 	// The first failure is only logged; the second, a period later, is
 	// the event.
