@@ -23,7 +23,7 @@ declare -A KNOWN_LONG=(
 	[test/e2e/network_test.go]=708
 	[controllers/pod_controller.go]=611
 	[runtime/container_test.go]=691
-	[node/reporter_test.go]=617
+	[node/reporter_test.go]=619
 	[runtime/container.go]=602
 	[volume/manager.go]=554
 )

@@ -42,8 +42,12 @@ func TestImageGarbageCollectionRemovesUnusedImages(t *testing.T) {
 	f.deletePod(t, gone, ptr.To[int64](0))
 	f.waitForPodGone(t, gone, time.Minute)
 	await.Eventually(t, time.Minute, "the deleted pod's containers to be removed", func(ctx context.Context) error {
-		if containers, err := f.listContainers(ctx, gone.UID, ""); err != nil || len(containers) > 0 {
-			return fmt.Errorf("containers %v, error %v", containers, err)
+		containers, err := f.listContainers(ctx, gone.UID, "")
+		if err != nil {
+			return err
+		}
+		if len(containers) > 0 {
+			return fmt.Errorf("containers %v", containers)
 		}
 		return nil
 	})
