@@ -201,8 +201,9 @@ func run(ctx context.Context, opts Options) error {
 	}, clientset, clk, log.WithName("volume"))
 
 	// The Node's allocatable keeps the reservations and hard eviction
-	// thresholds from pods; allocatable.PodsCgroupLimits is what the pods'
-	// cgroup is limited to under --enforce-node-allocatable=pods.
+	// thresholds from pods; allocatable.PodsCgroupLimits (of
+	// node.PodsCgroupCapacity) is what the pods' cgroup is limited to
+	// under --enforce-node-allocatable=pods.
 	allocatable, err := opts.allocatableConfig()
 	if err != nil {
 		return err

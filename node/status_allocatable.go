@@ -86,8 +86,8 @@ func (c AllocatableConfig) Allocatable(capacity corev1.ResourceList) corev1.Reso
 // and kube-reserved, never below zero; otherwise capacity. The hard
 // eviction thresholds are not taken off, as in the kubelet (its
 // getNodeAllocatableInternalAbsolute): the eviction manager, not the
-// kernel, acts on them. capacity is the kubelet's internal capacity: the
-// node's, with "pid" (the host's PID limit) when PIDs are to be limited.
+// kernel, acts on them. capacity is the kubelet's internal capacity,
+// PodsCgroupCapacity: CPUs, memory and the host's PID limit ("pid").
 func (c AllocatableConfig) PodsCgroupLimits(capacity corev1.ResourceList) corev1.ResourceList {
 	limits := corev1.ResourceList{}
 	enforced := slices.Contains(c.EnforceNodeAllocatable, EnforcePods)
@@ -105,6 +105,24 @@ func (c AllocatableConfig) PodsCgroupLimits(capacity corev1.ResourceList) corev1
 	}
 	return limits
 }
+
+// PodsCgroupCapacity is the capacity PodsCgroupLimits takes, the
+// kubelet's internal capacity: the machine's CPUs and memory, and its
+// process IDs as "pid" when known.
+func PodsCgroupCapacity(machine MachineInfo) corev1.ResourceList {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
+	}
+	if machine.MaxPID > 0 {
+		capacity[ResourcePID] = *resource.NewQuantity(machine.MaxPID, resource.DecimalSI)
+	}
+	return capacity
+}
+
+// ResourcePID is the process IDs a reservation keeps and the pods' cgroup
+// is limited to, the kubelet's "pid".
+const ResourcePID corev1.ResourceName = "pid"
 
 func nonNegative(q resource.Quantity) resource.Quantity {
 	if q.Sign() < 0 {

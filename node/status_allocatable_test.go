@@ -112,6 +112,16 @@ func TestPodsCgroupLimits(t *testing.T) {
 	}
 }
 
+func TestPodsCgroupCapacity(t *testing.T) {
+	got := PodsCgroupCapacity(MachineInfo{CPUs: 4, MemoryBytes: 8 << 30, EphemeralStorageBytes: 100 << 30, MaxPID: 32768})
+	if diff := cmp.Diff(resources("cpu", "4", "memory", "8Gi", "pid", "32768"), got, nodeQuantityEqual); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	if _, ok := PodsCgroupCapacity(MachineInfo{CPUs: 1, MemoryBytes: 1})[ResourcePID]; ok {
+		t.Error("an unknown PID limit is in the capacity")
+	}
+}
+
 func TestNodeImages(t *testing.T) {
 	image := func(id string, size uint64, tags, digests []string) *runtimeapi.Image {
 		return &runtimeapi.Image{Id: id, Size: size, RepoTags: tags, RepoDigests: digests}
