@@ -191,7 +191,8 @@ func (r *NodeStatusReporter) NetworkError() error {
 
 // Start registers the Node, then refreshes its status every
 // UpdateFrequency until ctx ends. It fails only when the machine's facts
-// cannot be read; API and runtime errors are logged and retried.
+// cannot be read or the reservations exceed them; API and runtime errors
+// are logged and retried.
 func (r *NodeStatusReporter) Start(ctx context.Context) error {
 	log := r.opts.Log
 	if log.GetSink() == nil {
@@ -214,6 +215,9 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 		port:           r.opts.KubeletPort,
 		maxPods:        r.opts.MaxPods,
 		allocatable:    r.opts.Allocatable,
+	}
+	if err := facts.allocatable.Validate(nodeCapacity(facts)); err != nil {
+		return fmt.Errorf("node %s: %w", r.opts.NodeName, err)
 	}
 
 	r.observeRuntime(ctx, log)

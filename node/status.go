@@ -98,12 +98,7 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	current := node.Status
 	status := *current.DeepCopy()
 
-	resources := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(facts.machine.CPUs), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(facts.machine.MemoryBytes, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(int64(facts.maxPods), resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(facts.machine.EphemeralStorageBytes, resource.BinarySI),
-	}
+	resources := nodeCapacity(facts)
 	// Resources others report (extended resources, huge pages) are kept,
 	// their allocatable as they set it; nodelet's own are its capacity
 	// less what is kept for the system and for eviction.
@@ -153,6 +148,16 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	changed := !equality.Semantic.DeepEqual(withoutHeartbeats(current), withoutHeartbeats(status))
 	due := now.Sub(lastHeartbeat(current)) >= reportFrequency
 	return status, changed || due
+}
+
+// nodeCapacity is the node's own resources: the machine's and its pods.
+func nodeCapacity(facts nodeFacts) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(facts.machine.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(facts.machine.MemoryBytes, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(facts.maxPods), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(facts.machine.EphemeralStorageBytes, resource.BinarySI),
+	}
 }
 
 // nodeReadiness is the Ready condition's status, reason and message for the

@@ -4,6 +4,7 @@ package node
 // the kubelet's container manager computes them. Pure.
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -54,6 +55,28 @@ func (c AllocatableConfig) Reservation(capacity corev1.ResourceList) corev1.Reso
 		}
 	}
 	return reservation
+}
+
+// Validate refuses a reservation larger than the capacity, as the kubelet
+// refuses to start with one.
+func (c AllocatableConfig) Validate(capacity corev1.ResourceList) error {
+	reservation := c.Reservation(capacity)
+	names := make([]string, 0, len(reservation))
+	for name := range reservation {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var problems []string
+	for _, name := range names {
+		reserved, available := reservation[corev1.ResourceName(name)], capacity[corev1.ResourceName(name)]
+		if available.Cmp(reserved) < 0 {
+			problems = append(problems, fmt.Sprintf("Resource %q has a reservation of %v but capacity of %v. Expected capacity >= reservation.", name, &reserved, &available))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid Node Allocatable configuration. %s", strings.Join(problems, " "))
+	}
+	return nil
 }
 
 // Allocatable is what the scheduler may place pods on: capacity less the

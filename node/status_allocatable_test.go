@@ -78,6 +78,19 @@ func TestAllocatable(t *testing.T) {
 	}
 }
 
+func TestValidateRefusesReservationsOverCapacity(t *testing.T) {
+	capacity := resources("cpu", "2", "memory", "1Gi")
+	ok := AllocatableConfig{SystemReserved: resources("cpu", "1"), KubeReserved: resources("cpu", "1")}
+	if err := ok.Validate(capacity); err != nil {
+		t.Errorf("a reservation equal to the capacity: %v", err)
+	}
+	over := AllocatableConfig{SystemReserved: resources("memory", "512Mi"), HardEvictionThresholds: hardThresholds(t, map[string]string{"memory.available": "600Mi"})}
+	want := `invalid Node Allocatable configuration. Resource "memory" has a reservation of 1112Mi but capacity of 1Gi. Expected capacity >= reservation.`
+	if err := over.Validate(capacity); err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 func TestPodsCgroupLimits(t *testing.T) {
 	capacity := resources("cpu", "4", "memory", "8Gi", "pid", "4194304")
 	reserved := AllocatableConfig{
