@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +42,7 @@ import (
 
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
@@ -197,15 +197,24 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// The Node's allocatable keeps the reservations and hard eviction
+	// thresholds from pods; the pods' cgroup is limited to the capacity
+	// less the reservations under --enforce-node-allocatable=pods (the
+	// thresholds are the eviction manager's to defend), to the capacity
+	// otherwise.
+	allocatable, err := opts.allocatableConfig()
+	if err != nil {
+		return err
+	}
+	// Checked before the pods' cgroup is limited: a reservation over the
+	// capacity would leave the running pods nothing.
+	if err := allocatable.Validate(node.Capacity(machine, opts.MaxPods)); err != nil {
+		return fmt.Errorf("node %s: %w", opts.NodeName, err)
+	}
 	podCgroups, err := cgroups.New(cgroups.Options{
-		Root:         opts.CgroupRoot,
-		PodPidsLimit: opts.PodPidsLimit,
-		// The pods may use the whole node until its reservations are
-		// known.
-		NodeAllocatable: corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
-		},
+		Root:            opts.CgroupRoot,
+		PodPidsLimit:    opts.PodPidsLimit,
+		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(machine)),
 	})
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
@@ -226,6 +235,8 @@ func run(ctx context.Context, opts Options) error {
 		KubeletPort:     int32(opts.Port),
 		MaxPods:         opts.MaxPods,
 		RootDir:         opts.RootDir,
+		Allocatable:     allocatable,
+		Images:          imageService,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
 		NetworkStatus:   podNetwork.Status,
 		Clock:           clk,
@@ -316,7 +327,14 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator}
+	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
+		Policy:   opts.imageGCPolicy(),
+		NodeName: opts.NodeName,
+		Recorder: recorder,
+		Clock:    clk,
+		Log:      log.WithName("imagegc"),
+	})
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

@@ -213,3 +213,65 @@ func TestRootDirLockKeepsASecondNodeletOut(t *testing.T) {
 	}
 	unlockAgain()
 }
+
+func TestParseOptionsReservationsAndImageGC(t *testing.T) {
+	config := writeConfig(t, configHeader+"systemReserved: {cpu: 100m}\nevictionHard: {memory.available: 1Gi}\n")
+	opts, err := parseOptions([]string{"--config", config,
+		"--kube-reserved=cpu=200m,memory=500Mi", "--eviction-hard=memory.available<200Mi,nodefs.available<5%",
+		"--image-gc-high-threshold=1", "--image-gc-low-threshold=0", "--image-minimum-gc-age=0s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "100m"}, opts.SystemReserved); diff != "" {
+		t.Errorf("SystemReserved from the file (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "200m", "memory": "500Mi"}, opts.KubeReserved); diff != "" {
+		t.Errorf("KubeReserved from the flag (-want +got):\n%s", diff)
+	}
+	// The flag replaces the file's thresholds whole.
+	if diff := cmp.Diff(map[string]string{"memory.available": "200Mi", "nodefs.available": "5%"}, opts.EvictionHard); diff != "" {
+		t.Errorf("EvictionHard (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"pods"}, opts.EnforceNodeAllocatable); diff != "" {
+		t.Errorf("EnforceNodeAllocatable default (-want +got):\n%s", diff)
+	}
+	policy := opts.imageGCPolicy()
+	if policy.HighThresholdPercent != 1 || policy.LowThresholdPercent != 0 || policy.MinAge != 0 {
+		t.Errorf("image GC policy %+v, want the flags' 1%%, 0%%, 0s", policy)
+	}
+	allocatable, err := opts.allocatableConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu := allocatable.KubeReserved["cpu"]; cpu.MilliValue() != 200 || len(allocatable.HardEvictionThresholds) != 3 {
+		t.Errorf("allocatable config %+v, want kube-reserved cpu 200m and three hard thresholds (allocatable memory's included)", allocatable)
+	}
+
+	defaults, err := parseOptions(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defaults.EvictionHard) != 5 || defaults.ImageGCHighThresholdPercent != 85 || defaults.ImageGCLowThresholdPercent != 80 || defaults.ImageMinimumGCAge.Duration != 2*time.Minute {
+		t.Errorf("defaults: eviction %v, image GC %d%%/%d%%/%s; want the kubelet's", defaults.EvictionHard, defaults.ImageGCHighThresholdPercent, defaults.ImageGCLowThresholdPercent, defaults.ImageMinimumGCAge.Duration)
+	}
+}
+
+func TestParseOptionsRefusesBadReservationsAndImageGC(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"--system-reserved=nvidia.com/gpu=1", `cannot reserve "nvidia.com/gpu" resource`},
+		{"--kube-reserved=memory=-1Gi", `resource quantity for "memory" cannot be negative`},
+		{"--eviction-hard=memory.available<0", "eviction threshold memory.available must be positive"},
+		{"--eviction-hard=memory.available", "malformed pair"},
+		{"--enforce-node-allocatable=pods,none", `may not contain additional enforcements when "none" is specified`},
+		{"--image-gc-low-threshold=90", "imageGCLowThresholdPercent (--image-gc-low-threshold) 90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"},
+		{"--image-gc-high-threshold=101", "must be between 0 and 100, inclusive"},
+		{"--image-maximum-gc-age=1m", "imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			_, err := parseOptions([]string{tc.flag}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

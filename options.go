@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -71,6 +72,15 @@ type Options struct {
 	MaxPods                   int
 	NodeStatusUpdateFrequency metav1.Duration
 	SlowPodStartThreshold     metav1.Duration
+
+	SystemReserved              map[string]string
+	KubeReserved                map[string]string
+	EvictionHard                map[string]string
+	EnforceNodeAllocatable      []string
+	ImageGCHighThresholdPercent int32
+	ImageGCLowThresholdPercent  int32
+	ImageMinimumGCAge           metav1.Duration
+	ImageMaximumGCAge           metav1.Duration
 
 	Port                                     int
 	Address                                  string
@@ -149,6 +159,15 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
 		SlowPodStartThreshold:     ptr.Deref(c.SlowPodStartThreshold, metav1.Duration{}),
 
+		SystemReserved:              maps.Clone(c.SystemReserved),
+		KubeReserved:                maps.Clone(c.KubeReserved),
+		EvictionHard:                maps.Clone(c.EvictionHard),
+		EnforceNodeAllocatable:      slices.Clone(c.EnforceNodeAllocatable),
+		ImageGCHighThresholdPercent: ptr.Deref(c.ImageGCHighThresholdPercent, 0),
+		ImageGCLowThresholdPercent:  ptr.Deref(c.ImageGCLowThresholdPercent, 0),
+		ImageMinimumGCAge:           c.ImageMinimumGCAge,
+		ImageMaximumGCAge:           c.ImageMaximumGCAge,
+
 		Port:                                     int(c.Port),
 		Address:                                  c.Address,
 		TLSCertFile:                              c.TLSCertFile,
@@ -213,6 +232,15 @@ func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) 
 		MaxPods:                   int32(o.MaxPods),
 		NodeStatusUpdateFrequency: o.NodeStatusUpdateFrequency,
 		SlowPodStartThreshold:     ptr.To(o.SlowPodStartThreshold),
+
+		SystemReserved:              maps.Clone(o.SystemReserved),
+		KubeReserved:                maps.Clone(o.KubeReserved),
+		EvictionHard:                maps.Clone(o.EvictionHard),
+		EnforceNodeAllocatable:      slices.Clone(o.EnforceNodeAllocatable),
+		ImageGCHighThresholdPercent: ptr.To(o.ImageGCHighThresholdPercent),
+		ImageGCLowThresholdPercent:  ptr.To(o.ImageGCLowThresholdPercent),
+		ImageMinimumGCAge:           o.ImageMinimumGCAge,
+		ImageMaximumGCAge:           o.ImageMaximumGCAge,
 
 		Address:                  o.Address,
 		Port:                     int32(o.Port),
@@ -297,6 +325,14 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxPods, "max-pods", o.MaxPods, "The Node's pod capacity.")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", o.NodeStatusUpdateFrequency.Duration, "How often the Node's status is computed and, when changed, patched.")
 	fs.DurationVar(&o.SlowPodStartThreshold.Duration, "slow-pod-start-threshold", o.SlowPodStartThreshold.Duration, "How long a pod may take from its creation to Ready before a SlowPodStart event names its slowest step; 0 tells none.")
+	fs.Var(newMapFlag(&o.SystemReserved, "="), "system-reserved", "Resources kept from pods for the system's daemons, as resource=quantity pairs of cpu, memory, ephemeral-storage and pid (e.g. cpu=200m,memory=500Mi).")
+	fs.Var(newMapFlag(&o.KubeReserved, "="), "kube-reserved", "Resources kept from pods for Kubernetes' daemons (nodelet, the runtime), as --system-reserved.")
+	fs.Var(newMapFlag(&o.EvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or percentage (e.g. memory.available<1Gi,nodefs.available<10%); memory.available's and nodefs.available's are kept from the Node's allocatable. Replaces the default set whole.")
+	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved, kube-reserved (not enforced), or none.")
+	fs.Int32Var(&o.ImageGCHighThresholdPercent, "image-gc-high-threshold", o.ImageGCHighThresholdPercent, "Image file system usage (percent) at which unused images are removed; 100 turns image garbage collection off.")
+	fs.Int32Var(&o.ImageGCLowThresholdPercent, "image-gc-low-threshold", o.ImageGCLowThresholdPercent, "Image file system usage (percent) image garbage collection frees down to; below --image-gc-high-threshold.")
+	fs.DurationVar(&o.ImageMinimumGCAge.Duration, "image-minimum-gc-age", o.ImageMinimumGCAge.Duration, "How long an unused image stays on the node before it may be collected.")
+	fs.DurationVar(&o.ImageMaximumGCAge.Duration, "image-maximum-gc-age", o.ImageMaximumGCAge.Duration, "Images unused for longer are removed whatever the disk usage (0: never).")
 	fs.IntVar(&o.Port, "port", o.Port, "Port of the node's HTTPS API (logs, exec, attach, port-forward, stats), advertised as the Node's daemon endpoint.")
 	fs.StringVar(&o.Address, "address", o.Address, "IP address the node's HTTPS API listens on.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate of the node's API (default: self-signed in --cert-dir, or requested with --rotate-server-certificates).")

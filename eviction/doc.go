@@ -1,7 +1,10 @@
-// Package eviction will hold the node's eviction manager, the kubelet's
-// pkg/kubelet/eviction: it watches the node's memory, disk and PID
-// signals against their eviction thresholds, reports the MemoryPressure,
-// DiskPressure and PIDPressure conditions (package node reports them as
-// false until then), and evicts pods, lowest priority and QoS first, to
-// reclaim what is short. Nothing lives here yet.
+// Package eviction is the node's eviction thresholds, the kubelet's
+// pkg/kubelet/eviction: ParseThresholdConfig reads --eviction-hard (and
+// the soft statements, grace periods and minimum reclaims, which nothing
+// acts on yet) into Thresholds, and HardEvictionReservation is what the
+// hard ones keep from the node's allocatable. The eviction manager, which
+// watches the node's memory, disk and PID signals against the thresholds,
+// reports the MemoryPressure, DiskPressure and PIDPressure conditions
+// (package node reports them as false until then) and evicts pods, is to
+// come.
 package eviction

@@ -23,7 +23,7 @@ declare -A KNOWN_LONG=(
 	[test/e2e/network_test.go]=708
 	[controllers/pod_controller.go]=546
 	[runtime/container_test.go]=691
-	[node/reporter_test.go]=669
+	[node/reporter_test.go]=619
 	[volume/manager.go]=554
 )
 

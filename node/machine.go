@@ -29,6 +29,9 @@ type MachineInfo struct {
 	MachineID  string
 	SystemUUID string
 	BootID     string
+	// MaxPID is how many processes the host allows, the smaller of
+	// pid_max and threads-max as the kubelet reads it; 0 when unreadable.
+	MaxPID int64
 }
 
 // ReadMachineInfo reads the machine's facts from the host; the
@@ -62,6 +65,12 @@ func ReadMachineInfo(rootDir string) (MachineInfo, error) {
 	}
 	if info.OSImage == "" {
 		info.OSImage = "Linux"
+	}
+
+	for _, file := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
+		if limit, err := strconv.ParseInt(readMachineFile(file), 10, 64); err == nil && (info.MaxPID == 0 || limit < info.MaxPID) {
+			info.MaxPID = limit
+		}
 	}
 
 	if info.EphemeralStorageBytes, err = fileSystemSize(rootDir); err != nil {

@@ -52,6 +52,12 @@ type RuntimeInfoService interface {
 	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
 }
 
+// ImageLister lists the runtime's images for status.images;
+// cri.ImageManagerService has it.
+type ImageLister interface {
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
+}
+
 // NodeStatusOptions configure the NodeStatusReporter.
 type NodeStatusOptions struct {
 	// NodeName is the Node's name. Required.
@@ -72,6 +78,12 @@ type NodeStatusOptions struct {
 	KubeletPort int32
 	// MaxPods is the node's pods capacity. Default: 110.
 	MaxPods int
+	// Allocatable is what is kept from pods: the Node's allocatable is its
+	// capacity less it. Default: nothing.
+	Allocatable AllocatableConfig
+	// Images, when set, lists the runtime's images for status.images.
+	// Default: nil, status.images left as it is.
+	Images ImageLister
 	// RootDir is nodelet's state folder; the file system holding it is the
 	// node's ephemeral-storage capacity. Default: /var/lib/nodelet.
 	RootDir string
@@ -179,7 +191,8 @@ func (r *NodeStatusReporter) NetworkError() error {
 
 // Start registers the Node, then refreshes its status every
 // UpdateFrequency until ctx ends. It fails only when the machine's facts
-// cannot be read; API and runtime errors are logged and retried.
+// cannot be read or the reservations exceed them; API and runtime errors
+// are logged and retried.
 func (r *NodeStatusReporter) Start(ctx context.Context) error {
 	log := r.opts.Log
 	if log.GetSink() == nil {
@@ -201,6 +214,10 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 		nodeletVersion: r.opts.NodeletVersion,
 		port:           r.opts.KubeletPort,
 		maxPods:        r.opts.MaxPods,
+		allocatable:    r.opts.Allocatable,
+	}
+	if err := facts.allocatable.Validate(nodeCapacity(facts)); err != nil {
+		return fmt.Errorf("node %s: %w", r.opts.NodeName, err)
 	}
 
 	r.observeRuntime(ctx, log)
@@ -361,4 +378,12 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	}
 	networkErr := networkNotReady(r.lastRuntime)
 	r.networkErr.Store(&networkErr)
+	if r.opts.Images != nil {
+		// As the kubelet's image list, a failed read keeps the last one.
+		if images, err := r.opts.Images.ListImages(ctx, nil); err != nil {
+			log.Error(err, "Failed to list the container runtime's images")
+		} else {
+			r.lastRuntime.images, r.lastRuntime.imagesRead = images, true
+		}
+	}
 }

@@ -10,8 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"path/filepath"
 	goruntime "runtime"
 	"testing"
 	"time"
@@ -444,74 +442,14 @@ func TestRenewedLease(t *testing.T) {
 	}
 }
 
-func TestPickNodeIP(t *testing.T) {
-	ips := func(s ...string) []net.IP {
-		var out []net.IP
-		for _, ip := range s {
-			out = append(out, net.ParseIP(ip))
-		}
-		return out
-	}
-	tests := map[string]struct {
-		ips  []net.IP
-		want string
-	}{
-		"the first global IPv4 address, past loopback and IPv6": {ips: ips("127.0.0.1", "::1", "fd00::2", "fe80::1", "192.0.2.2", "192.0.2.3"), want: "192.0.2.2"},
-		"a global IPv6 address when there is no IPv4 one":       {ips: ips("127.0.0.1", "fe80::1", "fd00::2"), want: "fd00::2"},
-		"loopback when it is all there is":                      {ips: ips("127.0.0.1", "::1"), want: "127.0.0.1"},
-		"a link-local IPv4 address is no node address":          {ips: ips("169.254.3.4", "127.0.0.1"), want: "127.0.0.1"},
-		"no address at all":                                     {ips: nil, want: "<nil>"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := pickNodeIP(tc.ips).String(); got != tc.want {
-				t.Errorf("pickNodeIP() = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestParseMemTotal(t *testing.T) {
-	got, err := parseMemTotal("MemTotal:       24684092 kB\nMemFree:        1000 kB\n")
-	if err != nil || got != 24684092*1024 {
-		t.Errorf("parseMemTotal() = %d, %v; want %d", got, err, 24684092*1024)
-	}
-	if _, err := parseMemTotal("MemFree: 1000 kB\n"); err == nil {
-		t.Error("parseMemTotal() without MemTotal succeeded, want an error")
-	}
-}
-
-func TestParseOSImage(t *testing.T) {
-	tests := map[string]struct{ osRelease, want string }{
-		"double quotes": {osRelease: "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n", want: "Debian GNU/Linux 12 (bookworm)"},
-		"single quotes": {osRelease: "PRETTY_NAME='Alpine Linux v3.19'\n", want: "Alpine Linux v3.19"},
-		"no quotes":     {osRelease: "PRETTY_NAME=Plain\n", want: "Plain"},
-		"missing":       {osRelease: "NAME=Debian\n", want: ""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := parseOSImage(tc.osRelease); got != tc.want {
-				t.Errorf("parseOSImage() = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestReadMachineInfo(t *testing.T) {
-	info, err := ReadMachineInfo(filepath.Join(t.TempDir(), "not", "made", "yet"))
-	if err != nil {
-		t.Fatalf("ReadMachineInfo() error = %v", err)
-	}
-	if info.CPUs < 1 || info.MemoryBytes <= 0 || info.EphemeralStorageBytes <= 0 || info.KernelVersion == "" || info.OSImage == "" {
-		t.Errorf("ReadMachineInfo() = %+v, want CPUs, memory, storage, kernel and OS image", info)
-	}
-}
-
 func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 	cfg := testenv.StartAPIServer(t)
 	const nodeName = "node-under-test"
 
 	fakeRuntime := critest.NewFakeRuntimeService()
+	fakeImages := critest.NewFakeImageService()
+	fakeImages.SetFakeImageSize(1234)
+	fakeImages.SetFakeImages([]string{"registry.test/busybox:1.35"})
 	fakeRuntime.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: true},
@@ -527,6 +465,11 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		NodeletVersion:  "v0.1.0-test",
 		RootDir:         t.TempDir(),
 		UpdateFrequency: 200 * time.Millisecond,
+		Machine: func() (MachineInfo, error) {
+			return MachineInfo{CPUs: 2, MemoryBytes: 4 << 30, EphemeralStorageBytes: 100 << 30}, nil
+		},
+		Allocatable: AllocatableConfig{SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+		Images:      fakeImages,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -587,6 +530,13 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		}
 		if pods := node.Status.Allocatable[corev1.ResourcePods]; pods.Value() != 110 {
 			t.Errorf("allocatable pods = %s, want 110", pods.String())
+		}
+		if cpu := node.Status.Allocatable[corev1.ResourceCPU]; cpu.MilliValue() != 1500 {
+			t.Errorf("allocatable cpu = %s, want 1500m: 2 CPUs less 500m system-reserved", cpu.String())
+		}
+		wantImages := []corev1.ContainerImage{{Names: []string{"registry.test/busybox:1.35"}, SizeBytes: 1234}}
+		if diff := cmp.Diff(wantImages, node.Status.Images); diff != "" {
+			t.Errorf("images mismatch (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff([]string{"127.0.0.1"}, reporter.NodeIPs()); diff != "" {
 			t.Errorf("NodeIPs() mismatch (-want +got):\n%s", diff)

@@ -51,6 +51,8 @@ type nodeFacts struct {
 	nodeletVersion string
 	port           int32
 	maxPods        int
+	// allocatable is what is kept from pods.
+	allocatable AllocatableConfig
 }
 
 // nodeRuntimeState is the container runtime as last read successfully.
@@ -61,6 +63,9 @@ type nodeRuntimeState struct {
 	observed time.Time
 	// networkError is nodelet's own network's, in agent mode.
 	networkError error
+	// images are the runtime's images, when imagesRead.
+	images     []*runtimeapi.Image
+	imagesRead bool
 }
 
 // LabelAgent marks the Nodes nodelet runs, so that a scheduler, a
@@ -93,16 +98,20 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	current := node.Status
 	status := *current.DeepCopy()
 
-	resources := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(facts.machine.CPUs), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(facts.machine.MemoryBytes, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(int64(facts.maxPods), resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(facts.machine.EphemeralStorageBytes, resource.BinarySI),
-	}
-	// Resources others report (extended resources) are kept. Nothing is
-	// reserved for the system yet, so allocatable is the capacity.
+	resources := nodeCapacity(facts)
+	// Resources others report (extended resources, huge pages) are kept,
+	// their allocatable as they set it; nodelet's own are its capacity
+	// less what is kept for the system and for eviction.
 	status.Capacity = mergeNodeResources(status.Capacity, resources)
-	status.Allocatable = mergeNodeResources(status.Allocatable, resources)
+	computed := facts.allocatable.Allocatable(status.Capacity)
+	allocatable := corev1.ResourceList{}
+	for name := range resources {
+		allocatable[name] = computed[name]
+	}
+	status.Allocatable = mergeNodeResources(status.Allocatable, allocatable)
+	if rt.imagesRead {
+		status.Images = nodeImages(rt.images)
+	}
 
 	status.Addresses = append([]corev1.NodeAddress(nil), facts.addresses...)
 	status.DaemonEndpoints.KubeletEndpoint.Port = facts.port
@@ -139,6 +148,21 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	changed := !equality.Semantic.DeepEqual(withoutHeartbeats(current), withoutHeartbeats(status))
 	due := now.Sub(lastHeartbeat(current)) >= reportFrequency
 	return status, changed || due
+}
+
+// nodeCapacity is the node's own resources: the machine's and its pods.
+func nodeCapacity(facts nodeFacts) corev1.ResourceList {
+	return Capacity(facts.machine, facts.maxPods)
+}
+
+// Capacity is a node's own resources: the machine's and its pods.
+func Capacity(machine MachineInfo, maxPods int) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(machine.EphemeralStorageBytes, resource.BinarySI),
+	}
 }
 
 // nodeReadiness is the Ready condition's status, reason and message for the

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/eviction"
 )
 
 // The values of NetworkMode.
@@ -31,6 +33,14 @@ const (
 	CgroupDriverCgroupfs = "cgroupfs"
 	// CgroupDriverSystemd is the systemd driver, the kubelet's other one.
 	CgroupDriverSystemd = "systemd"
+)
+
+// The values of EnforceNodeAllocatable, the kubelet's.
+const (
+	EnforceNodeAllocatablePods           = "pods"
+	EnforceNodeAllocatableSystemReserved = "system-reserved"
+	EnforceNodeAllocatableKubeReserved   = "kube-reserved"
+	EnforceNodeAllocatableNone           = "none"
 )
 
 // Defaults that the packages taking these values (node/, server/,
@@ -104,6 +114,22 @@ func SetDefaults(c *NodeletConfiguration) {
 	if c.SlowPodStartThreshold == nil {
 		c.SlowPodStartThreshold = &metav1.Duration{Duration: 30 * time.Second}
 	}
+
+	// As the kubelet's file: only an EvictionHard left out takes the
+	// default, an empty one stays empty.
+	if c.EvictionHard == nil {
+		c.EvictionHard = eviction.DefaultEvictionHard()
+	}
+	if c.EnforceNodeAllocatable == nil {
+		c.EnforceNodeAllocatable = []string{EnforceNodeAllocatablePods}
+	}
+	if c.ImageGCHighThresholdPercent == nil {
+		c.ImageGCHighThresholdPercent = ptr.To[int32](85)
+	}
+	if c.ImageGCLowThresholdPercent == nil {
+		c.ImageGCLowThresholdPercent = ptr.To[int32](80)
+	}
+	setDuration(&c.ImageMinimumGCAge, 2*time.Minute)
 
 	// The node's API: the kubelet's secure defaults (its config file's):
 	// no anonymous requests, tokens and access reviewed by the API server.

@@ -30,6 +30,10 @@ func TestSetDefaults(t *testing.T) {
 				ContainerLogMaxFiles: ptr.To[int32](3),
 				HealthzPort:          ptr.To[int32](0),
 				ClusterDNS:           []string{"10.96.0.10"},
+				// An empty map and list are given, not left out.
+				EvictionHard:               map[string]string{},
+				EnforceNodeAllocatable:     []string{},
+				ImageGCLowThresholdPercent: ptr.To[int32](0),
 				Authentication: NodeletAuthentication{
 					Webhook:   NodeletWebhookAuthentication{Enabled: ptr.To(false)},
 					Anonymous: NodeletAnonymousAuthentication{Enabled: ptr.To(true)},
@@ -45,6 +49,9 @@ func TestSetDefaults(t *testing.T) {
 				c.ContainerLogMaxFiles = ptr.To[int32](3)
 				c.HealthzPort = ptr.To[int32](0)
 				c.ClusterDNS = []string{"10.96.0.10"}
+				c.EvictionHard = map[string]string{}
+				c.EnforceNodeAllocatable = []string{}
+				c.ImageGCLowThresholdPercent = ptr.To[int32](0)
 				c.Authentication.Webhook.Enabled = ptr.To(false)
 				c.Authentication.Anonymous.Enabled = ptr.To(true)
 				c.Authorization.Mode = AuthorizationModeAlwaysAllow
@@ -90,8 +97,16 @@ func defaulted() NodeletConfiguration {
 		MaxPods:                   110,
 		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
 		SlowPodStartThreshold:     &metav1.Duration{Duration: 30 * time.Second},
-		Address:                   "0.0.0.0",
-		Port:                      10250,
+		EvictionHard: map[string]string{
+			"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+			"imagefs.available": "15%", "imagefs.inodesFree": "5%",
+		},
+		EnforceNodeAllocatable:      []string{"pods"},
+		ImageGCHighThresholdPercent: ptr.To[int32](85),
+		ImageGCLowThresholdPercent:  ptr.To[int32](80),
+		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
+		Address:                     "0.0.0.0",
+		Port:                        10250,
 		Authentication: NodeletAuthentication{
 			Webhook:   NodeletWebhookAuthentication{Enabled: ptr.To(true), CacheTTL: metav1.Duration{Duration: 2 * time.Minute}},
 			Anonymous: NodeletAnonymousAuthentication{Enabled: ptr.To(false)},

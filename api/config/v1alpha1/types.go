@@ -130,6 +130,43 @@ type NodeletConfiguration struct {
 	// tells none. Default: "30s".
 	SlowPodStartThreshold *metav1.Duration `json:"slowPodStartThreshold,omitempty"`
 
+	// SystemReserved is kept from pods for the system's daemons: a
+	// quantity of cpu, memory, ephemeral-storage or pid each. The Node's
+	// allocatable is its capacity less SystemReserved, KubeReserved and
+	// the hard eviction thresholds. Default: none.
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// KubeReserved is kept from pods for Kubernetes' own daemons (nodelet,
+	// the runtime), as SystemReserved. Default: none.
+	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	// EvictionHard are the hard eviction thresholds, signal to quantity or
+	// percentage of capacity ("memory.available": "100Mi"); those of
+	// memory.available and nodefs.available are kept from the Node's
+	// allocatable. Given, it replaces the default whole; "0%" turns one
+	// signal off. Default: the kubelet's, memory.available 100Mi,
+	// nodefs.available 10%, nodefs.inodesFree 5%, imagefs.available 15%,
+	// imagefs.inodesFree 5%.
+	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// EnforceNodeAllocatable are the levels of node allocatable
+	// enforcement: "pods" limits the cgroup holding every pod to the
+	// capacity less SystemReserved and KubeReserved; "system-reserved"
+	// and "kube-reserved" are accepted as the kubelet's names but not
+	// enforced; "none" alone enforces nothing. Default: ["pods"].
+	EnforceNodeAllocatable []string `json:"enforceNodeAllocatable,omitempty"`
+
+	// ImageGCHighThresholdPercent is the image file system's usage at or
+	// above which unused images are removed; 100 turns image garbage
+	// collection by usage off. Default: 85.
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// ImageGCLowThresholdPercent is the usage image garbage collection
+	// frees down to. Default: 80.
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// ImageMinimumGCAge is how long an image is on the node, unused,
+	// before it may be collected. Default: "2m".
+	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
+	// ImageMaximumGCAge removes images unused for longer, whatever the
+	// disk usage; "0s" never. Default: "0s".
+	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge,omitempty"`
+
 	// Address is the IP address the node's HTTPS API listens on.
 	// Default: "0.0.0.0".
 	Address string `json:"address,omitempty"`

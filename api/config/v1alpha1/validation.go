@@ -79,6 +79,8 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	if c.SlowPodStartThreshold != nil && c.SlowPodStartThreshold.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("slowPodStartThreshold"), c.SlowPodStartThreshold.Duration.String(), "must not be negative"))
 	}
+	errs = append(errs, validateNodeAllocatable(c)...)
+	errs = append(errs, validateImageGC(c)...)
 
 	if net.ParseIP(c.Address) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("address"), c.Address, "must be an IP address"))

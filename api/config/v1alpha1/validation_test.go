@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,29 @@ func TestValidate(t *testing.T) {
 		"an empty sysctl":                   {mutate: func(c *NodeletConfiguration) { c.AllowedUnsafeSysctls = []string{"*"} }, wantFields: []string{"allowedUnsafeSysctls[0]"}},
 		"a pod CIDR that is not one":        {mutate: func(c *NodeletConfiguration) { c.PodCIDR = "10.244.0.0" }, wantFields: []string{"podCIDR"}},
 		"a health port out of range":        {mutate: func(c *NodeletConfiguration) { c.HealthzPort = ptr.To[int32](-1) }, wantFields: []string{"healthzPort"}},
+		"reservations, thresholds and enforcement": {mutate: func(c *NodeletConfiguration) {
+			c.SystemReserved = map[string]string{"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi", "pid": "1000"}
+			c.KubeReserved = map[string]string{"memory": "256Mi"}
+			c.EvictionHard = map[string]string{"memory.available": "5%", "nodefs.available": "0%"}
+			c.EnforceNodeAllocatable = []string{"pods", "system-reserved", "kube-reserved"}
+		}},
+		"no enforcement": {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"none"} }},
+		"image GC that always runs": {mutate: func(c *NodeletConfiguration) {
+			c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent, c.ImageMinimumGCAge.Duration = ptr.To[int32](1), ptr.To[int32](0), 0
+		}},
+		"image GC off":        {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](100) }},
+		"a maximum image age": {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Hour }},
+
+		"an unreservable resource":          {mutate: func(c *NodeletConfiguration) { c.SystemReserved = map[string]string{"nvidia.com/gpu": "1"} }, wantFields: []string{"systemReserved"}},
+		"a negative reservation":            {mutate: func(c *NodeletConfiguration) { c.KubeReserved = map[string]string{"cpu": "-1"} }, wantFields: []string{"kubeReserved"}},
+		"an unknown eviction signal":        {mutate: func(c *NodeletConfiguration) { c.EvictionHard = map[string]string{"disk.available": "1Gi"} }, wantFields: []string{"evictionHard"}},
+		"an unknown enforcement":            {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "node"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"none with another enforcement":     {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "none"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"a duplicated enforcement":          {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "pods"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"an image GC threshold over 100":    {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](101) }, wantFields: []string{"imageGCHighThresholdPercent"}},
+		"the low threshold at the high one": {mutate: func(c *NodeletConfiguration) { c.ImageGCLowThresholdPercent = ptr.To[int32](85) }, wantFields: []string{"imageGCLowThresholdPercent"}},
+		"a maximum age under the minimum":   {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Minute }, wantFields: []string{"imageMaximumGCAge"}},
+		"a negative minimum image age":      {mutate: func(c *NodeletConfiguration) { c.ImageMinimumGCAge.Duration = -1 }, wantFields: []string{"imageMinimumGCAge"}},
 		"every bad field is named": {
 			mutate:     func(c *NodeletConfiguration) { c.MaxPods, c.Port, c.RelistPeriod.Duration = 0, 0, 0 },
 			wantFields: []string{"relistPeriod", "maxPods", "port"},
