@@ -224,6 +224,18 @@ func run(ctx context.Context, opts Options) error {
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
 	}, clientset, clk, log.WithName("volume"))
 
+	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
+		Policy:   opts.imageGCPolicy(),
+		NodeName: opts.NodeName,
+		Recorder: recorder,
+		Clock:    clk,
+		Log:      log.WithName("imagegc"),
+	})
+	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, machine, imageGC, podQueue, recorder, clk, log)
+	if err != nil {
+		return err
+	}
+
 	var nodeIPs []string
 	if opts.NodeIP != "" {
 		nodeIPs = []string{opts.NodeIP}
@@ -239,6 +251,7 @@ func run(ctx context.Context, opts Options) error {
 		Images:          imageService,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
 		NetworkStatus:   podNetwork.Status,
+		Pressure:        evictions.PressureConditions,
 		Clock:           clk,
 		Log:             log.WithName("node"),
 	})
@@ -287,6 +300,7 @@ func run(ctx context.Context, opts Options) error {
 		NodeName:     opts.NodeName,
 		HostIPs:      nodeReporter.NodeIPs,
 		NetworkError: nodeReporter.NetworkError,
+		Eviction:     evictionOrders(evictions),
 
 		SlowPodStartThreshold: opts.SlowPodStartThreshold.Duration,
 		EnvSources: &podenv.Gatherer{
@@ -327,14 +341,7 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
-		Policy:   opts.imageGCPolicy(),
-		NodeName: opts.NodeName,
-		Recorder: recorder,
-		Clock:    clk,
-		Log:      log.WithName("imagegc"),
-	})
-	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC}
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC, evictions}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

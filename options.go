@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,14 +74,20 @@ type Options struct {
 	NodeStatusUpdateFrequency metav1.Duration
 	SlowPodStartThreshold     metav1.Duration
 
-	SystemReserved              map[string]string
-	KubeReserved                map[string]string
-	EvictionHard                map[string]string
-	EnforceNodeAllocatable      []string
-	ImageGCHighThresholdPercent int32
-	ImageGCLowThresholdPercent  int32
-	ImageMinimumGCAge           metav1.Duration
-	ImageMaximumGCAge           metav1.Duration
+	SystemReserved         map[string]string
+	KubeReserved           map[string]string
+	EvictionHard           map[string]string
+	EnforceNodeAllocatable []string
+	// The eviction manager's flags (no configuration file fields yet).
+	EvictionSoft                     map[string]string
+	EvictionSoftGracePeriod          map[string]string
+	EvictionMinimumReclaim           map[string]string
+	EvictionPressureTransitionPeriod time.Duration
+	EvictionMaxPodGracePeriod        int64
+	ImageGCHighThresholdPercent      int32
+	ImageGCLowThresholdPercent       int32
+	ImageMinimumGCAge                metav1.Duration
+	ImageMaximumGCAge                metav1.Duration
 
 	Port                                     int
 	Address                                  string
@@ -159,14 +166,15 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		NodeStatusUpdateFrequency: c.NodeStatusUpdateFrequency,
 		SlowPodStartThreshold:     ptr.Deref(c.SlowPodStartThreshold, metav1.Duration{}),
 
-		SystemReserved:              maps.Clone(c.SystemReserved),
-		KubeReserved:                maps.Clone(c.KubeReserved),
-		EvictionHard:                maps.Clone(c.EvictionHard),
-		EnforceNodeAllocatable:      slices.Clone(c.EnforceNodeAllocatable),
-		ImageGCHighThresholdPercent: ptr.Deref(c.ImageGCHighThresholdPercent, 0),
-		ImageGCLowThresholdPercent:  ptr.Deref(c.ImageGCLowThresholdPercent, 0),
-		ImageMinimumGCAge:           c.ImageMinimumGCAge,
-		ImageMaximumGCAge:           c.ImageMaximumGCAge,
+		SystemReserved:                   maps.Clone(c.SystemReserved),
+		KubeReserved:                     maps.Clone(c.KubeReserved),
+		EvictionHard:                     maps.Clone(c.EvictionHard),
+		EnforceNodeAllocatable:           slices.Clone(c.EnforceNodeAllocatable),
+		EvictionPressureTransitionPeriod: defaultEvictionPressureTransitionPeriod,
+		ImageGCHighThresholdPercent:      ptr.Deref(c.ImageGCHighThresholdPercent, 0),
+		ImageGCLowThresholdPercent:       ptr.Deref(c.ImageGCLowThresholdPercent, 0),
+		ImageMinimumGCAge:                c.ImageMinimumGCAge,
+		ImageMaximumGCAge:                c.ImageMaximumGCAge,
 
 		Port:                                     int(c.Port),
 		Address:                                  c.Address,
@@ -328,6 +336,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.Var(newMapFlag(&o.SystemReserved, "="), "system-reserved", "Resources kept from pods for the system's daemons, as resource=quantity pairs of cpu, memory, ephemeral-storage and pid (e.g. cpu=200m,memory=500Mi).")
 	fs.Var(newMapFlag(&o.KubeReserved, "="), "kube-reserved", "Resources kept from pods for Kubernetes' daemons (nodelet, the runtime), as --system-reserved.")
 	fs.Var(newMapFlag(&o.EvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or percentage (e.g. memory.available<1Gi,nodefs.available<10%); memory.available's and nodefs.available's are kept from the Node's allocatable. Replaces the default set whole.")
+	o.bindEvictionFlags(fs)
 	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved, kube-reserved (not enforced), or none.")
 	fs.Int32Var(&o.ImageGCHighThresholdPercent, "image-gc-high-threshold", o.ImageGCHighThresholdPercent, "Image file system usage (percent) at which unused images are removed; 100 turns image garbage collection off.")
 	fs.Int32Var(&o.ImageGCLowThresholdPercent, "image-gc-low-threshold", o.ImageGCLowThresholdPercent, "Image file system usage (percent) image garbage collection frees down to; below --image-gc-high-threshold.")

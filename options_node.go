@@ -5,6 +5,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -27,9 +30,9 @@ func (o *Options) allocatableConfig() (node.AllocatableConfig, error) {
 	if err != nil {
 		return node.AllocatableConfig{}, fmt.Errorf("--kube-reserved: %w", err)
 	}
-	thresholds, err := eviction.ParseThresholdConfig(o.EnforceNodeAllocatable, o.EvictionHard, nil, nil, nil)
+	thresholds, err := o.evictionThresholds()
 	if err != nil {
-		return node.AllocatableConfig{}, fmt.Errorf("--eviction-hard: %w", err)
+		return node.AllocatableConfig{}, err
 	}
 	var hard []eviction.Threshold
 	for _, t := range thresholds {
@@ -111,3 +114,37 @@ func (f *mapFlag) Set(value string) error {
 }
 
 func (f *mapFlag) Type() string { return "mapStringString" }
+
+// defaultEvictionPressureTransitionPeriod is the kubelet's
+// --eviction-pressure-transition-period.
+const defaultEvictionPressureTransitionPeriod = 5 * time.Minute
+
+func (o *Options) bindEvictionFlags(fs *pflag.FlagSet) {
+	fs.Var(newMapFlag(&o.EvictionSoft, "<"), "eviction-soft", "Soft eviction thresholds, as --eviction-hard; each acts once met for its --eviction-soft-grace-period.")
+	fs.Var(newMapFlag(&o.EvictionSoftGracePeriod, "="), "eviction-soft-grace-period", "How long each soft eviction threshold must be met before pods are evicted, signal=duration (e.g. memory.available=1m30s).")
+	fs.Var(newMapFlag(&o.EvictionMinimumReclaim, "="), "eviction-minimum-reclaim", "How much beyond a threshold eviction reclaims before the pressure ends, signal=quantity or percentage (e.g. memory.available=0Mi,nodefs.available=500Mi).")
+	fs.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod, "How long a pressure condition stays true after its threshold was last met.")
+	fs.Int64Var(&o.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", o.EvictionMaxPodGracePeriod, "The longest grace period (seconds) of a pod evicted for a soft threshold; a hard threshold's get 1s.")
+}
+
+// evictionThresholds are the hard and soft eviction thresholds.
+func (o *Options) evictionThresholds() ([]eviction.Threshold, error) {
+	thresholds, err := eviction.ParseThresholdConfig(o.EnforceNodeAllocatable, o.EvictionHard, o.EvictionSoft, o.EvictionSoftGracePeriod, o.EvictionMinimumReclaim)
+	if err != nil {
+		return nil, fmt.Errorf("eviction thresholds: %w", err)
+	}
+	return thresholds, nil
+}
+
+// evictionConfig is the eviction manager's configuration.
+func (o *Options) evictionConfig() (eviction.Config, error) {
+	thresholds, err := o.evictionThresholds()
+	if err != nil {
+		return eviction.Config{}, err
+	}
+	return eviction.Config{
+		Thresholds:               thresholds,
+		PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
+		MaxPodGracePeriodSeconds: o.EvictionMaxPodGracePeriod,
+	}, nil
+}

@@ -102,6 +102,10 @@ type PodReconciler struct {
 	// to Ready before an event names its slowest step; zero: never.
 	SlowPodStartThreshold time.Duration
 
+	// Eviction, when set, is the eviction manager's order to evict a pod,
+	// if it gave one; nil evicts none.
+	Eviction func(uid types.UID) (PodEviction, bool)
+
 	// Queue takes the pods to reconcile for what nodelet notices outside
 	// the API server, and holds the PLEG's pod cache. Default: a new one.
 	Queue *PodQueue
@@ -252,6 +256,9 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
+	if order, ok := r.eviction(pod.UID); ok {
+		return r.evictPod(ctx, pod, status, order)
+	}
 	requeue.at(podstatus.ActiveDeadline(pod))
 	// As the kubelet: while the network is not ready only pods on the
 	// host's network run; the others wait, looking again shortly.
@@ -329,25 +336,6 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		log.Error(err, "Failed to remove dead containers", "pod", klog.KObj(pod))
 	}
 	return requeue.result(r.Clock.Now()), nil
-}
-
-// prepareRetryDelay is how soon a pod whose volumes could not be set up is
-// tried again: quickly at first — the Node authorizer learns of a pod's
-// binding a moment after nodelet does, and refuses its token until then —
-// then backing off to the usual retry period for errors that last.
-func (r *PodReconciler) prepareRetryDelay(uid types.UID) time.Duration {
-	return r.quickRetryDelay(r.prepareFailures, uid)
-}
-
-// quickRetryDelay counts one more failure in a row of the pod in failures
-// and returns how soon to try again: 250ms, doubling up to retryPeriod.
-func (r *PodReconciler) quickRetryDelay(failures map[types.UID]int, uid types.UID) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := failures[uid]
-	failures[uid] = n + 1
-	delay := 250 * time.Millisecond << min(n, 6)
-	return min(delay, retryPeriod)
 }
 
 // gatherEnv reads, only when containers are about to start, what they start

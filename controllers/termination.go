@@ -96,6 +96,37 @@ func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *no
 	return ctrl.Result{}, nil
 }
 
+// PodEviction is the eviction manager's order: stop the pod within the
+// grace period, then fail it with the failure.
+type PodEviction struct {
+	Failure            podstatus.Failure
+	GracePeriodSeconds int64
+}
+
+func (r *PodReconciler) eviction(uid types.UID) (PodEviction, bool) {
+	if r.Eviction == nil {
+		return PodEviction{}, false
+	}
+	return r.Eviction(uid)
+}
+
+// evictPod carries out an eviction: the pod's containers are stopped with
+// the eviction's grace period and its status says Failed with reason
+// Evicted. The manager has recorded the event and the DisruptionTarget
+// condition.
+func (r *PodReconciler) evictPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, order PodEviction) (ctrl.Result, error) {
+	grace := order.GracePeriodSeconds
+	if err := r.Runtime.KillPod(ctx, pod, status, &grace); err != nil {
+		return ctrl.Result{}, fmt.Errorf("stopping pod %s (%s): %w", klog.KObj(pod), order.Failure.Reason, err)
+	}
+	r.markSynced(pod.UID)
+	status, err := r.readPodStatus(ctx, pod.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.writeStatusFailing(ctx, pod, status, true, &order.Failure)
+}
+
 // startedSidecar reports whether a sidecar is among the containers a sync
 // started.
 func startedSidecar(pod *corev1.Pod, started []string) bool {

@@ -300,3 +300,25 @@ func (m *Manager) imageFsUsage(ctx context.Context) (FsUsage, error) {
 	}
 	return usage, nil
 }
+
+// DeleteUnusedImages removes every image no container uses that is past
+// the policy's minimum age, as the kubelet's eviction manager asks its
+// image manager before it evicts pods for disk.
+func (m *Manager) DeleteUnusedImages(ctx context.Context) error {
+	now := m.opts.Clock.Now()
+	images, err := m.detectImages(ctx, now)
+	if err != nil {
+		return err
+	}
+	var removeErrs []error
+	for _, image := range EvictionOrder(images) {
+		if !image.LastUsed.Before(now) || now.Sub(image.FirstDetected) < m.opts.Policy.MinAge {
+			continue
+		}
+		m.opts.Log.Info("Removing unused image under disk pressure", "imageID", image.ID, "size", image.Size)
+		if rmErr := m.remove(ctx, image); rmErr != nil {
+			removeErrs = append(removeErrs, rmErr)
+		}
+	}
+	return errors.Join(removeErrs...)
+}

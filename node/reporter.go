@@ -91,6 +91,9 @@ type NodeStatusOptions struct {
 	// readiness (the agent network mode): nil when its CNI configuration is
 	// usable. Default: nil, the runtime's NetworkReady alone.
 	NetworkStatus func(ctx context.Context) error
+	// Pressure, when set, is the pressure conditions the eviction manager
+	// reports true. Default: nil, no pressure.
+	Pressure func() []corev1.NodeConditionType
 	// UpdateFrequency is how often the node's status is computed and
 	// compared with the API server's (the kubelet's
 	// nodeStatusUpdateFrequency). Default: 10s.
@@ -375,6 +378,9 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	} else {
 		r.lastRuntime.status = status.GetStatus()
 		r.lastRuntime.observed = r.opts.Clock.Now()
+	}
+	if r.opts.Pressure != nil {
+		r.lastRuntime.pressure = r.opts.Pressure()
 	}
 	networkErr := networkNotReady(r.lastRuntime)
 	r.networkErr.Store(&networkErr)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,13 @@ const (
 	nodeMessageNoDiskPressure   = "kubelet has no disk pressure"
 	nodeMessageSufficientPID    = "kubelet has sufficient PID available"
 	nodeMessageRuntimeDown      = "container runtime is down"
+
+	nodeReasonInsufficientMemory  = "KubeletHasInsufficientMemory"
+	nodeReasonDiskPressure        = "KubeletHasDiskPressure"
+	nodeReasonInsufficientPID     = "KubeletHasInsufficientPID"
+	nodeMessageInsufficientMemory = "kubelet has insufficient memory available"
+	nodeMessageDiskPressure       = "kubelet has disk pressure"
+	nodeMessageInsufficientPID    = "kubelet has insufficient PID available"
 )
 
 func nodeReady(status corev1.NodeStatus) bool {
@@ -66,6 +74,9 @@ type nodeRuntimeState struct {
 	// images are the runtime's images, when imagesRead.
 	images     []*runtimeapi.Image
 	imagesRead bool
+	// pressure are the pressure conditions the eviction manager reports
+	// true.
+	pressure []corev1.NodeConditionType
 }
 
 // LabelAgent marks the Nodes nodelet runs, so that a scheduler, a
@@ -135,9 +146,9 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	heartbeat := metav1.NewTime(now)
 	readyStatus, readyReason, readyMessage := nodeReadiness(rt, now)
 	for _, want := range []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: nodeReasonSufficientMemory, Message: nodeMessageSufficientMemory},
-		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: nodeReasonNoDiskPressure, Message: nodeMessageNoDiskPressure},
-		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: nodeReasonSufficientPID, Message: nodeMessageSufficientPID},
+		pressureCondition(rt.pressure, corev1.NodeMemoryPressure),
+		pressureCondition(rt.pressure, corev1.NodeDiskPressure),
+		pressureCondition(rt.pressure, corev1.NodePIDPressure),
 		// Ready comes last, as the kubelet keeps it.
 		{Type: corev1.NodeReady, Status: readyStatus, Reason: readyReason, Message: readyMessage},
 	} {
@@ -148,6 +159,20 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	changed := !equality.Semantic.DeepEqual(withoutHeartbeats(current), withoutHeartbeats(status))
 	due := now.Sub(lastHeartbeat(current)) >= reportFrequency
 	return status, changed || due
+}
+
+// pressureCondition is a pressure condition as the kubelet words it, true
+// when the eviction manager reports it.
+func pressureCondition(pressure []corev1.NodeConditionType, t corev1.NodeConditionType) corev1.NodeCondition {
+	words := map[corev1.NodeConditionType][4]string{
+		corev1.NodeMemoryPressure: {nodeReasonSufficientMemory, nodeMessageSufficientMemory, nodeReasonInsufficientMemory, nodeMessageInsufficientMemory},
+		corev1.NodeDiskPressure:   {nodeReasonNoDiskPressure, nodeMessageNoDiskPressure, nodeReasonDiskPressure, nodeMessageDiskPressure},
+		corev1.NodePIDPressure:    {nodeReasonSufficientPID, nodeMessageSufficientPID, nodeReasonInsufficientPID, nodeMessageInsufficientPID},
+	}[t]
+	if slices.Contains(pressure, t) {
+		return corev1.NodeCondition{Type: t, Status: corev1.ConditionTrue, Reason: words[2], Message: words[3]}
+	}
+	return corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse, Reason: words[0], Message: words[1]}
 }
 
 // nodeCapacity is the node's own resources: the machine's and its pods.

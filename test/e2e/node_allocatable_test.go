@@ -62,12 +62,12 @@ func TestNodeAllocatableKeepsReservationsAndHardEvictionThresholds(t *testing.T)
 	})
 
 	f.restartNodeletWith(t, "--system-reserved=cpu=100m,memory=100Mi", "--kube-reserved=cpu=200m,memory=200Mi,ephemeral-storage=1Gi",
-		"--eviction-hard=memory.available<300Mi,nodefs.available<20%")
+		"--eviction-hard=memory.available<300Mi,nodefs.available<5%")
 	f.waitForAllocatable(t, "allocatable less system-reserved, kube-reserved and the given thresholds", func(c corev1.ResourceList) map[corev1.ResourceName]int64 {
 		return map[corev1.ResourceName]int64{
 			corev1.ResourceCPU:              300,
 			corev1.ResourceMemory:           600 << 20,
-			corev1.ResourceEphemeralStorage: 1<<30 + percentOf(c[corev1.ResourceEphemeralStorage], 20),
+			corev1.ResourceEphemeralStorage: 1<<30 + percentOf(c[corev1.ResourceEphemeralStorage], 5),
 			corev1.ResourcePods:             0,
 		}
 	})

@@ -1,0 +1,310 @@
+// Package evictionmanager is the kubelet's eviction manager at the edge:
+// every period it reads the node's memory, disk and PID signals and the
+// pods' usage, lets package eviction decide, reports the pressure
+// conditions the Node shows, reclaims unused images under disk pressure,
+// and orders one pod at a time evicted: the pod reconciler stops it and
+// fails it with reason Evicted.
+package evictionmanager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/eviction"
+)
+
+// DefaultPeriod is how often the signals are read: the kubelet's
+// housekeeping interval.
+const DefaultPeriod = 10 * time.Second
+
+// podCleanupTimeout is how long an ordered eviction holds back the next
+// one (beyond the pod's grace period), as the kubelet waits for an evicted
+// pod's cleanup before evicting another.
+const podCleanupTimeout = 30 * time.Second
+
+// callTimeout bounds each pass's calls.
+const callTimeout = 10 * time.Second
+
+// ImageReclaimer frees the image file system before pods are evicted for
+// disk; imagegc.Manager has it.
+type ImageReclaimer interface {
+	DeleteUnusedImages(ctx context.Context) error
+}
+
+// Options configure the Manager.
+type Options struct {
+	Config eviction.Config
+	// NodeName is the Node the threshold events are on.
+	NodeName string
+	// MemoryCapacityBytes is the node's memory capacity.
+	MemoryCapacityBytes int64
+	// RootDir is nodelet's state folder; its file system is nodefs.
+	RootDir string
+	// Period is how often the signals are read. Default: DefaultPeriod.
+	Period time.Duration
+	// Images, when set, is asked to free space before pods are evicted
+	// for disk pressure.
+	Images ImageReclaimer
+	// Enqueue has the reconciler look at an evicted pod at once.
+	Enqueue  func(namespace, name string, uid types.UID)
+	Recorder record.EventRecorder
+	Clock    clock.WithTicker
+	Log      logr.Logger
+}
+
+// Order is an eviction the manager decided: the pod reconciler stops the
+// pod within GracePeriodSeconds and fails it with Reason and Message.
+type Order struct {
+	Reason             string
+	Message            string
+	GracePeriodSeconds int64
+	at                 time.Time
+	pod                types.NamespacedName
+}
+
+// Manager is the eviction manager, a manager.Runnable.
+type Manager struct {
+	client  client.Client
+	stats   StatsService
+	imageFs ImageFsService
+	opts    Options
+	host    host
+
+	mu     sync.Mutex
+	state  eviction.State
+	orders map[types.UID]Order
+}
+
+// New returns a manager that lists pods and writes their status with c.
+func New(c client.Client, stats StatsService, imageFs ImageFsService, opts Options) *Manager {
+	if opts.Period <= 0 {
+		opts.Period = DefaultPeriod
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Manager{client: c, stats: stats, imageFs: imageFs, opts: opts, host: host{procDir: "/proc"}, orders: map[types.UID]Order{}}
+}
+
+// NeedLeaderElection is false: every node runs its own.
+func (m *Manager) NeedLeaderElection() bool { return false }
+
+// Start reads the signals every period until ctx ends.
+func (m *Manager) Start(ctx context.Context) error {
+	if len(m.opts.Config.Thresholds) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	ticker := m.opts.Clock.NewTicker(m.opts.Period)
+	defer ticker.Stop()
+	for {
+		m.synchronize(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// PressureConditions are the node's pressure conditions to report true.
+func (m *Manager) PressureConditions() []corev1.NodeConditionType {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]corev1.NodeConditionType(nil), m.state.NodeConditions...)
+}
+
+// Eviction is the eviction ordered for a pod, if any.
+func (m *Manager) Eviction(uid types.UID) (Order, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.orders[uid]
+	return o, ok
+}
+
+func (m *Manager) observe(ctx context.Context, now time.Time) eviction.Observations {
+	log := m.opts.Log
+	obs := eviction.Observations{}
+	if o, err := m.host.memoryAvailable(m.opts.MemoryCapacityBytes, now); err != nil {
+		log.Error(err, "Eviction manager: failed to observe memory")
+	} else {
+		obs[eviction.SignalMemoryAvailable] = o
+	}
+	if err := fsObservations(m.opts.RootDir, eviction.SignalNodeFsAvailable, eviction.SignalNodeFsInodesFree, now, obs); err != nil {
+		log.Error(err, "Eviction manager: failed to observe nodefs")
+	}
+	if m.imageFs != nil {
+		mp, err := imageFsMountpoint(ctx, m.imageFs)
+		if err == nil {
+			err = fsObservations(mp, eviction.SignalImageFsAvailable, eviction.SignalImageFsInodesFree, now, obs)
+		}
+		if err != nil {
+			log.Error(err, "Eviction manager: failed to observe imagefs")
+		}
+	}
+	if o, err := m.host.pidAvailable(now); err != nil {
+		log.Error(err, "Eviction manager: failed to observe PIDs")
+	} else {
+		obs[eviction.SignalPIDAvailable] = o
+	}
+	return obs
+}
+
+// synchronize is one pass: observe, decide, and evict at most one pod.
+func (m *Manager) synchronize(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	log := m.opts.Log
+	now := m.opts.Clock.Now()
+	obs := m.observe(ctx, now)
+
+	m.mu.Lock()
+	state, act := eviction.Synchronize(m.opts.Config, m.state, obs, now)
+	m.state = state
+	m.mu.Unlock()
+
+	pods := &corev1.PodList{}
+	if err := m.client.List(ctx, pods); err != nil {
+		log.Error(err, "Eviction manager: failed to list pods")
+		return
+	}
+	if m.pruneOrders(pods.Items, now) {
+		log.V(2).Info("Eviction manager: an evicted pod is still being cleaned up")
+		return
+	}
+	if len(act) == 0 {
+		return
+	}
+	threshold := act[0]
+	resourceToReclaim := eviction.Resource(threshold.Signal)
+	log.Info("Eviction manager: attempting to reclaim", "resourceName", resourceToReclaim)
+	m.opts.Recorder.Eventf(m.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", resourceToReclaim)
+
+	if resourceToReclaim != corev1.ResourceMemory && threshold.Signal != eviction.SignalPIDAvailable && m.opts.Images != nil {
+		if err := m.opts.Images.DeleteUnusedImages(ctx); err != nil {
+			log.Error(err, "Eviction manager: failed to delete unused images")
+		}
+		if len(eviction.ThresholdsMet([]eviction.Threshold{threshold}, m.observe(ctx, m.opts.Clock.Now()), true)) == 0 {
+			log.Info("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", resourceToReclaim)
+			return
+		}
+	}
+
+	var active []*corev1.Pod
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		active = append(active, pod)
+	}
+	if len(active) == 0 {
+		log.Error(nil, "Eviction manager: eviction thresholds have been met, but no pods are active to evict")
+		return
+	}
+	usage, err := podUsage(ctx, m.stats)
+	if err != nil {
+		log.Error(err, "Eviction manager: failed to read the pods' usage")
+		return
+	}
+	eviction.Rank(threshold.Signal, active, usage)
+	log.Info("Eviction manager: pods ranked for eviction", "pods", klog.KObjSlice(active))
+	for _, pod := range active {
+		if !eviction.Evictable(pod) {
+			log.Error(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(pod))
+			continue
+		}
+		message := eviction.Message(resourceToReclaim, pod, usage, act, obs)
+		m.evict(ctx, pod, Order{
+			Reason:             eviction.Reason,
+			Message:            message,
+			GracePeriodSeconds: eviction.GracePeriodSeconds(threshold, pod, m.opts.Config.MaxPodGracePeriodSeconds),
+			at:                 now,
+			pod:                types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		})
+		return
+	}
+	log.Info("Eviction manager: unable to evict any pods from the node")
+}
+
+// evict orders the pod evicted: the event and the DisruptionTarget
+// condition now, the stop and the Failed status by the reconciler.
+func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, order Order) {
+	log := m.opts.Log
+	m.opts.Recorder.Eventf(pod, corev1.EventTypeWarning, eviction.Reason, "%s", order.Message)
+	log.Info("Evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "message", order.Message)
+	m.mu.Lock()
+	m.orders[pod.UID] = order
+	m.mu.Unlock()
+	if err := m.setDisruptionTarget(ctx, pod, order.Message); err != nil {
+		log.Error(err, "Eviction manager: failed to set the pod's DisruptionTarget condition", "pod", klog.KObj(pod))
+	}
+	if m.opts.Enqueue != nil {
+		m.opts.Enqueue(pod.Namespace, pod.Name, pod.UID)
+	}
+}
+
+// setDisruptionTarget adds the kubelet's DisruptionTarget condition; the
+// reconciler's status writes keep it, a condition it does not own.
+func (m *Manager) setDisruptionTarget(ctx context.Context, pod *corev1.Pod, message string) error {
+	condition := corev1.PodCondition{
+		Type:               corev1.DisruptionTarget,
+		ObservedGeneration: pod.Generation,
+		Status:             corev1.ConditionTrue,
+		Reason:             corev1.PodReasonTerminationByKubelet,
+		Message:            message,
+		LastTransitionTime: metav1.NewTime(m.opts.Clock.Now()),
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{condition}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := m.client.Status().Patch(ctx, pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		return fmt.Errorf("patching the status of pod %s: %w", klog.KObj(pod), err)
+	}
+	return nil
+}
+
+// pruneOrders forgets the orders whose pods are gone or done, and says
+// whether one is still under way within its cleanup time, which holds the
+// next eviction back.
+func (m *Manager) pruneOrders(pods []corev1.Pod, now time.Time) bool {
+	live := map[types.UID]bool{}
+	for i := range pods {
+		if p := &pods[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live[p.UID] = true
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pending := false
+	for uid, o := range m.orders {
+		if !live[uid] {
+			delete(m.orders, uid)
+			continue
+		}
+		if now.Sub(o.at) < podCleanupTimeout+time.Duration(o.GracePeriodSeconds)*time.Second {
+			pending = true
+		}
+	}
+	return pending
+}
+
+func (m *Manager) nodeRef() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: m.opts.NodeName, UID: types.UID(m.opts.NodeName)}
+}

@@ -1,0 +1,205 @@
+package evictionmanager
+
+// Reading the eviction signals and the pods' usage from the host and the
+// container runtime.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/eviction"
+)
+
+// criPodUIDLabel is the label the kubelet's runtime puts on containers
+// with their pod's UID.
+const criPodUIDLabel = "io.kubernetes.pod.uid"
+
+// StatsService is what the manager asks the runtime for usage;
+// cri.RuntimeService has it.
+type StatsService interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}
+
+// ImageFsService tells where the runtime keeps its images;
+// cri.ImageManagerService has it.
+type ImageFsService interface {
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
+// host is where the node-wide signals are read; tests point it elsewhere.
+type host struct {
+	procDir string
+}
+
+// memoryAvailable is the kubelet's memory.available: the node's capacity
+// less the working set (usage less inactive file pages), from the
+// machine's memory counters as the root cgroup sees them.
+func (h host) memoryAvailable(capacityBytes int64, now time.Time) (eviction.Observation, error) {
+	data, err := os.ReadFile(h.procDir + "/meminfo")
+	if err != nil {
+		return eviction.Observation{}, fmt.Errorf("reading memory counters: %w", err)
+	}
+	workingSet, err := parseWorkingSet(data)
+	if err != nil {
+		return eviction.Observation{}, err
+	}
+	return eviction.Observation{
+		Available: *resource.NewQuantity(max(capacityBytes-workingSet, 0), resource.BinarySI),
+		Capacity:  *resource.NewQuantity(capacityBytes, resource.BinarySI),
+		Time:      now,
+	}, nil
+}
+
+// parseWorkingSet is /proc/meminfo's used memory (total less free) less
+// its inactive file pages, as the root cgroup's working set.
+func parseWorkingSet(meminfo []byte) (int64, error) {
+	mem := map[string]int64{}
+	scanner := bufio.NewScanner(bytes.NewReader(meminfo))
+	for scanner.Scan() {
+		name, rest, ok := strings.Cut(scanner.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		if len(fields) > 1 && fields[1] == "kB" {
+			v *= 1024
+		}
+		mem[name] = v
+	}
+	total, ok := mem["MemTotal"]
+	if !ok {
+		return 0, fmt.Errorf("memory counters have no MemTotal")
+	}
+	usage := total - min(mem["MemFree"], total)
+	return usage - min(mem["Inactive(file)"], usage), nil
+}
+
+// pidAvailable is the kubelet's pid.available: pid_max less the threads
+// running (the total of /proc/loadavg's runnable/total field).
+func (h host) pidAvailable(now time.Time) (eviction.Observation, error) {
+	maxData, err := os.ReadFile(h.procDir + "/sys/kernel/pid_max")
+	if err != nil {
+		return eviction.Observation{}, fmt.Errorf("reading pid_max: %w", err)
+	}
+	pidMax, err := strconv.ParseInt(strings.TrimSpace(string(maxData)), 10, 64)
+	if err != nil {
+		return eviction.Observation{}, fmt.Errorf("parsing pid_max: %w", err)
+	}
+	loadavg, err := os.ReadFile(h.procDir + "/loadavg")
+	if err != nil {
+		return eviction.Observation{}, fmt.Errorf("reading loadavg: %w", err)
+	}
+	running, err := parseThreads(loadavg)
+	if err != nil {
+		return eviction.Observation{}, err
+	}
+	return eviction.Observation{
+		Available: *resource.NewQuantity(pidMax-running, resource.DecimalSI),
+		Capacity:  *resource.NewQuantity(pidMax, resource.DecimalSI),
+		Time:      now,
+	}, nil
+}
+
+func parseThreads(loadavg []byte) (int64, error) {
+	fields := strings.Fields(string(loadavg))
+	if len(fields) < 4 {
+		return 0, fmt.Errorf("loadavg %q has no thread count", loadavg)
+	}
+	_, total, ok := strings.Cut(fields[3], "/")
+	if !ok {
+		return 0, fmt.Errorf("loadavg %q has no thread count", loadavg)
+	}
+	return strconv.ParseInt(total, 10, 64)
+}
+
+// fsObservations are a file system's available bytes and free inodes.
+func fsObservations(path string, bytesSignal, inodesSignal eviction.Signal, now time.Time, into eviction.Observations) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return fmt.Errorf("reading the file system of %s: %w", path, err)
+	}
+	size := int64(st.Bsize)
+	into[bytesSignal] = eviction.Observation{
+		Available: *resource.NewQuantity(int64(st.Bavail)*size, resource.BinarySI),
+		Capacity:  *resource.NewQuantity(int64(st.Blocks)*size, resource.BinarySI),
+		Time:      now,
+	}
+	into[inodesSignal] = eviction.Observation{
+		Available: *resource.NewQuantity(int64(st.Ffree), resource.DecimalSI),
+		Capacity:  *resource.NewQuantity(int64(st.Files), resource.DecimalSI),
+		Time:      now,
+	}
+	return nil
+}
+
+// imageFsMountpoint is where the runtime keeps its images.
+func imageFsMountpoint(ctx context.Context, images ImageFsService) (string, error) {
+	resp, err := images.ImageFsInfo(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the runtime's image file system: %w", err)
+	}
+	for _, fs := range resp.GetImageFilesystems() {
+		if mp := fs.GetFsId().GetMountpoint(); mp != "" {
+			return mp, nil
+		}
+	}
+	return "", fmt.Errorf("the runtime reports no image file system")
+}
+
+// podUsage is the pods' usage from the runtime's container stats: each
+// container's working set and writable layer, summed per pod.
+func podUsage(ctx context.Context, stats StatsService) (eviction.Usage, error) {
+	list, err := stats.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("listing container stats: %w", err)
+	}
+	usage := eviction.Usage{}
+	for _, s := range list {
+		uid := types.UID(s.GetAttributes().GetLabels()[criPodUIDLabel])
+		if uid == "" {
+			continue
+		}
+		pod := usage[uid]
+		c := eviction.ContainerUsage{Name: s.GetAttributes().GetMetadata().GetName()}
+		if ws := s.GetMemory().GetWorkingSetBytes(); ws != nil {
+			c.Memory = resource.NewQuantity(int64(ws.GetValue()), resource.BinarySI)
+			pod.Memory = addQuantity(pod.Memory, *c.Memory)
+		}
+		if used := s.GetWritableLayer().GetUsedBytes(); used != nil {
+			c.EphemeralStorage = resource.NewQuantity(int64(used.GetValue()), resource.BinarySI)
+			pod.EphemeralStorage = addQuantity(pod.EphemeralStorage, *c.EphemeralStorage)
+		}
+		if inodes := s.GetWritableLayer().GetInodesUsed(); inodes != nil {
+			pod.Inodes = addQuantity(pod.Inodes, *resource.NewQuantity(int64(inodes.GetValue()), resource.DecimalSI))
+		}
+		pod.Containers = append(pod.Containers, c)
+		usage[uid] = pod
+	}
+	return usage, nil
+}
+
+func addQuantity(sum *resource.Quantity, q resource.Quantity) *resource.Quantity {
+	if sum == nil {
+		return &q
+	}
+	sum.Add(q)
+	return sum
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/evictionmanager"
+	"github.com/nodelet/nodelet/imagegc"
+	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/podstatus"
+)
+
+// newEvictionManager is the eviction manager of the options: it reads the
+// node's signals every housekeeping interval, frees unused images under
+// disk pressure, and has the pod reconciler carry out its evictions.
+func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
+	machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
+	config, err := opts.evictionConfig()
+	if err != nil {
+		return nil, err
+	}
+	return evictionmanager.New(c, runtimeService, imageService, evictionmanager.Options{
+		Config:              config,
+		NodeName:            opts.NodeName,
+		MemoryCapacityBytes: machine.MemoryBytes,
+		RootDir:             opts.RootDir,
+		Images:              imageGC,
+		Enqueue:             queue.Resync,
+		Recorder:            recorder,
+		Clock:               clk,
+		Log:                 log.WithName("eviction"),
+	}), nil
+}
+
+// evictionOrders is the eviction manager's orders as the pod reconciler
+// takes them.
+func evictionOrders(m *evictionmanager.Manager) func(types.UID) (controllers.PodEviction, bool) {
+	return func(uid types.UID) (controllers.PodEviction, bool) {
+		order, ok := m.Eviction(uid)
+		return controllers.PodEviction{
+			Failure:            podstatus.Failure{Reason: order.Reason, Message: order.Message},
+			GracePeriodSeconds: order.GracePeriodSeconds,
+		}, ok
+	}
+}
