@@ -118,7 +118,9 @@ chmod 0600 "$KUBELET_KUBECONFIG"
 
 # What these machines need (cgroup v1 with the cgroupfs driver, swap, no
 # systemd) and what keeps the kubelet inside the profile: its ports, its
-# cgroup root, its log and plugin folders. Everything else is its default.
+# cgroup root, its log and plugin folders, and the disk eviction thresholds
+# off as on nodelet's node (hack/local-up.sh). Everything else is its
+# default.
 KUBELET_CONFIG=$STATE_DIR/kubelet-config.yaml
 cat >"$KUBELET_CONFIG" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -148,6 +150,12 @@ authorization:
 podLogsDir: $POD_LOG_DIR
 volumePluginDir: $KUBELET_ROOT_DIR/volume-plugins
 resolvConf: /etc/resolv.conf
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: "0%"
+  nodefs.inodesFree: "0%"
+  imagefs.available: "0%"
+  imagefs.inodesFree: "0%"
 EOF
 start_daemon kubelet "$BIN_DIR/kubelet" \
 	--config="$KUBELET_CONFIG" \

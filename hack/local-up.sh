@@ -306,7 +306,10 @@ fi
 # --- 6. nodelet's flags and the env file -----------------------------------
 
 # Both are written before nodelet starts, so that a failed start can be
-# looked into with them.
+# looked into with them. The disk eviction thresholds are off, as kind
+# turns them off: a local stack shares the developer's disk, whose free
+# space says nothing of the stack's pods. The memory one stays the
+# kubelet's.
 
 cat >"$NODELET_ARGS_FILE" <<EOF
 --kubeconfig=$NODE_KUBECONFIG
@@ -329,6 +332,7 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 --address=127.0.0.1
 --client-ca-file=$PKI_DIR/ca.crt
 --resolv-conf=/etc/resolv.conf
+--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%
 EOF
 if $ADDONS; then
 	printf '%s\n' "--cluster-dns=$CLUSTER_DNS_IP" "--cluster-domain=$CLUSTER_DOMAIN" >>"$NODELET_ARGS_FILE"
