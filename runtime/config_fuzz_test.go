@@ -15,8 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	critest "k8s.io/cri-api/pkg/apis/testing"
 	"k8s.io/client-go/tools/record"
+	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -128,4 +128,3 @@ func FuzzGenerateConfigs(f *testing.F) {
 		}
 	})
 }
-
