@@ -27,16 +27,30 @@ targets() {
 		sort
 }
 
+# spurious_deadline tells whether a failed run's output (file $1) is only
+# the fuzz coordinator's deadline race of Go before 1.27: the target
+# failed with "context deadline exceeded" and no input was written.
+spurious_deadline() {
+	grep -q '^    context deadline exceeded$' "$1" && ! grep -q 'Failing input written' "$1"
+}
+
 main() {
 	local wanted=("$@") dir target failed=() ran=0 started
+	# Global: the EXIT trap runs after main returns.
+	out=$(mktemp)
+	trap 'rm -f "$out"' EXIT
 	while read -r dir target; do
 		if ((${#wanted[@]} > 0)) && [[ " ${wanted[*]} " != *" $target "* ]]; then
 			continue
 		fi
 		started=$SECONDS
 		log "fuzzing $target in ./$dir for $FUZZTIME"
-		if ! nice -n 10 go test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" -parallel 1 "./$dir"; then
-			failed+=("$target (./$dir)")
+		if ! nice -n 10 go test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" -parallel 1 "./$dir" 2>&1 | tee "$out"; then
+			if spurious_deadline "$out"; then
+				log "$target: 'context deadline exceeded' at the end of -fuzztime without a failing input is Go's own race (go.dev/issue/75804), not a finding"
+			else
+				failed+=("$target (./$dir)")
+			fi
 		fi
 		log "$target took $((SECONDS - started))s"
 		ran=$((ran + 1))

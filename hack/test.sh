@@ -13,7 +13,7 @@
 # unit   go test -race on every package but test/e2e and hack/lint, with envtest's
 #        binaries (kube-apiserver, etcd, kubectl) from .cache/bin, and the
 #        benchmark harness's unit tests (hack/tools/cmd/bench), then every
-#        fuzz target for UNIT_FUZZTIME (4s) each (hack/fuzz.sh)
+#        fuzz target for UNIT_FUZZTIME (3s) each (hack/fuzz.sh)
 # e2e    starts the e2e stack without nodelet, checks the kustomize and
 #        Helm manifests against it, builds nodelet, runs test/e2e (which
 #        starts nodelet itself) and always stops the stack; then the same
@@ -51,7 +51,7 @@ suite_lint() {
 
 # How long the unit suite fuzzes each target (hack/fuzz.sh); `make fuzz`
 # fuzzes longer.
-UNIT_FUZZTIME=${UNIT_FUZZTIME:-4s}
+UNIT_FUZZTIME=${UNIT_FUZZTIME:-3s}
 
 suite_unit() {
 	local packages
