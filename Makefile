@@ -16,6 +16,8 @@ PROFILE ?= up
 UP_FLAGS ?=
 DOWN_FLAGS ?=
 BENCH_FLAGS ?=
+# How long `make fuzz` runs each fuzz target (go test -fuzztime).
+FUZZTIME ?= 10s
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 # The commit stamped into nodelet (main.commit): the Node's
 # nodeInfo.kubeletVersion is baseVersion (version.go) + "+" + COMMIT.
@@ -63,6 +65,10 @@ test: ## Everything CI runs: setup, lint, unit and e2e tests, with each suite's 
 test-unit: ## Unit and envtest tests with -race (builds envtest's binaries if missing).
 	hack/build-tools.sh
 	hack/test.sh unit
+
+.PHONY: fuzz
+fuzz: ## Every fuzz target for FUZZTIME each (default 10s; `make fuzz FUZZTIME=5m`); crashers go to the package's testdata/fuzz/.
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: test-e2e
 test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).

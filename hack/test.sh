@@ -12,7 +12,8 @@
 #        configuration's pure-code rules catch a violation (hack/lint)
 # unit   go test -race on every package but test/e2e and hack/lint, with envtest's
 #        binaries (kube-apiserver, etcd, kubectl) from .cache/bin, and the
-#        benchmark harness's unit tests (hack/tools/cmd/bench)
+#        benchmark harness's unit tests (hack/tools/cmd/bench), then every
+#        fuzz target for UNIT_FUZZTIME (3s) each (hack/fuzz.sh)
 # e2e    starts the e2e stack without nodelet, checks the kustomize and
 #        Helm manifests against it, builds nodelet, runs test/e2e (which
 #        starts nodelet itself) and always stops the stack; then the same
@@ -48,6 +49,10 @@ suite_lint() {
 	return $rc
 }
 
+# How long the unit suite fuzzes each target (hack/fuzz.sh); `make fuzz`
+# fuzzes longer.
+UNIT_FUZZTIME=${UNIT_FUZZTIME:-3s}
+
 suite_unit() {
 	local packages
 	# hack/lint tests the lint configuration: the lint suite runs it.
@@ -55,7 +60,9 @@ suite_unit() {
 	# shellcheck disable=SC2086
 	KUBEBUILDER_ASSETS=$BIN_DIR go test -race -count=1 $packages || return 1
 	# The benchmark harness's own figures and parsing (hack/tools module).
-	(cd "$TOOLS_DIR" && go test -count=1 ./cmd/bench/)
+	(cd "$TOOLS_DIR" && go test -count=1 ./cmd/bench/) || return 1
+	# Every fuzz target briefly (the run above only replays their corpora).
+	FUZZTIME=$UNIT_FUZZTIME "$REPO_ROOT/hack/fuzz.sh"
 }
 
 # The stack the e2e suite runs on; E2E_PROFILE=e2e-1 (to e2e-9) runs a

@@ -340,7 +340,9 @@ func newLogWriter(opts Options, stdout, stderr io.Writer) *logWriter {
 		midLine:    map[runtimeapi.LogStreamType]bool{},
 	}
 	if opts.LimitBytes != nil {
-		w.remain = *opts.LimitBytes
+		// The API rejects a limit below 1; one that got past it writes
+		// nothing rather than cutting at a negative length.
+		w.remain = max(*opts.LimitBytes, 0)
 	}
 	return w
 }

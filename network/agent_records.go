@@ -101,8 +101,8 @@ func (a *Agent) loadRecords() error {
 		if err != nil {
 			return fmt.Errorf("CNI agent: %w", err)
 		}
-		var rec attachmentRecord
-		if err := json.Unmarshal(data, &rec); err != nil || rec.ContainerID == "" {
+		rec, err := decodeRecord(data)
+		if err != nil {
 			a.opts.Log.Error(err, "Removed an unreadable attachment record", "path", path)
 			os.Remove(path)
 			continue
@@ -117,6 +117,19 @@ func (a *Agent) loadRecords() error {
 		a.attachments[attachmentKey{rec.ContainerID, rec.IfName}] = att
 	}
 	return nil
+}
+
+// decodeRecord reads a record file; one without a container ID names no
+// attachment.
+func decodeRecord(data []byte) (attachmentRecord, error) {
+	var rec attachmentRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, err
+	}
+	if rec.ContainerID == "" {
+		return rec, errors.New("attachment record without a containerID")
+	}
+	return rec, nil
 }
 
 func (a *Agent) writeRecord(key attachmentKey, rec attachmentRecord) error {

@@ -247,6 +247,10 @@ func resultIPs(result types.Result, ifName string) []string {
 	}
 	var ips []string
 	for _, ip := range res.IPs {
+		// A plugin may leave the address out: "<nil>" is no pod IP.
+		if ip == nil || ip.Address.IP == nil {
+			continue
+		}
 		if ip.Interface != nil {
 			i := *ip.Interface
 			if i < 0 || i >= len(res.Interfaces) || res.Interfaces[i].Sandbox == "" || res.Interfaces[i].Name != ifName {

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -98,6 +99,9 @@ func parseMemTotal(meminfo string) (int64, error) {
 		kib, err := strconv.ParseInt(fields[1], 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("malformed MemTotal line %q: %w", scanner.Text(), err)
+		}
+		if kib <= 0 || kib > math.MaxInt64/1024 {
+			return 0, fmt.Errorf("malformed MemTotal line %q: not a memory size", scanner.Text())
 		}
 		return kib * 1024, nil
 	}

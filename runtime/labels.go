@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"hash/fnv"
+	"math"
 	"strconv"
 	"time"
 
@@ -113,14 +114,23 @@ func decodeContainerAnnotations(annotations map[string]string) containerAnnotati
 	info.Hash = annotations[AnnotationContainerHash]
 	info.TerminationMessagePath = annotations[AnnotationTerminationMessagePath]
 	info.TerminationMessagePolicy = corev1.TerminationMessagePolicy(annotations[AnnotationTerminationMessagePolicy])
-	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && n >= 0 {
+	// The API's restartCount is an int32 and the next instance counts one
+	// more: a count that leaves no room for it is damaged.
+	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && n >= 0 && n < math.MaxInt32 {
 		info.RestartCount = n
 	}
+	// nodelet never waits longer than the maximum; doubling a longer one
+	// would overflow.
 	if d, err := time.ParseDuration(annotations[AnnotationRestartBackoff]); err == nil && d > 0 {
-		info.RestartBackoff = d
+		info.RestartBackoff = min(d, MaxRestartBackoff)
 	}
+	// The API bounds no grace period; one longer than a Duration holds
+	// is as good as forever.
 	if s, err := strconv.ParseInt(annotations[AnnotationPodTerminationGrace], 10, 64); err == nil && s >= 0 {
-		info.TerminationGracePeriod = time.Duration(s) * time.Second
+		info.TerminationGracePeriod = time.Duration(math.MaxInt64)
+		if s <= math.MaxInt64/int64(time.Second) {
+			info.TerminationGracePeriod = time.Duration(s) * time.Second
+		}
 	}
 	return info
 }

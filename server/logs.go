@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -189,7 +190,11 @@ func readOptions(opts *corev1.PodLogOptions, now time.Time) logs.Options {
 	}
 	switch {
 	case opts.SinceSeconds != nil:
-		read.Since = now.Add(-time.Duration(*opts.SinceSeconds) * time.Second)
+		// More seconds than a Duration holds reach back past any log:
+		// multiplied, they would wrap into the future.
+		if *opts.SinceSeconds <= math.MaxInt64/int64(time.Second) {
+			read.Since = now.Add(-time.Duration(*opts.SinceSeconds) * time.Second)
+		}
 	case opts.SinceTime != nil:
 		read.Since = opts.SinceTime.Time
 	}
