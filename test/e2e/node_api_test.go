@@ -161,7 +161,12 @@ func TestNodeAPIStatsSummary(t *testing.T) {
 	busyPod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
 	busy := f.createPod(t, busyPod)
 	// (The loop keeps the shell: a last command alone would replace it.)
-	holder := f.createPod(t, newPod(ns, "holder").withShell("x=$(yes 0123456789abcdef | head -c 33554432); echo holding; while :; do sleep 3600; done").obj())
+	// It asks for a little CPU: filling the string takes a second of CPU,
+	// and a BestEffort pod waits behind every other pod of the busy suite
+	// (its tier has the least CPU shares), past the wait for its log.
+	holderPod := newPod(ns, "holder").withShell("x=$(yes 0123456789abcdef | head -c 33554432); echo holding; while :; do sleep 3600; done").obj()
+	holderPod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	holder := f.createPod(t, holderPod)
 	busy = f.waitForPod(t, busy, podStartTimeout, "to be Running and Ready", runningAndReady)
 	holder = f.waitForPod(t, holder, podStartTimeout, "to be Running and Ready", runningAndReady)
 	f.waitForLogs(t, "holding\n", ns, "holder")
