@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -49,10 +49,27 @@ func TestContainerStatusResourcesAreWhatTheRuntimeApplied(t *testing.T) {
 	if err != nil {
 		t.Fatalf("updating the container's resources through CRI: %v", err)
 	}
-	// A change of the Pod has nodelet sync it and report again.
-	patch := []byte(`{"metadata":{"labels":{"resized":"yes"}}}`)
-	if _, err := f.Client.CoreV1().Pods(ns).Patch(t.Context(), pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+	// nodelet reads a pod's runtime record afresh after each of its own
+	// actions on the pod (as the kubelet, which reads the runtime again
+	// only on a container's change or after acting), so a change made
+	// behind its back shows at its next action: here it starts an
+	// ephemeral container. (A Pod update alone may be answered from the
+	// PLEG's cached record, which no container change has refreshed.)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := f.Client.CoreV1().Pods(ns).Get(t.Context(), pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		current.Spec.EphemeralContainers = append(current.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "look", Image: busyboxImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"true"},
+			},
+		})
+		_, err = f.Client.CoreV1().Pods(ns).UpdateEphemeralContainers(t.Context(), pod.Name, current, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("adding an ephemeral container: %v", err)
 	}
 	applied := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
