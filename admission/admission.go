@@ -40,6 +40,11 @@ type Result struct {
 	// Failed status and event, and the event's words.
 	Reason  string
 	Message string
+	// Preempt are the pods to stop before an admitted critical pod may
+	// start, when the node had no room for it; PreemptFor is the first
+	// resource it lacked, which the kubelet's preemption metric counts.
+	Preempt    []*corev1.Pod
+	PreemptFor corev1.ResourceName
 }
 
 // StatusMessage is the message of a refused pod's status.

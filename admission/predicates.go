@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // The scheduler's predicates the kubelet checks again on admission, by
@@ -118,23 +120,28 @@ func fitsHostPorts(pod *corev1.Pod, admitted []*corev1.Pod) bool {
 // admitOnNode is the kubelet's general predicates against the Node and the
 // pods admitted before: resources, node affinity, ports, then NoExecute
 // taints. All are judged, and the first failure is the answer, as the
-// kubelet reports it.
+// kubelet reports it; but a critical pod is admitted past resources alone
+// by stopping other pods (admitCritical).
 func admitOnNode(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) Result {
-	var failures []Result
-	for _, r := range fitResources(pod, node.Status.Allocatable, admitted) {
-		failures = append(failures, r.result())
-	}
+	short := fitResources(pod, node.Status.Allocatable, admitted)
+	var others []Result
 	if !matchesNodeAffinity(pod, node) {
-		failures = append(failures, predicateFailure(ReasonNodeAffinity, nodeAffinityFailure))
+		others = append(others, predicateFailure(ReasonNodeAffinity, nodeAffinityFailure))
 	}
 	if !fitsHostPorts(pod, admitted) {
-		failures = append(failures, predicateFailure(ReasonNodePorts, nodePortsFailure))
+		others = append(others, predicateFailure(ReasonNodePorts, nodePortsFailure))
 	}
 	if !toleratesNoExecuteTaints(pod, node) {
-		failures = append(failures, predicateFailure(ReasonTaintToleration, taintTolerationFailure))
+		others = append(others, predicateFailure(ReasonTaintToleration, taintTolerationFailure))
 	}
-	if len(failures) == 0 {
+	switch {
+	case len(short) == 0 && len(others) == 0:
 		return Result{Admit: true}
+	case len(short) > 0 && podutil.IsCritical(pod):
+		return admitCritical(pod, admitted, short, others)
+	case len(short) > 0:
+		return short[0].result()
+	default:
+		return others[0]
 	}
-	return failures[0]
 }

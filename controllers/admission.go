@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/admission"
@@ -33,6 +34,9 @@ type admissions struct {
 	judged map[types.UID]admission.Result
 	// restored is set once the pods the node already runs are recorded.
 	restored bool
+	// preemptions holds the pods stopped to make room for critical pods,
+	// until they leave the cache.
+	preemptions map[types.UID]preemption
 }
 
 // admissionReader is what judging reads: the node's pods and Node from the
@@ -55,18 +59,21 @@ type admissionReader struct {
 // was admitted but had nothing made yet when nodelet stopped cannot be told
 // from a new one: it is judged again, in its place in creation order,
 // beside the running pods, as the kubelet judges it again.
-func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionReader, admit AdmitFunc) (admission.Result, error) {
+//
+// A critical pod admitted by preempting others comes with the orders to stop
+// them, made by this judgement, for the caller to announce.
+func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionReader, admit AdmitFunc) (admission.Result, []preemption, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.judged == nil {
 		a.judged = map[types.UID]admission.Result{}
 	}
 	if r, ok := a.judged[pod.UID]; ok {
-		return r, nil
+		return r, nil, nil
 	}
 	all, err := read.pods(ctx)
 	if err != nil {
-		return admission.Result{}, err
+		return admission.Result{}, nil, err
 	}
 	present := make(map[types.UID]bool, len(all))
 	var active []*corev1.Pod
@@ -82,6 +89,7 @@ func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionR
 	for uid := range a.judged {
 		if !present[uid] && uid != pod.UID {
 			delete(a.judged, uid)
+			delete(a.preemptions, uid)
 		}
 	}
 	sort.Slice(active, func(i, j int) bool { return admission.CreatedBefore(active[i], active[j]) })
@@ -89,7 +97,7 @@ func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionR
 	if !a.restored {
 		for _, p := range active {
 			if ran, err := wasAdmitted(ctx, p, read); err != nil {
-				return admission.Result{}, err
+				return admission.Result{}, nil, err
 			} else if ran {
 				a.judged[p.UID] = admission.Result{Admit: true}
 			}
@@ -97,6 +105,7 @@ func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionR
 		a.restored = true
 	}
 	var node *corev1.Node
+	var preempted []preemption
 	for _, p := range active {
 		if _, ok := a.judged[p.UID]; ok {
 			continue
@@ -110,17 +119,20 @@ func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionR
 			continue
 		}
 		if ran, err := wasAdmitted(ctx, p, read); err != nil {
-			return admission.Result{}, err
+			return admission.Result{}, nil, err
 		} else if ran {
 			a.judged[p.UID] = admission.Result{Admit: true}
 			continue
 		}
 		if node == nil {
 			if node, err = read.node(ctx); err != nil {
-				return admission.Result{}, err
+				return admission.Result{}, nil, err
 			}
 		}
-		a.judged[p.UID] = admit(p, node, a.admittedBeside(p, active))
+		result := admit(p, node, a.admittedBeside(p, active))
+		preempted = append(preempted, a.recordPreemptions(p, result)...)
+		result.Preempt = nil
+		a.judged[p.UID] = result
 		if p.UID == pod.UID {
 			break
 		}
@@ -128,9 +140,9 @@ func (a *admissions) judge(ctx context.Context, pod *corev1.Pod, read admissionR
 	r, ok := a.judged[pod.UID]
 	if !ok {
 		// Terminal, or missing from the list: nothing to judge.
-		return admission.Result{Admit: true}, nil
+		return admission.Result{Admit: true}, preempted, nil
 	}
-	return r, nil
+	return r, preempted, nil
 }
 
 // admittedBeside are the active pods admitted so far, other than pod.
@@ -201,26 +213,36 @@ func (r *PodReconciler) readNode(ctx context.Context, reader client.Reader) (*co
 // admitPod judges a pod the node has made nothing for yet, once, before
 // its cgroup, volumes or sandbox exist. A refused pod gets the kubelet's
 // event and ends Failed with the reason and message in its status; the
-// status update brings it back as terminal, with nothing to tear down.
-func (r *PodReconciler) admitPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (rejected bool, err error) {
+// status update brings it back as terminal, with nothing to tear down. A
+// critical pod admitted by preempting others waits for them to stop. hold
+// says the pod may not go on yet, and result is then the reconcile's.
+func (r *PodReconciler) admitPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (result ctrl.Result, hold bool, err error) {
 	if r.Admit == nil {
-		return false, nil
+		return ctrl.Result{}, false, nil
 	}
 	if admission.WasAdmitted(pod, len(status.Sandboxes)+len(status.Containers) > 0) {
 		r.admissions.recordAdmitted(pod.UID)
-		return false, nil
+		return ctrl.Result{}, false, nil
 	}
 	admit := func(p *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission.Result {
 		return r.admitWithFreshNode(ctx, p, node, admitted)
 	}
-	result, err := r.admissions.judge(ctx, pod, r.admissionReader(), admit)
-	if err != nil || result.Admit {
-		return false, err
+	answer, preempted, err := r.admissions.judge(ctx, pod, r.admissionReader(), admit)
+	r.announcePreemptions(ctx, preempted)
+	if err != nil {
+		return ctrl.Result{}, true, err
 	}
-	klog.FromContext(ctx).Info("Rejected pod", "pod", klog.KObj(pod), "reason", result.Reason, "message", result.Message)
-	r.Recorder.Eventf(pod, corev1.EventTypeWarning, result.Reason, "%s", result.Message)
-	failure := &podstatus.Failure{Reason: result.Reason, Message: result.StatusMessage()}
-	return true, r.writeStatusFailing(ctx, pod, status, true, failure)
+	if answer.Admit {
+		wait, err := r.waitingForPreemption(ctx, pod)
+		if err != nil {
+			return ctrl.Result{}, true, err
+		}
+		return ctrl.Result{RequeueAfter: preemptionWait}, wait, nil
+	}
+	klog.FromContext(ctx).Info("Rejected pod", "pod", klog.KObj(pod), "reason", answer.Reason, "message", answer.Message)
+	r.Recorder.Eventf(pod, corev1.EventTypeWarning, answer.Reason, "%s", answer.Message)
+	failure := &podstatus.Failure{Reason: answer.Reason, Message: answer.StatusMessage()}
+	return ctrl.Result{}, true, r.writeStatusFailing(ctx, pod, status, true, failure)
 }
 
 // admitWithFreshNode is r.Admit, asked again with the Node read from the

@@ -85,7 +85,7 @@ func answers(t *testing.T, a *admissions, state *fakeAdmissionState, order []str
 				pod = p
 			}
 		}
-		r, err := a.judge(context.Background(), pod, state.reader(), admitter(t))
+		r, _, err := a.judge(context.Background(), pod, state.reader(), admitter(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -249,8 +249,8 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	var requeue requeueAfter
 
 	ctx = r.breakdowns.traced(ctx, pod, len(status.Sandboxes)+len(status.Containers) > 0)
-	if rejected, err := r.admitPod(ctx, pod, status); rejected || err != nil {
-		return ctrl.Result{}, err
+	if result, hold, err := r.admitPod(ctx, pod, status); hold || err != nil {
+		return result, err
 	}
 	podstart.MarkStep(ctx, podstart.StepAdmitted, "")
 	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {

@@ -103,17 +103,22 @@ type PodEviction struct {
 	GracePeriodSeconds int64
 }
 
+// eviction is the order to stop a pod of the node's own accord: to make
+// room for a critical pod, or the eviction manager's.
 func (r *PodReconciler) eviction(uid types.UID) (PodEviction, bool) {
+	if p, ok := r.admissions.preemption(uid); ok {
+		return p.order, true
+	}
 	if r.Eviction == nil {
 		return PodEviction{}, false
 	}
 	return r.Eviction(uid)
 }
 
-// evictPod carries out an eviction: the pod's containers are stopped with
-// the eviction's grace period and its status says Failed with reason
-// Evicted. The manager has recorded the event and the DisruptionTarget
-// condition.
+// evictPod carries out an eviction or a preemption: the pod's containers
+// are stopped with the order's grace period and its status says Failed
+// with the order's reason (Evicted, Preempting). Whoever gave the order has
+// recorded the event and the DisruptionTarget condition.
 func (r *PodReconciler) evictPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, order PodEviction) (ctrl.Result, error) {
 	grace := order.GracePeriodSeconds
 	if err := r.Runtime.KillPod(ctx, pod, status, &grace); err != nil {
@@ -124,7 +129,13 @@ func (r *PodReconciler) evictPod(ctx context.Context, pod *corev1.Pod, status *n
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeStatusFailing(ctx, pod, status, true, &order.Failure)
+	if err := r.writeStatusFailing(ctx, pod, status, true, &order.Failure); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p, ok := r.admissions.preemption(pod.UID); ok {
+		r.preempted(p)
+	}
+	return ctrl.Result{}, nil
 }
 
 // startedSidecar reports whether a sidecar is among the containers a sync

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podutil"
 )
 
 // Reason is the evicted pod's status reason, and the reason of the event
@@ -279,11 +281,8 @@ func int64OrZero(v *int64) int64 {
 	return *v
 }
 
-// systemCriticalPriority is the priority from which a pod is critical.
-const systemCriticalPriority = 2 * 1000000000
-
 // Evictable says whether the manager may evict the pod: the kubelet never
 // evicts a critical one.
 func Evictable(pod *corev1.Pod) bool {
-	return podPriority(pod) < systemCriticalPriority
+	return !podutil.IsCritical(pod)
 }

@@ -8,14 +8,12 @@ package evictionmanager
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/eviction"
+	"github.com/nodelet/nodelet/podstatus"
 )
 
 // DefaultPeriod is how often the signals are read: the kubelet's
@@ -259,18 +258,7 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, order Order) {
 // setDisruptionTarget adds the kubelet's DisruptionTarget condition; the
 // reconciler's status writes keep it, a condition it does not own.
 func (m *Manager) setDisruptionTarget(ctx context.Context, pod *corev1.Pod, message string) error {
-	condition := corev1.PodCondition{
-		Type:               corev1.DisruptionTarget,
-		ObservedGeneration: pod.Generation,
-		Status:             corev1.ConditionTrue,
-		Reason:             corev1.PodReasonTerminationByKubelet,
-		Message:            message,
-		LastTransitionTime: metav1.NewTime(m.opts.Clock.Now()),
-	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{condition}},
-	})
+	patch, err := podstatus.DisruptionTargetPatch(pod, message, m.opts.Clock.Now())
 	if err != nil {
 		return err
 	}

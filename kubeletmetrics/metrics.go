@@ -107,12 +107,19 @@ var (
 		Name:      "started_containers_errors_total",
 		Help:      "Cumulative number of errors when starting containers",
 	}, []string{"container_type", "code"})
+	// Preemptions counts the pods stopped to admit a critical pod, by the
+	// first resource it lacked.
+	Preemptions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem,
+		Name:      "preemptions",
+		Help:      "Cumulative number of pod preemptions by preemption resource",
+	}, []string{"preemption_signal"})
 )
 
 func init() {
 	metrics.Registry.MustRegister(PodStartSLIDuration, PodStartDuration, PodWorkerDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGDiscardEvents,
-		RunningPodCount, RunningContainerCount, StartedContainersTotal, StartedContainersErrorsTotal)
+		RunningPodCount, RunningContainerCount, StartedContainersTotal, StartedContainersErrorsTotal, Preemptions)
 }
 
 // Container states as the running_containers metric names them, the

@@ -19,15 +19,10 @@ import (
 	"github.com/nodelet/nodelet/podutil"
 )
 
-// OOM score adjustments of the kubelet's QoS policy, and what makes a pod
-// node-critical.
+// OOM score adjustments of the kubelet's QoS policy.
 const (
 	guaranteedOOMScoreAdj = -997
 	bestEffortOOMScoreAdj = 1000
-
-	systemNodeCritical     = "system-node-critical"
-	systemCriticalPriority = 2000000000
-	mirrorPodAnnotationKey = "kubernetes.io/config.mirror"
 )
 
 // hostResources are the host's facts a container's resources depend on.
@@ -122,7 +117,7 @@ func hugePageLimits(pod *corev1.Pod, container *corev1.Container, podLevel bool,
 // than the regular container least likely to be killed, so that it is not
 // killed before the containers it serves.
 func oomScoreAdj(pod *corev1.Pod, container *corev1.Container, memoryCapacity int64) int64 {
-	if isNodeCritical(pod) {
+	if podutil.IsNodeCritical(pod) {
 		return guaranteedOOMScoreAdj
 	}
 	switch podutil.PodQOS(pod) {
@@ -181,14 +176,6 @@ func isSidecar(pod *corev1.Pod, container *corev1.Container) bool {
 		}
 	}
 	return false
-}
-
-func isNodeCritical(pod *corev1.Pod) bool {
-	if pod.Spec.PriorityClassName != systemNodeCritical {
-		return false
-	}
-	_, mirror := pod.Annotations[mirrorPodAnnotationKey]
-	return mirror || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
 }
 
 // hostResourcesOnce reads the host's facts once.
