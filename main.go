@@ -219,6 +219,9 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
 	}
+	if err := enforceNodeAllocatable(podCgroups, allocatable, recorder, opts.NodeName, log.WithName("cgroups")); err != nil {
+		return fmt.Errorf("node %s: %w", opts.NodeName, err)
+	}
 	podVolumes := volume.NewManager(volume.Options{
 		RootDir:         opts.RootDir,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),

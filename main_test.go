@@ -263,6 +263,7 @@ func TestParseOptionsRefusesBadReservationsAndImageGC(t *testing.T) {
 		{"--eviction-hard=memory.available<0", "eviction threshold memory.available must be positive"},
 		{"--eviction-hard=memory.available", "malformed pair"},
 		{"--enforce-node-allocatable=pods,none", `may not contain additional enforcements when "none" is specified`},
+		{"--enforce-node-allocatable=pods,system-reserved", `systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" included in enforceNodeAllocatable (--enforce-node-allocatable)`},
 		{"--image-gc-low-threshold=90", "imageGCLowThresholdPercent (--image-gc-low-threshold) 90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"},
 		{"--image-gc-high-threshold=101", "must be between 0 and 100, inclusive"},
 		{"--image-maximum-gc-age=1m", "imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s"},

@@ -78,6 +78,8 @@ type Options struct {
 	KubeReserved           map[string]string
 	EvictionHard           map[string]string
 	EnforceNodeAllocatable []string
+	SystemReservedCgroup   string
+	KubeReservedCgroup     string
 	// The eviction manager's flags (no configuration file fields yet).
 	EvictionSoft                     map[string]string
 	EvictionSoftGracePeriod          map[string]string
@@ -170,6 +172,8 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		KubeReserved:                     maps.Clone(c.KubeReserved),
 		EvictionHard:                     maps.Clone(c.EvictionHard),
 		EnforceNodeAllocatable:           slices.Clone(c.EnforceNodeAllocatable),
+		SystemReservedCgroup:             c.SystemReservedCgroup,
+		KubeReservedCgroup:               c.KubeReservedCgroup,
 		EvictionPressureTransitionPeriod: defaultEvictionPressureTransitionPeriod,
 		ImageGCHighThresholdPercent:      ptr.Deref(c.ImageGCHighThresholdPercent, 0),
 		ImageGCLowThresholdPercent:       ptr.Deref(c.ImageGCLowThresholdPercent, 0),
@@ -245,6 +249,8 @@ func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) 
 		KubeReserved:                maps.Clone(o.KubeReserved),
 		EvictionHard:                maps.Clone(o.EvictionHard),
 		EnforceNodeAllocatable:      slices.Clone(o.EnforceNodeAllocatable),
+		SystemReservedCgroup:        o.SystemReservedCgroup,
+		KubeReservedCgroup:          o.KubeReservedCgroup,
 		ImageGCHighThresholdPercent: ptr.To(o.ImageGCHighThresholdPercent),
 		ImageGCLowThresholdPercent:  ptr.To(o.ImageGCLowThresholdPercent),
 		ImageMinimumGCAge:           o.ImageMinimumGCAge,
@@ -337,7 +343,9 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.Var(newMapFlag(&o.KubeReserved, "="), "kube-reserved", "Resources kept from pods for Kubernetes' daemons (nodelet, the runtime), as --system-reserved.")
 	fs.Var(newMapFlag(&o.EvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or percentage (e.g. memory.available<1Gi,nodefs.available<10%); memory.available's and nodefs.available's are kept from the Node's allocatable. Replaces the default set whole.")
 	o.bindEvictionFlags(fs)
-	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved, kube-reserved (not enforced), or none.")
+	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved and kube-reserved (--system-reserved-cgroup and --kube-reserved-cgroup limited to the reservations), or none.")
+	fs.StringVar(&o.SystemReservedCgroup, "system-reserved-cgroup", o.SystemReservedCgroup, "Absolute name of the existing cgroup of the system's daemons, limited to --system-reserved under --enforce-node-allocatable=system-reserved.")
+	fs.StringVar(&o.KubeReservedCgroup, "kube-reserved-cgroup", o.KubeReservedCgroup, "Absolute name of the existing cgroup of Kubernetes' daemons, limited to --kube-reserved under --enforce-node-allocatable=kube-reserved.")
 	fs.Int32Var(&o.ImageGCHighThresholdPercent, "image-gc-high-threshold", o.ImageGCHighThresholdPercent, "Image file system usage (percent) at which unused images are removed; 100 turns image garbage collection off.")
 	fs.Int32Var(&o.ImageGCLowThresholdPercent, "image-gc-low-threshold", o.ImageGCLowThresholdPercent, "Image file system usage (percent) image garbage collection frees down to; below --image-gc-high-threshold.")
 	fs.DurationVar(&o.ImageMinimumGCAge.Duration, "image-minimum-gc-age", o.ImageMinimumGCAge.Duration, "How long an unused image stays on the node before it may be collected.")

@@ -45,6 +45,8 @@ func (o *Options) allocatableConfig() (node.AllocatableConfig, error) {
 		KubeReserved:           kubeReserved,
 		HardEvictionThresholds: hard,
 		EnforceNodeAllocatable: slices.Clone(o.EnforceNodeAllocatable),
+		SystemReservedCgroup:   o.SystemReservedCgroup,
+		KubeReservedCgroup:     o.KubeReservedCgroup,
 	}, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // cgroupFile is one control file's name and the value written to it.
@@ -90,4 +92,32 @@ func configFiles(h Hierarchy, config *ResourceConfig, hugePageSizes []int64) []c
 		}
 	}
 	return files
+}
+
+// EnforceExisting limits a cgroup nodelet did not make, such as the one of
+// the system's daemons, to limits (cpu as shares, memory, pid, huge
+// pages), as the kubelet enforces --system-reserved on
+// --system-reserved-cgroup. The cgroup must exist in every hierarchy that
+// carries one of the limits: nodelet never makes it, since what runs in it
+// is not nodelet's.
+func (m *Manager) EnforceExisting(cgroup string, limits corev1.ResourceList) error {
+	config := NodeAllocatableConfig(limits)
+	var missing []string
+	for _, h := range m.hierarchies {
+		if len(configFiles(h, config, m.hugePageSizes)) == 0 {
+			continue
+		}
+		if dir := cgroupDir(h, cgroup); !isDir(dir) {
+			missing = append(missing, dir)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("cgroup %q has some missing paths: %v", cgroup, missing)
+	}
+	return m.apply(cgroup, config)
+}
+
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
 }

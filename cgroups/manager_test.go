@@ -264,3 +264,32 @@ func TestRealLimits(t *testing.T) {
 		t.Fatalf("RemovePod() error = %v", err)
 	}
 }
+
+func TestEnforceExistingLimitsACgroupItDidNotMake(t *testing.T) {
+	base := t.TempDir()
+	writeFile(t, filepath.Join(base, "cgroup.controllers"), "cpuset cpu io memory pids\n")
+	m, err := newManager(Options{Root: "/nodelet", NodeAllocatable: list("cpu=4,memory=2Gi")},
+		[]Hierarchy{{MountPoint: base, Unified: true}}, nil, fakeRmdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := list("cpu=500m,memory=256Mi")
+	if err := m.EnforceExisting("/system.slice", limits); err == nil || !strings.Contains(err.Error(), `cgroup "/system.slice" has some missing paths`) {
+		t.Fatalf("EnforceExisting on a missing cgroup: %v, want it refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "system.slice")); !os.IsNotExist(err) {
+		t.Errorf("the missing cgroup was made (stat: %v)", err)
+	}
+	mustMkdir(t, filepath.Join(base, "system.slice"))
+	if err := m.EnforceExisting("/system.slice", limits); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"system.slice/cpu.weight": "20", // 512 shares
+		"system.slice/memory.max": "268435456",
+	} {
+		if got := readFile(t, filepath.Join(base, file)); got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+}

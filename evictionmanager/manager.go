@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/eviction"
+	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
 )
 
@@ -293,6 +294,4 @@ func (m *Manager) pruneOrders(pods []corev1.Pod, now time.Time) bool {
 	return pending
 }
 
-func (m *Manager) nodeRef() *corev1.ObjectReference {
-	return &corev1.ObjectReference{Kind: "Node", Name: m.opts.NodeName, UID: types.UID(m.opts.NodeName)}
-}
+func (m *Manager) nodeRef() *corev1.ObjectReference { return node.Ref(m.opts.NodeName) }

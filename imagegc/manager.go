@@ -11,11 +11,12 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/node"
 )
 
 // Period is how often images are collected, the kubelet's ImageGCPeriod.
@@ -135,9 +136,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 }
 
-func (m *Manager) nodeRef() *corev1.ObjectReference {
-	return &corev1.ObjectReference{Kind: "Node", Name: m.opts.NodeName, UID: types.UID(m.opts.NodeName)}
-}
+func (m *Manager) nodeRef() *corev1.ObjectReference { return node.Ref(m.opts.NodeName) }
 
 // GarbageCollect runs one collection: it detects the images and the ones
 // in use, removes those the policy picks, and says when it could not free

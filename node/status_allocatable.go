@@ -34,6 +34,33 @@ type AllocatableConfig struct {
 	HardEvictionThresholds []eviction.Threshold
 	// EnforceNodeAllocatable is --enforce-node-allocatable.
 	EnforceNodeAllocatable []string
+	// SystemReservedCgroup and KubeReservedCgroup are the existing cgroups
+	// the system-reserved and kube-reserved levels limit.
+	SystemReservedCgroup string
+	KubeReservedCgroup   string
+}
+
+// ReservedCgroup is an existing cgroup an enforcement level limits to a
+// reservation.
+type ReservedCgroup struct {
+	// Level is the --enforce-node-allocatable value, Name the cgroup.
+	Level, Name string
+	Limits      corev1.ResourceList
+	// What says which daemons it holds, in the kubelet's event words.
+	What string
+}
+
+// ReservedCgroups are the cgroups to limit to their reservations, in the
+// kubelet's order: system-reserved, then kube-reserved.
+func (c AllocatableConfig) ReservedCgroups() []ReservedCgroup {
+	var out []ReservedCgroup
+	if slices.Contains(c.EnforceNodeAllocatable, EnforceSystemReserved) {
+		out = append(out, ReservedCgroup{Level: EnforceSystemReserved, Name: c.SystemReservedCgroup, Limits: c.SystemReserved, What: "system reserved"})
+	}
+	if slices.Contains(c.EnforceNodeAllocatable, EnforceKubeReserved) {
+		out = append(out, ReservedCgroup{Level: EnforceKubeReserved, Name: c.KubeReservedCgroup, Limits: c.KubeReserved, What: "kube reserved"})
+	}
+	return out
 }
 
 // Reservation is how much of each resource of capacity is kept from pods:

@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/node"
 )
 
 // The API server's limits on a pod's resolver configuration; a merge with
@@ -306,18 +307,13 @@ func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
 		if e.Reason == reasonMissingClusterDNS {
 			m.recorder.Eventf(pod, corev1.EventTypeWarning, e.Reason, "pod: %q. %s", podDescription(pod), e.Message)
 			if m.config.NodeName != "" {
-				m.recorder.Event(nodeRef(m.config.NodeName), corev1.EventTypeWarning, e.Reason, e.Message)
+				m.recorder.Event(node.Ref(m.config.NodeName), corev1.EventTypeWarning, e.Reason, e.Message)
 			}
 			continue
 		}
 		m.recorder.Event(pod, corev1.EventTypeWarning, e.Reason, e.Message)
 	}
 	return config, nil
-}
-
-// nodeRef points an event at the Node, as the kubelet's node events do.
-func nodeRef(name string) *corev1.ObjectReference {
-	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
 
 func readResolvConf(path string) (resolvConf, error) {
@@ -383,6 +379,6 @@ func (m *Manager) CheckResolvConfLimits() {
 	}
 	if problem != "" {
 		m.log.Info("Host resolver configuration is beyond what pods can inherit", "path", m.config.ResolvConf, "problem", problem)
-		m.recorder.Event(nodeRef(m.config.NodeName), corev1.EventTypeWarning, reasonCheckLimitsForResolvConf, problem)
+		m.recorder.Event(node.Ref(m.config.NodeName), corev1.EventTypeWarning, reasonCheckLimitsForResolvConf, problem)
 	}
 }

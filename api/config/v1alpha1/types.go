@@ -149,9 +149,17 @@ type NodeletConfiguration struct {
 	// EnforceNodeAllocatable are the levels of node allocatable
 	// enforcement: "pods" limits the cgroup holding every pod to the
 	// capacity less SystemReserved and KubeReserved; "system-reserved"
-	// and "kube-reserved" are accepted as the kubelet's names but not
-	// enforced; "none" alone enforces nothing. Default: ["pods"].
+	// limits SystemReservedCgroup to SystemReserved, "kube-reserved"
+	// KubeReservedCgroup to KubeReserved; "none" alone enforces nothing.
+	// Default: ["pods"].
 	EnforceNodeAllocatable []string `json:"enforceNodeAllocatable,omitempty"`
+	// SystemReservedCgroup is the absolute name of the system daemons'
+	// cgroup ("/system.slice"), which must exist; required with
+	// "system-reserved" in EnforceNodeAllocatable. Default: none.
+	SystemReservedCgroup string `json:"systemReservedCgroup,omitempty"`
+	// KubeReservedCgroup is the absolute name of Kubernetes' daemons'
+	// cgroup, as SystemReservedCgroup, for "kube-reserved".
+	KubeReservedCgroup string `json:"kubeReservedCgroup,omitempty"`
 
 	// ImageGCHighThresholdPercent is the image file system's usage at or
 	// above which unused images are removed; 100 turns image garbage

@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -59,6 +61,17 @@ func validateNodeAllocatable(c *NodeletConfiguration) field.ErrorList {
 	if _, err := eviction.ParseThresholdConfig(nil, c.EvictionHard, nil, nil, nil); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("evictionHard"), c.EvictionHard, err.Error()))
 	}
+	for _, level := range []struct{ key, cgroup, field, flag string }{
+		{EnforceNodeAllocatableSystemReserved, c.SystemReservedCgroup, "systemReservedCgroup", "--system-reserved-cgroup"},
+		{EnforceNodeAllocatableKubeReserved, c.KubeReservedCgroup, "kubeReservedCgroup", "--kube-reserved-cgroup"},
+	} {
+		switch {
+		case level.cgroup == "" && slices.Contains(c.EnforceNodeAllocatable, level.key):
+			errs = append(errs, field.Required(field.NewPath(level.field), fmt.Sprintf("%s (%s) must be specified when %q included in enforceNodeAllocatable (--enforce-node-allocatable)", level.field, level.flag, level.key)))
+		case level.cgroup != "" && !isCgroupName(level.cgroup):
+			errs = append(errs, field.Invalid(field.NewPath(level.field), level.cgroup, "must be a clean absolute cgroup name, such as /system.slice"))
+		}
+	}
 	path := field.NewPath("enforceNodeAllocatable")
 	seen := map[string]bool{}
 	for i, value := range c.EnforceNodeAllocatable {
@@ -112,4 +125,10 @@ func derefInt32(p *int32) int32 {
 		return 0
 	}
 	return *p
+}
+
+// isCgroupName: a cgroup named as the kubelet's cgroupfs driver names one,
+// a clean absolute path.
+func isCgroupName(name string) bool {
+	return path.IsAbs(name) && path.Clean(name) == name
 }

@@ -51,6 +51,7 @@ func TestValidate(t *testing.T) {
 			c.KubeReserved = map[string]string{"memory": "256Mi"}
 			c.EvictionHard = map[string]string{"memory.available": "5%", "nodefs.available": "0%"}
 			c.EnforceNodeAllocatable = []string{"pods", "system-reserved", "kube-reserved"}
+			c.SystemReservedCgroup, c.KubeReservedCgroup = "/system.slice", "/kube.slice"
 		}},
 		"no enforcement": {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"none"} }},
 		"image GC that always runs": {mutate: func(c *NodeletConfiguration) {
@@ -59,16 +60,20 @@ func TestValidate(t *testing.T) {
 		"image GC off":        {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](100) }},
 		"a maximum image age": {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Hour }},
 
-		"an unreservable resource":          {mutate: func(c *NodeletConfiguration) { c.SystemReserved = map[string]string{"nvidia.com/gpu": "1"} }, wantFields: []string{"systemReserved"}},
-		"a negative reservation":            {mutate: func(c *NodeletConfiguration) { c.KubeReserved = map[string]string{"cpu": "-1"} }, wantFields: []string{"kubeReserved"}},
-		"an unknown eviction signal":        {mutate: func(c *NodeletConfiguration) { c.EvictionHard = map[string]string{"disk.available": "1Gi"} }, wantFields: []string{"evictionHard"}},
-		"an unknown enforcement":            {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "node"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
-		"none with another enforcement":     {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "none"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
-		"a duplicated enforcement":          {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "pods"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
-		"an image GC threshold over 100":    {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](101) }, wantFields: []string{"imageGCHighThresholdPercent"}},
-		"the low threshold at the high one": {mutate: func(c *NodeletConfiguration) { c.ImageGCLowThresholdPercent = ptr.To[int32](85) }, wantFields: []string{"imageGCLowThresholdPercent"}},
-		"a maximum age under the minimum":   {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Minute }, wantFields: []string{"imageMaximumGCAge"}},
-		"a negative minimum image age":      {mutate: func(c *NodeletConfiguration) { c.ImageMinimumGCAge.Duration = -1 }, wantFields: []string{"imageMinimumGCAge"}},
+		"an unreservable resource":           {mutate: func(c *NodeletConfiguration) { c.SystemReserved = map[string]string{"nvidia.com/gpu": "1"} }, wantFields: []string{"systemReserved"}},
+		"a negative reservation":             {mutate: func(c *NodeletConfiguration) { c.KubeReserved = map[string]string{"cpu": "-1"} }, wantFields: []string{"kubeReserved"}},
+		"an unknown eviction signal":         {mutate: func(c *NodeletConfiguration) { c.EvictionHard = map[string]string{"disk.available": "1Gi"} }, wantFields: []string{"evictionHard"}},
+		"an unknown enforcement":             {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "node"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"none with another enforcement":      {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "none"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"a duplicated enforcement":           {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "pods"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"system-reserved without its cgroup": {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "system-reserved"} }, wantFields: []string{"systemReservedCgroup"}},
+		"kube-reserved without its cgroup":   {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"kube-reserved"} }, wantFields: []string{"kubeReservedCgroup"}},
+		"a relative reserved cgroup":         {mutate: func(c *NodeletConfiguration) { c.SystemReservedCgroup = "system.slice" }, wantFields: []string{"systemReservedCgroup"}},
+		"a reserved cgroup out of the tree":  {mutate: func(c *NodeletConfiguration) { c.KubeReservedCgroup = "/a/../../b" }, wantFields: []string{"kubeReservedCgroup"}},
+		"an image GC threshold over 100":     {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](101) }, wantFields: []string{"imageGCHighThresholdPercent"}},
+		"the low threshold at the high one":  {mutate: func(c *NodeletConfiguration) { c.ImageGCLowThresholdPercent = ptr.To[int32](85) }, wantFields: []string{"imageGCLowThresholdPercent"}},
+		"a maximum age under the minimum":    {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Minute }, wantFields: []string{"imageMaximumGCAge"}},
+		"a negative minimum image age":       {mutate: func(c *NodeletConfiguration) { c.ImageMinimumGCAge.Duration = -1 }, wantFields: []string{"imageMinimumGCAge"}},
 		"every bad field is named": {
 			mutate:     func(c *NodeletConfiguration) { c.MaxPods, c.Port, c.RelistPeriod.Duration = 0, 0, 0 },
 			wantFields: []string{"relistPeriod", "maxPods", "port"},

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/node"
+)
+
+// The kubelet's reasons for the Node events of allocatable enforcement.
+const (
+	reasonNodeAllocatableEnforced          = "NodeAllocatableEnforced"
+	reasonFailedNodeAllocatableEnforcement = "FailedNodeAllocatableEnforcement"
+)
+
+// enforceNodeAllocatable tells on the Node what --enforce-node-allocatable
+// did, as the kubelet: the pods' cgroup limit (set when the cgroup tree
+// was made), then the system-reserved and kube-reserved cgroups limited to
+// their reservations. A reserved cgroup that cannot be limited stops
+// nodelet, as it stops the kubelet: the reservation would be only on paper.
+func enforceNodeAllocatable(podCgroups *cgroups.Manager, config node.AllocatableConfig, recorder record.EventRecorder, nodeName string, log logr.Logger) error {
+	ref := node.Ref(nodeName)
+	if slices.Contains(config.EnforceNodeAllocatable, node.EnforcePods) {
+		recorder.Event(ref, corev1.EventTypeNormal, reasonNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
+	}
+	for _, reserved := range config.ReservedCgroups() {
+		log.Info("Enforcing reservation on cgroup", "level", reserved.Level, "cgroupName", reserved.Name, "limits", reserved.Limits)
+		if err := podCgroups.EnforceExisting(reserved.Name, reserved.Limits); err != nil {
+			message := fmt.Sprintf("Failed to enforce %s Cgroup Limits on %q: %v", titleWords(reserved.What), reserved.Name, err)
+			recorder.Event(ref, corev1.EventTypeWarning, reasonFailedNodeAllocatableEnforcement, message)
+			return errors.New(message)
+		}
+		recorder.Eventf(ref, corev1.EventTypeNormal, reasonNodeAllocatableEnforced, "Updated limits on %s cgroup %v", reserved.What, reserved.Name)
+	}
+	return nil
+}
+
+// titleWords capitalises each word, as the kubelet's failure message says
+// "System Reserved" where its success says "system reserved".
+func titleWords(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if (i == 0 || b[i-1] == ' ') && b[i] >= 'a' && b[i] <= 'z' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
+}
