@@ -8,8 +8,9 @@
 # setup  installs missing packages, builds the tools and images when missing
 # lint   gofmt check, go vet, golangci-lint with .golangci.yml (built into
 #        .cache/bin at its pinned version if missing), the file-length
-#        budget (hack/check-file-length.sh), and the test proving the
-#        configuration's pure-code rules catch a violation (hack/lint)
+#        budget (hack/check-file-length.sh), no tracked file over 1 MiB,
+#        and the test proving the configuration's pure-code rules catch a
+#        violation (hack/lint)
 # unit   go test -race on every package but test/e2e and hack/lint, with envtest's
 #        binaries (kube-apiserver, etcd, kubectl) from .cache/bin, and the
 #        benchmark harness's unit tests (hack/tools/cmd/bench), then every
@@ -29,6 +30,19 @@ suite_setup() {
 		"$REPO_ROOT/hack/build-images.sh"
 }
 
+# check_no_large_files fails on a tracked file over 1 MiB: a built binary
+# committed by mistake (`go build .` writes one at the top) makes every later
+# change that touches it that size again.
+check_no_large_files() {
+	local large
+	large=$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$1 > 1048576 { print "  " $2 " (" $1 " bytes)" }')
+	if [[ -n $large ]]; then
+		echo "tracked files over 1 MiB (built outputs belong in .gitignore):" >&2
+		echo "$large" >&2
+		return 1
+	fi
+}
+
 suite_lint() {
 	local unformatted rc=0
 	unformatted=$(find . -name '*.go' -not -path './.cache/*' -print0 | xargs -0 gofmt -l)
@@ -44,6 +58,7 @@ suite_lint() {
 		rc=1
 	fi
 	"$REPO_ROOT/hack/check-file-length.sh" || rc=1
+	check_no_large_files || rc=1
 	# The configuration itself: a violation in a pure path is reported.
 	go test -count=1 ./hack/lint/ || rc=1
 	return $rc
