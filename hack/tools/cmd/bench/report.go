@@ -46,6 +46,10 @@ func (f *figure) decide() {
 
 const mib = 1 << 20
 
+// userPodTitle names the users' pod workload in the table; the header
+// line says what the pod holds.
+const userPodTitle = "users' pod (token, ConfigMap, Secret env)"
+
 // perAgent reads one figure's values, one per run, from an agent's results.
 type perAgent func(a *AgentResults) []float64
 
@@ -105,10 +109,10 @@ func figures(results *Results) []*figure {
 		return collect(a.Init, func(r PodRun) float64 { return r.ReadySeconds })
 	})
 
-	add("users' pod (token, ConfigMap volume, env from a Secret, service links)", "create → Ready", "s", func(a *AgentResults) []float64 {
+	add(userPodTitle, "create → Ready", "s", func(a *AgentResults) []float64 {
 		return collect(a.UserPods, func(r PodRun) float64 { return r.ReadySeconds })
 	})
-	add("users' pod (token, ConfigMap volume, env from a Secret, service links)", "API requests per pod", "req", func(a *AgentResults) []float64 {
+	add(userPodTitle, "API requests per pod", "req", func(a *AgentResults) []float64 {
 		return collect(a.UserPods, func(r PodRun) float64 { return requestTotal(r.Requests) })
 	})
 	add("three containers + readiness probe", "create → Ready", "s", func(a *AgentResults) []float64 {
