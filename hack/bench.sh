@@ -12,13 +12,15 @@
 # 3. hack/tools/cmd/bench runs the workloads on both nodes, alternating
 #    (`bench agents -h` lists its flags: runs, burst sizes, idle time);
 # 4. both agents are stopped and the same pod is started straight through
-#    CRI on each containerd: the runtime's floor ($BENCH_FLOOR_RUNS runs);
+#    CRI on each containerd: the runtime's floor ($BENCH_FLOOR_RUNS runs),
+#    then every burst size at the parallelism found fastest
+#    ($BENCH_FLOOR_FLAGS adds floor flags);
 # 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
 #    bench/results (or $BENCH_OUT);
 # 6. with both profiles stopped, hack/bench-network.sh times sandbox
 #    creation with the pod network in each network mode, on profile e2e-9
 #    (so that it never meets a `make test` running beside), into
-#    network.txt there.
+#    network.txt there; BENCH_NETWORK=false leaves it out.
 #
 # Both profiles are stopped at the end whatever happened; their state
 # folders stay for post-mortems (logs/kubelet.log, logs/nodelet.log). It
@@ -35,6 +37,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 OUT_DIR=${BENCH_OUT:-$REPO_ROOT/bench/results}
 FLOOR_RUNS=${BENCH_FLOOR_RUNS:-20}
+# More floor flags (`.cache/bin/bench floor -h`), e.g. "-burst-runs 1".
+read -r -a FLOOR_FLAGS <<<"${BENCH_FLOOR_FLAGS:-}"
+# BENCH_NETWORK=false leaves out step 6, for a quick run of the rest.
+BENCH_NETWORK=${BENCH_NETWORK:-true}
 AGENTS_FLAGS=("$@")
 STARTED=$SECONDS
 
@@ -230,14 +236,16 @@ profile_load bench
 stop_daemon nodelet 30
 profile_load bench-ref
 stop_daemon kubelet 30
-"$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS"
+"$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS" "${FLOOR_FLAGS[@]}"
 
 "$BIN_DIR/bench" report -in "$RESULTS" -out-dir "$OUT_DIR"
 
 # --- 6. sandbox creation with the pod network, in each network mode --------------
 
 stop_stacks
-log "Timing sandbox creation with the pod network in each network mode"
-E2E_PROFILE=${BENCH_NETWORK_PROFILE:-e2e-9} BENCH_NETWORK_OUT=$OUT_DIR/network.txt \
-	"$REPO_ROOT/hack/bench-network.sh"
+if [[ $BENCH_NETWORK == true ]]; then
+	log "Timing sandbox creation with the pod network in each network mode"
+	E2E_PROFILE=${BENCH_NETWORK_PROFILE:-e2e-9} BENCH_NETWORK_OUT=$OUT_DIR/network.txt \
+		"$REPO_ROOT/hack/bench-network.sh"
+fi
 log "The bench took $((SECONDS - STARTED))s; results in $OUT_DIR"

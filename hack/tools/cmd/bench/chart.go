@@ -156,7 +156,7 @@ func chartPanels(results *Results) []panel {
 		return per(func(a *AgentResults) []float64 {
 			var values []float64
 			for _, b := range a.Bursts {
-				if b.Pods == n {
+				if b.Pods == n && b.Workload == "" {
 					values = append(values, value(b)...)
 				}
 			}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -49,8 +51,22 @@ func (c *criClient) pull(ctx context.Context, images ...string) error {
 // created and started — times the three calls, then removes the pod
 // (untimed). It is what cri-smoke does, without the checks.
 func (c *criClient) floorRun(ctx context.Context, a *agent, image string, i int) (FloorRun, error) {
+	run, started, err := c.floorStart(ctx, a, image, fmt.Sprintf("floor-%d", i))
+	if started != nil {
+		started.remove(c)
+	}
+	return run, err
+}
+
+// floorPod is what a floor run leaves to remove.
+type floorPod struct{ sandboxID, logDir string }
+
+func (p *floorPod) remove(c *criClient) { c.remove(p.sandboxID, p.logDir) }
+
+// floorStart starts one floor pod and times it; what it started, if
+// anything, is the caller's to remove, even on error.
+func (c *criClient) floorStart(ctx context.Context, a *agent, image, name string) (FloorRun, *floorPod, error) {
 	uid := randomUID()
-	name := fmt.Sprintf("floor-%d", i)
 	logDir := filepath.Join(a.StateDir, "floor-logs", "bench_"+name+"_"+uid)
 	sandboxConfig := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench", Uid: uid},
@@ -71,9 +87,9 @@ func (c *criClient) floorRun(ctx context.Context, a *agent, image string, i int)
 	start := time.Now()
 	sandbox, err := c.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig})
 	if err != nil {
-		return FloorRun{}, fmt.Errorf("running pod sandbox %s on %s's runtime: %w", name, a.Name, err)
+		return FloorRun{}, nil, fmt.Errorf("running pod sandbox %s on %s's runtime: %w", name, a.Name, err)
 	}
-	defer c.remove(sandbox.PodSandboxId, logDir)
+	pod := &floorPod{sandboxID: sandbox.PodSandboxId, logDir: logDir}
 	sandboxDone := time.Now()
 	container, err := c.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  sandbox.PodSandboxId,
@@ -86,11 +102,11 @@ func (c *criClient) floorRun(ctx context.Context, a *agent, image string, i int)
 		},
 	})
 	if err != nil {
-		return FloorRun{}, fmt.Errorf("creating the container of %s on %s's runtime: %w", name, a.Name, err)
+		return FloorRun{}, pod, fmt.Errorf("creating the container of %s on %s's runtime: %w", name, a.Name, err)
 	}
 	created := time.Now()
 	if _, err := c.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: container.ContainerId}); err != nil {
-		return FloorRun{}, fmt.Errorf("starting the container of %s on %s's runtime: %w", name, a.Name, err)
+		return FloorRun{}, pod, fmt.Errorf("starting the container of %s on %s's runtime: %w", name, a.Name, err)
 	}
 	started := time.Now()
 	return FloorRun{
@@ -98,7 +114,61 @@ func (c *criClient) floorRun(ctx context.Context, a *agent, image string, i int)
 		SandboxSeconds: sandboxDone.Sub(start).Seconds(),
 		CreateSeconds:  created.Sub(sandboxDone).Seconds(),
 		StartSeconds:   started.Sub(created).Seconds(),
-	}, nil
+	}, pod, nil
+}
+
+// burstFloor starts n floor pods straight through CRI, parallelism at a
+// time, and times the whole: the runtime's own floor for a burst. The pods
+// are removed afterwards, untimed.
+func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, parallelism, run int) (BurstFloorRun, error) {
+	pods := make([]*floorPod, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range parallelism {
+		wg.Go(func() {
+			for i := range next {
+				_, pods[i], errs[i] = c.floorStart(ctx, a, image, fmt.Sprintf("floor-burst%d-%d-%d", n, run, i))
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	elapsed := time.Since(start)
+	removing := make(chan *floorPod)
+	for range parallelism {
+		wg.Go(func() {
+			for pod := range removing {
+				pod.remove(c)
+			}
+		})
+	}
+	for _, pod := range pods {
+		if pod != nil {
+			removing <- pod
+		}
+	}
+	close(removing)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return BurstFloorRun{}, err
+	}
+	return BurstFloorRun{Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds()}, nil
+}
+
+// fastestParallelism is the candidate whose run took least time.
+func fastestParallelism(runs []BurstFloorRun) int {
+	best := runs[0]
+	for _, run := range runs[1:] {
+		if run.Seconds < best.Seconds {
+			best = run
+		}
+	}
+	return best.Parallelism
 }
 
 // remove stops and removes a floor pod with a context of its own, so it

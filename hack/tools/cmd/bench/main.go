@@ -67,6 +67,7 @@ type agentsFlags struct {
 	namespace  string
 	out        string
 	bursts     string
+	userBursts string
 	podTimeout time.Duration
 	settings   Settings
 }
@@ -80,7 +81,10 @@ func runAgents(ctx context.Context, args []string) error {
 	flags.StringVar(&f.out, "out", "bench.json", "where the raw results go")
 	flags.IntVar(&f.settings.SingleRuns, "single-runs", 20, "runs of one pod at a time, per agent")
 	flags.IntVar(&f.settings.InitRuns, "init-runs", 10, "runs of one pod with an init container, per agent")
+	flags.IntVar(&f.settings.UserRuns, "user-runs", 10, "runs of one users' pod at a time (token, ConfigMap volume, env from a Secret, service links), per agent")
+	flags.IntVar(&f.settings.ThreeRuns, "three-runs", 10, "runs of one pod of three containers with a readiness probe, per agent")
 	flags.StringVar(&f.bursts, "bursts", "30:5,100:3", "SIZE:RUNS of the bursts, per agent")
+	flags.StringVar(&f.userBursts, "user-bursts", "30:3", "SIZE:RUNS of the bursts of users' pods, per agent")
 	flags.IntVar(&f.settings.IdlePods, "idle-pods", 100, "the burst size whose runs also idle (0: none)")
 	flags.DurationVar(&f.settings.IdleFor, "idle", 60*time.Second, "how long the idle stretch is measured")
 	flags.DurationVar(&f.settings.IdleSettle, "idle-settle", 15*time.Second, "how long a burst settles before the idle stretch")
@@ -108,6 +112,9 @@ func runAgents(ctx context.Context, args []string) error {
 		return err
 	}
 	if f.settings.Bursts, f.settings.BurstRuns, err = parseBursts(f.bursts); err != nil {
+		return err
+	}
+	if f.settings.UserBursts, f.settings.UserBurstRuns, err = parseBursts(f.userBursts); err != nil {
 		return err
 	}
 	if f.settings.IdlePods != 0 && f.settings.BurstRuns[f.settings.IdlePods] > 0 {
@@ -148,6 +155,19 @@ func parseAgents(specs []string) ([]*agent, []stackEnv, error) {
 		return nil, nil, errors.New("give both agents: -agent nodelet=ENVFILE -agent kubelet=ENVFILE")
 	}
 	return agents, envs, nil
+}
+
+// parseCounts reads "1,2,4" into positive counts.
+func parseCounts(spec string) ([]int, error) {
+	var counts []int
+	for _, item := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(item))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("count %q: want a positive number", item)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
 }
 
 // parseBursts reads "30:5,100:3" into sizes in order and runs per size.

@@ -23,10 +23,15 @@ type figure struct {
 	Name     string
 	Unit     string
 	Values   map[string][]float64
-	// Summaries, ratio and verdict are filled by decide.
+	// Floor is the runtime's own figure for the same work (nodelet's
+	// runtime, straight through CRI), where the row has one.
+	Floor []float64
+	// Summaries, the ratios and verdict are filled by decide.
 	Summaries map[string]Summary
 	Ratio     float64
-	Verdict   Verdict
+	// FloorRatio is nodelet's median over its runtime's floor.
+	FloorRatio float64
+	Verdict    Verdict
 }
 
 func (f *figure) decide() {
@@ -35,30 +40,58 @@ func (f *figure) decide() {
 		f.Summaries[name] = Summarize(f.Values[name])
 	}
 	f.Ratio = Ratio(f.Summaries["nodelet"], f.Summaries["kubelet"])
+	f.FloorRatio = Ratio(f.Summaries["nodelet"], Summarize(f.Floor))
 	f.Verdict = Compare(f.Summaries["nodelet"], f.Summaries["kubelet"])
 }
 
 const mib = 1 << 20
 
+// userPodTitle names the users' pod workload in the table; the header
+// line says what the pod holds.
+const userPodTitle = "users' pod (token, ConfigMap, Secret env)"
+
+// perAgent reads one figure's values, one per run, from an agent's results.
+type perAgent func(a *AgentResults) []float64
+
+// rowAdder adds a row of the table; floor (nil: none) reads the runtime's
+// own figure for the same work, which nodelet's is compared with.
+type rowAdder func(workload, name, unit string, floor, per perAgent)
+
 // figures turns the raw results into the table's rows.
 func figures(results *Results) []*figure {
 	var rows []*figure
-	add := func(workload, name, unit string, per func(a *AgentResults) []float64) {
+	// addFloored adds a row compared with floor, the same work's floor on
+	// nodelet's runtime (nil: none).
+	addFloored := func(workload, name, unit string, floor, per perAgent) {
 		f := &figure{Workload: workload, Name: name, Unit: unit, Values: map[string][]float64{}}
 		for _, agentName := range agentNames {
 			if a := results.Agents[agentName]; a != nil {
 				f.Values[agentName] = per(a)
 			}
 		}
+		if a := results.Agents["nodelet"]; a != nil && floor != nil {
+			f.Floor = floor(a)
+		}
 		f.decide()
 		rows = append(rows, f)
 	}
-
-	add("runtime floor (CRI, no agent)", "sandbox+create+start", "s", func(a *AgentResults) []float64 {
+	add := func(workload, name, unit string, per perAgent) { addFloored(workload, name, unit, nil, per) }
+	singleFloor := func(a *AgentResults) []float64 {
 		return collect(a.Floor, func(r FloorRun) float64 { return r.Seconds })
-	})
+	}
+	burstFloor := func(n int) perAgent {
+		return func(a *AgentResults) []float64 {
+			runs := slices.DeleteFunc(slices.Clone(a.BurstFloor), func(r BurstFloorRun) bool { return r.Pods != n })
+			return collect(runs, func(r BurstFloorRun) float64 { return r.Seconds })
+		}
+	}
 
-	add("one pod at a time", "create → Ready", "s", func(a *AgentResults) []float64 {
+	add("runtime floor (CRI, no agent)", "sandbox+create+start", "s", singleFloor)
+	for _, n := range burstSizes(results.Settings) {
+		add("runtime floor (CRI, no agent)", fmt.Sprintf("burst of %d, %d at a time", n, results.Settings.FloorParallelism), "s", burstFloor(n))
+	}
+
+	addFloored("one pod at a time", "create → Ready", "s", singleFloor, func(a *AgentResults) []float64 {
 		return collect(a.Single, func(r PodRun) float64 { return r.ReadySeconds })
 	})
 	add("one pod at a time", "delete → gone", "s", func(a *AgentResults) []float64 {
@@ -76,34 +109,25 @@ func figures(results *Results) []*figure {
 		return collect(a.Init, func(r PodRun) float64 { return r.ReadySeconds })
 	})
 
-	for _, n := range results.Settings.Bursts {
-		workload := fmt.Sprintf("burst of %d", n)
-		bursts := func(a *AgentResults) []BurstRun {
-			return slices.DeleteFunc(slices.Clone(a.Bursts), func(b BurstRun) bool { return b.Pods != n })
-		}
-		for _, p := range []float64{50, 90, 99} {
-			add(workload, fmt.Sprintf("start latency p%.0f", p), "s", func(a *AgentResults) []float64 {
-				return collect(bursts(a), func(b BurstRun) float64 { return Percentile(b.ReadySeconds, p) })
+	add(userPodTitle, "create → Ready", "s", func(a *AgentResults) []float64 {
+		return collect(a.UserPods, func(r PodRun) float64 { return r.ReadySeconds })
+	})
+	add(userPodTitle, "API requests per pod", "req", func(a *AgentResults) []float64 {
+		return collect(a.UserPods, func(r PodRun) float64 { return requestTotal(r.Requests) })
+	})
+	add("three containers + readiness probe", "create → Ready", "s", func(a *AgentResults) []float64 {
+		return collect(a.ThreeContainers, func(r PodRun) float64 { return r.ReadySeconds })
+	})
+
+	for _, kind := range []struct {
+		workload, title string
+		sizes           []int
+	}{{"", "burst of %d", results.Settings.Bursts}, {userWorkload, "burst of %d users' pods", results.Settings.UserBursts}} {
+		for _, n := range kind.sizes {
+			burstRows(addFloored, fmt.Sprintf(kind.title, n), burstFloor(n), func(a *AgentResults) []BurstRun {
+				return slices.DeleteFunc(slices.Clone(a.Bursts), func(b BurstRun) bool { return b.Pods != n || b.Workload != kind.workload })
 			})
 		}
-		add(workload, "all Ready", "s", func(a *AgentResults) []float64 {
-			return collect(bursts(a), func(b BurstRun) float64 { return b.AllReadySeconds })
-		})
-		add(workload, "agent CPU, create → all Ready", "CPU-s", func(a *AgentResults) []float64 {
-			return collect(bursts(a), func(b BurstRun) float64 { return b.Agent.CPUSeconds })
-		})
-		add(workload, "agent peak RSS, create → all Ready", "MiB", func(a *AgentResults) []float64 {
-			return collect(bursts(a), func(b BurstRun) float64 { return float64(b.Agent.PeakRSSBytes) / mib })
-		})
-		add(workload, "all deleted → all gone", "s", func(a *AgentResults) []float64 {
-			return collect(bursts(a), func(b BurstRun) float64 { return b.AllGoneSeconds })
-		})
-		add(workload, "agent CPU, delete → all gone", "CPU-s", func(a *AgentResults) []float64 {
-			return collect(bursts(a), func(b BurstRun) float64 { return b.AgentDeleting.CPUSeconds })
-		})
-		add(workload, "API requests per pod", "req", func(a *AgentResults) []float64 {
-			return collect(bursts(a), func(b BurstRun) float64 { return requestTotal(b.Requests) / float64(b.Pods) })
-		})
 	}
 
 	if results.Settings.IdleRuns > 0 {
@@ -125,6 +149,36 @@ func figures(results *Results) []*figure {
 		})
 	}
 	return rows
+}
+
+// burstRows adds the rows of one burst workload: latencies, all Ready
+// (against floor, the runtime's own burst), the agent's use, deletion and
+// requests.
+func burstRows(addFloored rowAdder, workload string, floor perAgent, bursts func(a *AgentResults) []BurstRun) {
+	add := func(workload, name, unit string, per perAgent) { addFloored(workload, name, unit, nil, per) }
+	for _, p := range []float64{50, 90, 99} {
+		add(workload, fmt.Sprintf("start latency p%.0f", p), "s", func(a *AgentResults) []float64 {
+			return collect(bursts(a), func(b BurstRun) float64 { return Percentile(b.ReadySeconds, p) })
+		})
+	}
+	addFloored(workload, "all Ready", "s", floor, func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return b.AllReadySeconds })
+	})
+	add(workload, "agent CPU, create → all Ready", "CPU-s", func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return b.Agent.CPUSeconds })
+	})
+	add(workload, "agent peak RSS, create → all Ready", "MiB", func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return float64(b.Agent.PeakRSSBytes) / mib })
+	})
+	add(workload, "all deleted → all gone", "s", func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return b.AllGoneSeconds })
+	})
+	add(workload, "agent CPU, delete → all gone", "CPU-s", func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return b.AgentDeleting.CPUSeconds })
+	})
+	add(workload, "API requests per pod", "req", func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return requestTotal(b.Requests) / float64(b.Pods) })
+	})
 }
 
 func collect[T any](runs []T, value func(T) float64) []float64 {
@@ -203,10 +257,10 @@ func describeRun(results *Results) []string {
 		}
 	}
 	s := results.Settings
-	lines = append(lines, fmt.Sprintf("runs per agent: one pod %d, init %d, %s, floor %d; containers %s, init containers %s",
-		s.SingleRuns, s.InitRuns, describeBursts(s), floorRuns(results), s.Image, s.InitImage))
+	lines = append(lines, fmt.Sprintf("runs per agent: one pod %d, init %d, users' pod %d, three containers %d, %s, floor %d; containers %s, init and users' containers %s",
+		s.SingleRuns, s.InitRuns, s.UserRuns, s.ThreeRuns, describeBursts(s), floorRuns(results), s.Image, s.InitImage))
 	lines = append(lines, "each figure is min / median / max over its runs; ratio = nodelet's median / kubelet's; "+
-		"a figure whose two min..max ranges overlap is a tie")
+		"a figure whose two min..max ranges overlap is a tie; nodelet/floor = nodelet's median / its runtime's floor for the same pods straight through CRI")
 	return lines
 }
 
@@ -214,6 +268,9 @@ func describeBursts(s Settings) string {
 	var parts []string
 	for _, n := range s.Bursts {
 		parts = append(parts, fmt.Sprintf("burst of %d ×%d", n, s.BurstRuns[n]))
+	}
+	for _, n := range s.UserBursts {
+		parts = append(parts, fmt.Sprintf("burst of %d users' pods ×%d", n, s.UserBurstRuns[n]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -230,11 +287,11 @@ func writeText(w io.Writer, results *Results, rows []*figure) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w)
-	header := []string{"workload", "figure", "unit", "nodelet", "kubelet", "ratio", "verdict"}
+	header := []string{"workload", "figure", "unit", "nodelet", "kubelet", "ratio", "verdict", "nodelet/floor"}
 	table := [][]string{header}
 	for _, row := range rows {
 		table = append(table, []string{row.Workload, row.Name, row.Unit,
-			spread(row.Summaries["nodelet"]), spread(row.Summaries["kubelet"]), ratio(row.Ratio), string(row.Verdict)})
+			spread(row.Summaries["nodelet"]), spread(row.Summaries["kubelet"]), ratio(row.Ratio), string(row.Verdict), ratio(row.FloorRatio)})
 	}
 	widths := make([]int, len(header))
 	for _, cells := range table {
@@ -262,8 +319,8 @@ func writeMarkdown(w io.Writer, results *Results, rows []*figure) {
 		fmt.Fprintf(w, "%s  \n", line)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | figure | unit | nodelet | kubelet | nodelet/kubelet | verdict |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| workload | figure | unit | nodelet | kubelet | nodelet/kubelet | verdict | nodelet/floor |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	last := ""
 	for _, row := range rows {
 		workload := row.Workload
@@ -271,8 +328,8 @@ func writeMarkdown(w io.Writer, results *Results, rows []*figure) {
 			workload = ""
 		}
 		last = row.Workload
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", workload, row.Name, row.Unit,
-			spread(row.Summaries["nodelet"]), spread(row.Summaries["kubelet"]), ratio(row.Ratio), row.Verdict)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", workload, row.Name, row.Unit,
+			spread(row.Summaries["nodelet"]), spread(row.Summaries["kubelet"]), ratio(row.Ratio), row.Verdict, ratio(row.FloorRatio))
 	}
 	writeBreakdown(w, results, true)
 }

@@ -4,8 +4,10 @@ package main
 
 import (
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +103,7 @@ func madeUpResults() *Results {
 		Finished: start.Add(10 * time.Minute),
 		Machine:  Machine{CPUs: 2, MemoryBytes: 24 << 30, Kernel: "6.1", OS: "Debian", Loads: []float64{0.2, 0.4}},
 		Settings: Settings{SingleRuns: 3, InitRuns: 2, Bursts: []int{3}, BurstRuns: map[int]int{3: 2}, IdlePods: 3, IdleRuns: 2,
+			UserBursts: []int{3}, UserBurstRuns: map[int]int{3: 1}, FloorParallelism: 2,
 			IdleFor: time.Minute, Image: "pause", InitImage: "busybox"},
 		Agents: map[string]*AgentResults{},
 	}
@@ -118,6 +121,10 @@ func madeUpResults() *Results {
 			a.Idle = append(a.Idle, IdleRun{Pods: 3, Seconds: 60, Agent: procUsage{CPUSeconds: 0.3 * scale, PeakRSSBytes: 60 << 20},
 				CRICalls: 120 * scale, Requests: &requestCounts{Total: 12}})
 		}
+		// One burst of users' pods, each slower than the pause pods'.
+		a.Bursts = append(a.Bursts, BurstRun{Workload: userWorkload, Pods: 3, ReadySeconds: []float64{scale, scale, scale},
+			AllReadySeconds: scale * 1.2, AllGoneSeconds: 2, Requests: &requestCounts{Total: 30}})
+		a.BurstFloor = []BurstFloorRun{{Pods: 3, Parallelism: 2, Seconds: 0.3}, {Pods: 3, Parallelism: 2, Seconds: 0.5}}
 		results.Agents[name] = a
 	}
 	return results
@@ -149,6 +156,47 @@ func TestFiguresDecideEachRowByItsSpread(t *testing.T) {
 	}
 	if perPod := find("burst of 3", "API requests per pod"); perPod.Summaries["nodelet"].Median != 7 {
 		t.Errorf("API requests per pod = %v, want 7", perPod.Summaries["nodelet"].Median)
+	}
+	// Against the runtime's own: one pod over the single floor (0.21 /
+	// 0.11), a burst's all Ready over that burst size's floor (0.6 / 0.4).
+	if r := single.FloorRatio; math.Abs(r-0.21/0.11) > 1e-9 {
+		t.Errorf("one pod's nodelet/floor = %v, want %v", r, 0.21/0.11)
+	}
+	if r := find("burst of 3", "all Ready").FloorRatio; math.Abs(r-1.5) > 1e-9 {
+		t.Errorf("burst's nodelet/floor = %v, want 1.5", r)
+	}
+	if r := find("burst of 3", "start latency p50").FloorRatio; !math.IsNaN(r) {
+		t.Errorf("a latency percentile has no floor to compare with, got nodelet/floor %v", r)
+	}
+	// The users' burst is a row set of its own, not mixed with the pause
+	// pods' bursts of the same size.
+	if users := find("burst of 3 users' pods", "all Ready"); users.Summaries["nodelet"].Runs != 1 || users.Summaries["nodelet"].Median != 1.2 {
+		t.Errorf("users' burst all Ready = %+v, want its one run of 1.2s", users.Summaries["nodelet"])
+	}
+	if pause := find("burst of 3", "all Ready"); pause.Summaries["nodelet"].Runs != 2 {
+		t.Errorf("pause burst all Ready has %d runs, want its own 2", pause.Summaries["nodelet"].Runs)
+	}
+	if floor := find("runtime floor (CRI, no agent)", "burst of 3, 2 at a time"); floor.Summaries["kubelet"].Median != 0.4 {
+		t.Errorf("burst floor row = %+v, want a median of 0.4", floor.Summaries["kubelet"])
+	}
+}
+
+func TestTheBurstFloorRunsEachSizeOnceAtTheFastestParallelism(t *testing.T) {
+	sizes := burstSizes(Settings{Bursts: []int{30, 100}, UserBursts: []int{30, 10}})
+	if !slices.Equal(sizes, []int{10, 30, 100}) {
+		t.Errorf("burstSizes = %v, want [10 30 100]", sizes)
+	}
+	tries := []BurstFloorRun{{Parallelism: 1, Seconds: 9}, {Parallelism: 4, Seconds: 3}, {Parallelism: 8, Seconds: 3.5}}
+	if p := fastestParallelism(tries); p != 4 {
+		t.Errorf("fastestParallelism = %d, want 4", p)
+	}
+	if counts, err := parseCounts("1, 2,8"); err != nil || !slices.Equal(counts, []int{1, 2, 8}) {
+		t.Errorf("parseCounts = %v, %v", counts, err)
+	}
+	for _, bad := range []string{"", "0", "2,x"} {
+		if _, err := parseCounts(bad); err == nil {
+			t.Errorf("parseCounts(%q) accepted", bad)
+		}
 	}
 }
 

@@ -32,15 +32,23 @@ type Machine struct {
 
 // Settings are the bench's fixed numbers of runs and sizes.
 type Settings struct {
-	SingleRuns int           `json:"singleRuns"`
-	InitRuns   int           `json:"initRuns"`
-	Bursts     []int         `json:"bursts"`
-	BurstRuns  map[int]int   `json:"burstRuns"`
-	IdlePods   int           `json:"idlePods"`
-	IdleRuns   int           `json:"idleRuns"`
-	IdleFor    time.Duration `json:"idleForNanoseconds"`
-	IdleSettle time.Duration `json:"idleSettleNanoseconds"`
-	FloorRuns  int           `json:"floorRuns"`
+	SingleRuns int `json:"singleRuns"`
+	InitRuns   int `json:"initRuns"`
+	UserRuns   int `json:"userRuns"`
+	ThreeRuns  int `json:"threeRuns"`
+	// UserBursts and UserBurstRuns are the bursts of users' pods.
+	UserBursts    []int       `json:"userBursts,omitempty"`
+	UserBurstRuns map[int]int `json:"userBurstRuns,omitempty"`
+	// FloorParallelism is how many pods at a time the burst floor started
+	// (the fastest of the candidates the floor tried on this machine).
+	FloorParallelism int           `json:"floorParallelism,omitempty"`
+	Bursts           []int         `json:"bursts"`
+	BurstRuns        map[int]int   `json:"burstRuns"`
+	IdlePods         int           `json:"idlePods"`
+	IdleRuns         int           `json:"idleRuns"`
+	IdleFor          time.Duration `json:"idleForNanoseconds"`
+	IdleSettle       time.Duration `json:"idleSettleNanoseconds"`
+	FloorRuns        int           `json:"floorRuns"`
 	// Image is the main containers' (pause), InitImage the init
 	// containers' (busybox).
 	Image       string `json:"image"`
@@ -55,13 +63,20 @@ type AgentResults struct {
 	Version        string `json:"version"`
 	RuntimeVersion string `json:"runtimeVersion"`
 
-	Single []PodRun   `json:"single"`
-	Init   []PodRun   `json:"init"`
-	Bursts []BurstRun `json:"bursts"`
-	Idle   []IdleRun  `json:"idle"`
+	Single []PodRun `json:"single"`
+	Init   []PodRun `json:"init"`
+	// UserPods is one users' pod at a time (userPod), ThreeContainers
+	// one pod of three containers with a readiness probe (threeContainerPod).
+	UserPods        []PodRun   `json:"userPods,omitempty"`
+	ThreeContainers []PodRun   `json:"threeContainers,omitempty"`
+	Bursts          []BurstRun `json:"bursts"`
+	Idle            []IdleRun  `json:"idle"`
 	// Floor is the runtime's own: no agent, straight through CRI on this
 	// agent's containerd.
 	Floor []FloorRun `json:"floor"`
+	// BurstFloor is the runtime's own for each burst size: the same pods
+	// straight through CRI, FloorParallelism at a time.
+	BurstFloor []BurstFloorRun `json:"burstFloor,omitempty"`
 }
 
 // PodRun is one pod created, seen Ready, deleted and seen gone, alone.
@@ -83,8 +98,11 @@ type PodRun struct {
 // BurstRun is Pods pods created at once, all seen Ready, deleted at once and
 // all seen gone.
 type BurstRun struct {
-	Pods  int       `json:"pods"`
-	Start time.Time `json:"start"`
+	// Workload is empty for the bench's pause pods, "user" for users'
+	// pods (token, ConfigMap volume, env from a Secret, service links).
+	Workload string    `json:"workload,omitempty"`
+	Pods     int       `json:"pods"`
+	Start    time.Time `json:"start"`
 	// ReadySeconds per pod: its creation request sent → it seen Ready.
 	ReadySeconds []float64 `json:"readySeconds"`
 	// AllReadySeconds: first creation request sent → last pod seen Ready.
@@ -118,6 +136,14 @@ type FloorRun struct {
 	SandboxSeconds float64 `json:"sandboxSeconds"`
 	CreateSeconds  float64 `json:"createSeconds"`
 	StartSeconds   float64 `json:"startSeconds"`
+}
+
+// BurstFloorRun is Pods pods started straight through CRI, Parallelism at a
+// time, as FloorRun each: first call sent → last container started.
+type BurstFloorRun struct {
+	Pods        int     `json:"pods"`
+	Parallelism int     `json:"parallelism"`
+	Seconds     float64 `json:"seconds"`
 }
 
 func readResults(path string) (*Results, error) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,9 +81,25 @@ func agentsRun(ctx context.Context, f agentsFlags, agents []*agent, results *Res
 		func(ar *AgentResults, run PodRun) { ar.Init = append(ar.Init, run) }); err != nil {
 		return r.windows, err
 	}
+	log.Printf("one users' pod at a time, %d runs per agent", f.settings.UserRuns)
+	if err := r.runSingles(ctx, "user", f.settings.UserRuns, r.userPod,
+		func(ar *AgentResults, run PodRun) { ar.UserPods = append(ar.UserPods, run) }); err != nil {
+		return r.windows, err
+	}
+	log.Printf("one pod of three containers with a readiness probe, %d runs per agent", f.settings.ThreeRuns)
+	if err := r.runSingles(ctx, "three", f.settings.ThreeRuns, r.threeContainerPod,
+		func(ar *AgentResults, run PodRun) { ar.ThreeContainers = append(ar.ThreeContainers, run) }); err != nil {
+		return r.windows, err
+	}
 	for _, n := range f.settings.Bursts {
 		log.Printf("bursts of %d, %d runs per agent", n, f.settings.BurstRuns[n])
-		if err := r.runBursts(ctx, n, f.settings.BurstRuns[n]); err != nil {
+		if err := r.runBursts(ctx, r.pauseBurst(), n, f.settings.BurstRuns[n]); err != nil {
+			return r.windows, err
+		}
+	}
+	for _, n := range f.settings.UserBursts {
+		log.Printf("bursts of %d users' pods, %d runs per agent", n, f.settings.UserBurstRuns[n])
+		if err := r.runBursts(ctx, r.userBurst(), n, f.settings.UserBurstRuns[n]); err != nil {
 			return r.windows, err
 		}
 	}
@@ -130,12 +147,34 @@ func prepareNamespace(ctx context.Context, client kubernetes.Interface, name str
 	if err != nil {
 		return fmt.Errorf("waiting for the default ServiceAccount and kube-root-ca.crt in %s: %w", name, err)
 	}
+	if err := createUserObjects(ctx, client, name); err != nil {
+		return err
+	}
 	pods, err := client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing pods in %s: %w", name, err)
 	}
 	if len(pods.Items) > 0 {
 		return fmt.Errorf("namespace %s already holds %d pods: the bench wants a fresh stack", name, len(pods.Items))
+	}
+	return nil
+}
+
+// createUserObjects makes the ConfigMap and the Secret users' pods read.
+func createUserObjects(ctx context.Context, client kubernetes.Interface, ns string) error {
+	configMap := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: userConfigMap, Namespace: ns},
+		Data:       map[string]string{"greeting": "hello", "settings.yaml": "level: info\n"},
+	}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, configMap, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating configmap %s/%s: %w", ns, userConfigMap, err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: userSecret, Namespace: ns},
+		StringData: map[string]string{"password": "bench"},
+	}
+	if _, err := client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating secret %s/%s: %w", ns, userSecret, err)
 	}
 	return nil
 }
@@ -150,7 +189,13 @@ func runFloor(ctx context.Context, args []string) error {
 	flags.Var(&specs, "agent", "NAME=ENVFILE of an agent whose runtime is measured (give both)")
 	flags.StringVar(&in, "in", "bench.json", "the results to add the floor to")
 	flags.IntVar(&runs, "runs", 20, "runs per runtime")
+	candidates := flags.String("burst-parallelism", "1,2,4,8,16", "how many pods at a time the burst floor tries, on nodelet's runtime with the smallest burst, before it measures every burst at the fastest")
+	burstRuns := flags.Int("burst-runs", 2, "runs of each burst size's floor, per runtime")
 	_ = flags.Parse(args)
+	parallelisms, err := parseCounts(*candidates)
+	if err != nil {
+		return err
+	}
 	agents, envs, err := parseAgents(specs)
 	if err != nil {
 		return err
@@ -181,6 +226,7 @@ func runFloor(ctx context.Context, args []string) error {
 		}
 		clients[a.Name] = c
 		results.Agents[a.Name].Floor = nil
+		results.Agents[a.Name].BurstFloor = nil
 	}
 	log.Printf("the runtime's floor, %d runs per runtime", runs)
 	// One run on each runtime first, unmeasured, as the agents were warmed.
@@ -203,5 +249,51 @@ func runFloor(ctx context.Context, args []string) error {
 		s := Summarize(floor)
 		log.Printf("floor on %s's runtime: %.3f / %.3f / %.3f s (min / median / max)", a.Name, s.Min, s.Median, s.Max)
 	}
+	if err := measureBurstFloor(ctx, agents, clients, results, image, parallelisms, *burstRuns); err != nil {
+		return err
+	}
 	return writeResults(in, results)
+}
+
+// measureBurstFloor finds the parallelism at which the runtime starts the
+// smallest burst fastest, then times every burst size at it on each
+// runtime, alternating: the floor each burst row is compared with.
+func measureBurstFloor(ctx context.Context, agents []*agent, clients map[string]*criClient, results *Results, image string, parallelisms []int, runs int) error {
+	sizes := burstSizes(results.Settings)
+	if len(sizes) == 0 || len(parallelisms) == 0 || runs <= 0 {
+		return nil
+	}
+	var tries []BurstFloorRun
+	for _, p := range parallelisms {
+		run, err := clients[agents[0].Name].burstFloor(ctx, agents[0], image, sizes[0], p, -p)
+		if err != nil {
+			return err
+		}
+		log.Printf("burst floor search: %d pods %d at a time on %s's runtime: %.2fs", sizes[0], p, agents[0].Name, run.Seconds)
+		tries = append(tries, run)
+	}
+	best := fastestParallelism(tries)
+	results.Settings.FloorParallelism = best
+	log.Printf("the burst floor, %d at a time, %d runs per size and runtime", best, runs)
+	for _, n := range sizes {
+		for i := range runs {
+			for _, a := range inTurn(agents, i) {
+				run, err := clients[a.Name].burstFloor(ctx, a, image, n, best, i)
+				if err != nil {
+					return err
+				}
+				log.Printf("burst floor of %d %d/%d on %s's runtime: %.2fs", n, i+1, runs, a.Name, run.Seconds)
+				results.Agents[a.Name].BurstFloor = append(results.Agents[a.Name].BurstFloor, run)
+			}
+		}
+	}
+	return nil
+}
+
+// burstSizes are the burst sizes of every burst workload, smallest first,
+// each once.
+func burstSizes(s Settings) []int {
+	sizes := slices.Concat(s.Bursts, s.UserBursts)
+	slices.Sort(sizes)
+	return slices.Compact(sizes)
 }

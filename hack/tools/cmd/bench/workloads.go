@@ -96,6 +96,59 @@ func (r *runner) initPod(a *agent, name string) *corev1.Pod {
 	return pod
 }
 
+// The objects a users' pod reads, made once in the bench's namespace.
+const (
+	// userWorkload marks the users' pods' bursts (BurstRun.Workload).
+	userWorkload  = "user"
+	userConfigMap = "bench-config"
+	userSecret    = "bench-secret"
+)
+
+// userPod is a pod like users' own: a busybox container that keeps
+// running, with what the API server and the agent add to nearly every real
+// pod — the default ServiceAccount's token (projected), service links —
+// plus a ConfigMap volume and an environment variable from a Secret.
+func (r *runner) userPod(a *agent, name string) *corev1.Pod {
+	pod := r.pod(a, name, "user")
+	main := &pod.Spec.Containers[0]
+	main.Image = r.settings.InitImage
+	main.Command = sleeperCommand
+	main.Env = []corev1.EnvVar{{
+		Name: "PASSWORD",
+		ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: userSecret},
+			Key:                  "password",
+		}},
+	}}
+	main.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/etc/bench"}}
+	pod.Spec.Volumes = []corev1.Volume{{
+		Name: "config",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: userConfigMap},
+		}},
+	}}
+	enableServiceLinks := true
+	pod.Spec.EnableServiceLinks = &enableServiceLinks
+	return pod
+}
+
+// threeContainerPod is a users' pod of three busybox containers (an app
+// and two helpers beside it), the app with an exec readiness probe.
+func (r *runner) threeContainerPod(a *agent, name string) *corev1.Pod {
+	pod := r.userPod(a, name)
+	pod.Labels["workload"] = "three"
+	app := pod.Spec.Containers[0]
+	app.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/etc/bench/greeting"}}},
+		PeriodSeconds: 1,
+	}
+	helper := func(name string) corev1.Container {
+		return corev1.Container{Name: name, Image: r.settings.InitImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleeperCommand}
+	}
+	pod.Spec.Containers = []corev1.Container{app, helper("logger"), helper("proxy")}
+	return pod
+}
+
 // --- one pod at a time --------------------------------------------------------
 
 // single creates one pod, waits until it is Running and Ready, deletes it
@@ -166,15 +219,15 @@ func (r *runner) runSingles(ctx context.Context, workload string, runs int, make
 // burst creates n pods at once, waits until all are Running and Ready,
 // optionally keeps them idling while it measures, then deletes them all at
 // once and waits until all are gone.
-func (r *runner) burst(ctx context.Context, a *agent, n, run int, idle bool) (BurstRun, *IdleRun, error) {
+func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int, idle bool) (BurstRun, *IdleRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.podTimeout+r.settings.IdleSettle+r.settings.IdleFor)
 	defer cancel()
-	workload := fmt.Sprintf("burst%d", n)
+	workload := fmt.Sprintf("%s%d", kind.name, n)
 	names := make([]string, n)
 	pods := make([]*corev1.Pod, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%s-%d-%d", a.Name, workload, run, i)
-		pods[i] = r.pod(a, names[i], workload)
+		pods[i] = kind.pod(a, names[i])
 	}
 	r.tracker.forget(names)
 	pid, err := readPIDFile(a.pidFile())
@@ -203,7 +256,7 @@ func (r *runner) burst(ctx context.Context, a *agent, n, run int, idle bool) (Bu
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
-	result := BurstRun{Pods: n, Start: first, Agent: starting, ReadySeconds: make([]float64, n)}
+	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, ReadySeconds: make([]float64, n)}
 	last := first
 	for i := range ready {
 		result.ReadySeconds[i] = ready[i].Sub(sent[i]).Seconds()
@@ -299,19 +352,35 @@ func (r *runner) idle(ctx context.Context, a *agent, n int) (*IdleRun, error) {
 	return run, nil
 }
 
-func (r *runner) runBursts(ctx context.Context, n, runs int) error {
-	idle := n == r.settings.IdlePods
+// burstKind is what a burst is made of: the bench's pause pods, or users'
+// pods.
+type burstKind struct {
+	// name prefixes the pods' names; workload is BurstRun.Workload.
+	name, workload string
+	pod            func(a *agent, name string) *corev1.Pod
+}
+
+func (r *runner) pauseBurst() burstKind {
+	return burstKind{name: "burst", workload: "", pod: func(a *agent, name string) *corev1.Pod { return r.pod(a, name, "burst") }}
+}
+
+func (r *runner) userBurst() burstKind {
+	return burstKind{name: "userburst", workload: userWorkload, pod: r.userPod}
+}
+
+func (r *runner) runBursts(ctx context.Context, kind burstKind, n, runs int) error {
+	idle := kind.workload == "" && n == r.settings.IdlePods
 	for i := range runs {
 		r.noteLoad()
 		for _, a := range inTurn(r.agents, i) {
-			result, idleRun, err := r.burst(ctx, a, n, i, idle)
+			result, idleRun, err := r.burst(ctx, a, kind, n, i, idle)
 			if err != nil {
 				return err
 			}
 			agentResults := r.results.Agents[a.Name]
 			agentResults.Bursts = append(agentResults.Bursts, result)
-			log.Printf("burst of %d %d/%d %s: all Ready after %.2fs (p50 %.2fs, p99 %.2fs), %.2f CPU-s, peak RSS %d MiB; all gone after %.2fs",
-				n, i+1, runs, a.Name, result.AllReadySeconds, Percentile(result.ReadySeconds, 50), Percentile(result.ReadySeconds, 99),
+			log.Printf("%s of %d %d/%d %s: all Ready after %.2fs (p50 %.2fs, p99 %.2fs), %.2f CPU-s, peak RSS %d MiB; all gone after %.2fs",
+				kind.name, n, i+1, runs, a.Name, result.AllReadySeconds, Percentile(result.ReadySeconds, 50), Percentile(result.ReadySeconds, 99),
 				result.Agent.CPUSeconds, result.Agent.PeakRSSBytes>>20, result.AllGoneSeconds)
 			if idleRun != nil {
 				agentResults.Idle = append(agentResults.Idle, *idleRun)
