@@ -48,7 +48,14 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vol *core
 			var t *token
 			t, err = m.token(ctx, pod, vol.Name, source.ServiceAccountToken, i, state, now)
 			if err == nil {
-				files = map[string]fileProjection{source.ServiceAccountToken.Path: {Data: []byte(t.value), Mode: defaultMode}}
+				user := fsUser(pod)
+				var fsGroup *int64
+				if pod.Spec.SecurityContext != nil {
+					fsGroup = pod.Spec.SecurityContext.FSGroup
+				}
+				files = map[string]fileProjection{source.ServiceAccountToken.Path: {
+					Data: []byte(t.value), Mode: tokenMode(defaultMode, user, fsGroup), FsUser: user,
+				}}
 				due := t.refreshAt()
 				if !due.After(now) {
 					// The refresh failed and the current token was kept.

@@ -240,6 +240,13 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		} else {
 			err = ensureDir(dir, 0o777)
 		}
+		if o := volumeOwnership(pod.Spec.SecurityContext, vol); err == nil && o != nil {
+			// As the kubelet, which sets the volume up all the same: the
+			// pod may not need the group.
+			if err := m.changeOwnership(pod, vol.Name, dir, *o); err != nil {
+				m.log.Error(err, "Failed to give a volume to the pod's fsGroup", "pod", klog.KObj(pod), "volume", vol.Name)
+			}
+		}
 	default:
 		var payload map[string]fileProjection
 		payload, dueAt, err = m.contents(ctx, pod, vol, state, now)
@@ -264,9 +271,14 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			dir = m.volumeDir(pod.UID, pluginProjected, vol.Name)
 			err = m.ensureTmpfs(dir, 0)
 		}
+		var beforeSwap func() error
+		if o := volumeOwnership(pod.Spec.SecurityContext, vol); o != nil {
+			payload = ownedPayload(payload, o.readOnly)
+			beforeSwap = func() error { return m.changeOwnership(pod, vol.Name, dir, *o) }
+		}
 		if err == nil {
 			var changed bool
-			changed, err = writeAtomically(dir, payload, now)
+			changed, err = writeAtomically(dir, payload, now, beforeSwap)
 			if changed {
 				m.log.V(2).Info("Wrote volume files", "pod", klog.KObj(pod), "volume", vol.Name, "files", len(payload))
 			}
@@ -277,6 +289,21 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 	}
 	state.path, state.ready, state.dueAt = dir, true, dueAt
 	return nil
+}
+
+// changeOwnership gives the volume at dir to the pod's fsGroup (see
+// ownership.go). Files whose group or mode could not be changed are
+// logged, as the kubelet logs them; only a walk that could not go on is
+// an error.
+func (m *Manager) changeOwnership(pod *corev1.Pod, volume, dir string, o ownership) error {
+	walked, fileErrs, err := changeOwnership(dir, o)
+	if fileErrs != nil {
+		m.log.Error(fileErrs, "Failed to change the group or mode of some files of a volume", "pod", klog.KObj(pod), "volume", volume, "fsGroup", o.fsGroup)
+	}
+	if walked && err == nil {
+		m.log.V(2).Info("Changed volume ownership", "pod", klog.KObj(pod), "volume", volume, "fsGroup", o.fsGroup, "readOnly", o.readOnly)
+	}
+	return err
 }
 
 // ensureTmpfs makes dir a tmpfs mount point, unless it already is one

@@ -19,3 +19,7 @@ func MakeRShared(string) error { return errors.ErrUnsupported }
 
 // PrepareSubPath is Linux only.
 func PrepareSubPath(SubPath) (string, error) { return "", errors.ErrUnsupported }
+
+func changeOwnership(string, ownership) (bool, error, error) {
+	return false, nil, errors.ErrUnsupported
+}
