@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 )
 
@@ -76,6 +77,10 @@ type Options struct {
 	// unknown: the size of memory emptyDirs and the unset limits of
 	// downwardAPI resourceFieldRefs. Default: unknown.
 	NodeAllocatable func(context.Context) corev1.ResourceList
+	// StatsPeriod is how long a volume's measured usage is served before
+	// it is measured again (see stats.go). Default DefaultStatsPeriod;
+	// negative: volume usage is not reported.
+	StatsPeriod time.Duration
 }
 
 // Manager materialises pod volumes. Safe for concurrent use on different
@@ -91,9 +96,18 @@ type Manager struct {
 	// objects shares ConfigMap and Secret reads between pods' resyncs.
 	objects objectCache
 
+	statsPeriod time.Duration
+	// usage keeps the volumes' last measurements; walks bounds the
+	// measurements under way.
+	usage usageCache
+	walks chan struct{}
+
 	mu sync.Mutex
 	// pods is what is remembered of each pod's volumes, by volume name.
 	pods map[types.UID]map[string]*volumeState
+	// statsTargets are the volumes of each pod whose usage is reported,
+	// set up; read by the node's API, apart from the pod's calls.
+	statsTargets map[types.UID][]statsTarget
 }
 
 type volumeState struct {
@@ -110,6 +124,10 @@ type volumeState struct {
 	// was last set up (downwardAPIDigest); a change in the pod's labels,
 	// annotations or resources makes them due at once.
 	downwardAPI string
+	// usage is how the volume's usage is measured; claim is the
+	// PersistentVolumeClaim it mounts, if any.
+	usage usageMethod
+	claim *statsapi.PVCReference
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -125,14 +143,21 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	if allocatable == nil {
 		allocatable = func(context.Context) corev1.ResourceList { return nil }
 	}
+	statsPeriod := opts.StatsPeriod
+	if statsPeriod == 0 {
+		statsPeriod = DefaultStatsPeriod
+	}
 	return &Manager{
-		rootDir:     opts.RootDir,
-		syncPeriod:  syncPeriod,
-		allocatable: allocatable,
-		client:      client,
-		clock:       clk,
-		log:         log,
-		pods:        map[types.UID]map[string]*volumeState{},
+		rootDir:      opts.RootDir,
+		syncPeriod:   syncPeriod,
+		allocatable:  allocatable,
+		client:       client,
+		clock:        clk,
+		log:          log,
+		statsPeriod:  statsPeriod,
+		walks:        make(chan struct{}, concurrentWalks),
+		pods:         map[types.UID]map[string]*volumeState{},
+		statsTargets: map[types.UID][]statsTarget{},
 	}
 }
 
@@ -171,6 +196,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 
 	paths = make(map[string]string, len(pod.Spec.Volumes))
 	var errs []error
+	var targets []statsTarget
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		state := volumes[vol.Name]
@@ -191,7 +217,11 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 		}
 		paths[vol.Name] = state.path
 		refreshAt = earliest(refreshAt, state.dueAt)
+		if state.usage != usageNone {
+			targets = append(targets, statsTarget{uid: pod.UID, name: vol.Name, path: state.path, method: state.usage, claim: state.claim})
+		}
 	}
+	m.setStatsTargets(pod.UID, targets)
 	return paths, refreshAt, errors.Join(errs...)
 }
 
@@ -210,8 +240,10 @@ func (m *Manager) podVolumes(uid types.UID) map[string]*volumeState {
 
 func (m *Manager) forgetPod(uid types.UID) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.pods, uid)
+	delete(m.statsTargets, uid)
+	m.mu.Unlock()
+	m.forgetUsage(uid)
 }
 
 // setUpVolume sets up one volume and records in state where it is and
@@ -288,6 +320,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return fmt.Errorf("setting up volume %q of pod %s: %w", vol.Name, klog.KObj(pod), err)
 	}
 	state.path, state.ready, state.dueAt = dir, true, dueAt
+	state.usage = volumeUsageMethod(vol)
 	return nil
 }
 

@@ -2,7 +2,10 @@
 
 package volume
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Mounting is Linux only; these keep the package building elsewhere.
 
@@ -22,4 +25,8 @@ func PrepareSubPath(SubPath) (string, error) { return "", errors.ErrUnsupported 
 
 func changeOwnership(string, ownership) (bool, error, error) {
 	return false, nil, errors.ErrUnsupported
+}
+
+func measureUsage(string, usageMethod, time.Time) (usage, error) {
+	return usage{}, errors.ErrUnsupported
 }
