@@ -225,6 +225,7 @@ func run(ctx context.Context, opts Options) error {
 	podVolumes := volume.NewManager(volume.Options{
 		RootDir:         opts.RootDir,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
+		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
 		StatsPeriod:     opts.volumeStatsPeriod(),
 	}, clientset, clk, log.WithName("volume"))
 	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})

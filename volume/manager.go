@@ -77,6 +77,9 @@ type Options struct {
 	// unknown: the size of memory emptyDirs and the unset limits of
 	// downwardAPI resourceFieldRefs. Default: unknown.
 	NodeAllocatable func(context.Context) corev1.ResourceList
+	// NodeLabels returns the Node's labels, which a persistent volume's
+	// nodeAffinity must match; nil when unknown. Default: unknown.
+	NodeLabels func(context.Context) map[string]string
 	// StatsPeriod is how long a volume's measured usage is served before
 	// it is measured again (see stats.go). Default DefaultStatsPeriod;
 	// negative: volume usage is not reported.
@@ -89,6 +92,7 @@ type Manager struct {
 	rootDir     string
 	syncPeriod  time.Duration
 	allocatable func(context.Context) corev1.ResourceList
+	nodeLabels  func(context.Context) map[string]string
 	client      kubernetes.Interface
 	clock       clock.Clock
 	log         logr.Logger
@@ -143,6 +147,10 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	if allocatable == nil {
 		allocatable = func(context.Context) corev1.ResourceList { return nil }
 	}
+	nodeLabels := opts.NodeLabels
+	if nodeLabels == nil {
+		nodeLabels = func(context.Context) map[string]string { return nil }
+	}
 	statsPeriod := opts.StatsPeriod
 	if statsPeriod == 0 {
 		statsPeriod = DefaultStatsPeriod
@@ -151,6 +159,7 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 		rootDir:      opts.RootDir,
 		syncPeriod:   syncPeriod,
 		allocatable:  allocatable,
+		nodeLabels:   nodeLabels,
 		client:       client,
 		clock:        clk,
 		log:          log,
@@ -258,8 +267,16 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		dir   string
 		dueAt time.Time
 		err   error
+		usage = volumeUsageMethod(vol)
+		claim *statsapi.PVCReference
 	)
 	switch {
+	case vol.PersistentVolumeClaim != nil:
+		set, err := m.setUpClaim(ctx, pod, vol)
+		if err != nil {
+			return err
+		}
+		dir, usage, claim = set.dir, set.usage, set.claim
 	case vol.HostPath != nil:
 		if err := checkHostPath(vol.HostPath.Path, vol.HostPath.Type); err != nil {
 			return &MountError{Volume: vol.Name, Err: err}
@@ -320,7 +337,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return fmt.Errorf("setting up volume %q of pod %s: %w", vol.Name, klog.KObj(pod), err)
 	}
 	state.path, state.ready, state.dueAt = dir, true, dueAt
-	state.usage = volumeUsageMethod(vol)
+	state.usage, state.claim = usage, claim
 	return nil
 }
 

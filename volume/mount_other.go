@@ -30,3 +30,7 @@ func changeOwnership(string, ownership) (bool, error, error) {
 func measureUsage(string, usageMethod, time.Time) (usage, error) {
 	return usage{}, errors.ErrUnsupported
 }
+
+func ensureBindMount(string, string, bool) (bool, bool, error) {
+	return false, false, errors.ErrUnsupported
+}
