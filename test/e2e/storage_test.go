@@ -5,12 +5,15 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
@@ -133,4 +136,124 @@ func TestStatsSummaryShowsWhatAContainerWroteIntoItsEmptyDir(t *testing.T) {
 		data, _ := json.Marshal(last)
 		t.Errorf("the emptyDir's stats: %s, want its file system's capacity, what is available, at least 2 inodes used, no pvcRef", data)
 	}
+}
+
+// localVolume makes a folder on the node and a local PersistentVolume on
+// it, pre-bound to the claim ns/claim, with this node in its
+// nodeAffinity; both are removed when the test ends.
+func (f *Framework) localVolume(t *testing.T, ns, claim string) (*corev1.PersistentVolume, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nodelet-e2e-"+ns+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName:       "",
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: claim},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{f.Env.NodeName}}},
+			}}}},
+		},
+	}
+	pv, err = f.Client.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Before the namespace is deleted (cleanups run last first): the
+		// test deletes its pods itself, so nothing mounts the folder.
+		_ = f.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+		_ = os.RemoveAll(dir)
+	})
+	return pv, dir
+}
+
+func TestLocalVolumeClaimKeepsDataAcrossPodsAndIsReadOnlyWhenClaimedSo(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	claimVolume := func(readOnly bool) corev1.Volume {
+		return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: readOnly}}}
+	}
+
+	// The writer is bound to the node before its claim exists (the
+	// scheduler would hold it back): nodelet makes it wait.
+	writer := newPod(ns, "writer").withRestartPolicy(corev1.RestartPolicyNever).
+		withShell(`echo "GROUPS $(id -G)"; echo kept > /data/msg && echo "WROTE $(stat -c '%g' /data/msg)"`).obj()
+	writer.Spec.NodeName = f.Env.NodeName
+	writer.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
+	writer.Spec.Volumes = []corev1.Volume{claimVolume(false)}
+	writer.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	writer = f.createPod(t, writer)
+	f.waitForEvent(t, writer, "FailedMount", fmt.Sprintf(`Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: error processing PVC %s/data: failed to fetch PVC from API server: persistentvolumeclaims "data" not found`, ns), time.Minute)
+	f.waitForPod(t, writer, 30*time.Second, "to wait in ContainerCreating", waitingWith("app", "ContainerCreating", ""))
+
+	// The claim, pre-bound to a local volume on this node: the
+	// controller-manager binds them and the writer starts.
+	pv, dir := f.localVolume(t, ns, "data")
+	if _, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writer = f.waitForPod(t, writer, 2*time.Minute, "to be Succeeded once its claim is bound", succeeded)
+	got := f.reportLines(t, writer, "app")
+	// The non-root user wrote into the root-owned folder through its
+	// fsGroup, and its file belongs to the group.
+	if !slices.Contains(strings.Fields(got["GROUPS"]), "2000") || got["WROTE"] != "2000" {
+		t.Errorf("the writer printed GROUPS %q WROTE %q, want the fsGroup 2000 in both", got["GROUPS"], got["WROTE"])
+	}
+	writerDir := f.podDir(writer)
+	f.deletePod(t, writer, ptr.To[int64](1))
+	f.waitForPodGone(t, writer, time.Minute)
+	await.Eventually(t, 30*time.Second, "the writer's folder and mounts to be gone", await.Condition(func(ctx context.Context) (bool, error) {
+		_, err := os.Stat(writerDir)
+		return os.IsNotExist(err) && len(f.mountsUnder(t, writerDir)) == 0, nil
+	}))
+	if data, err := os.ReadFile(filepath.Join(dir, "msg")); err != nil || string(data) != "kept\n" {
+		t.Fatalf("the volume's folder on the node after the writer went: %q %v, want its file", data, err)
+	}
+
+	// A reader of the same claim, read-only: it reads what the writer
+	// left, and may not write.
+	reader := newPod(ns, "reader").withShell(strings.Join([]string{
+		`echo "READ $(cat /data/msg)"`,
+		writeProbe("DATA", "/data"),
+		`exec sleep 3600`,
+	}, "; ")).obj()
+	reader.Spec.Volumes = []corev1.Volume{claimVolume(true)}
+	reader.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	reader = f.createPod(t, reader)
+	reader = f.waitForPod(t, reader, podStartTimeout, "to be Running and Ready", runningAndReady)
+	f.waitForLogLine(t, reader, "app", time.Minute, "what the writer left", func(line string) bool { return line == "READ kept" })
+	f.waitForLogLine(t, reader, "app", time.Minute, "that it may not write", func(line string) bool { return strings.HasPrefix(line, "DATA-") })
+	if lines := f.containerLogLines(t, reader, "app", 0); !slices.Contains(lines, "DATA-REFUSED") {
+		t.Errorf("the reader of a read-only claim printed %q, want DATA-REFUSED", lines)
+	}
+
+	// The claim's usage, as PVC usage alerts read it.
+	cert := f.kubeletClientCert(t)
+	want := fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace="%s",persistentvolumeclaim="data"}`, ns)
+	await.Eventually(t, time.Minute, "the claim's kubelet_volume_stats_used_bytes", await.Condition(func(ctx context.Context) (bool, error) {
+		code, body, err := f.nodeAPI(ctx, "/metrics", cert, "")
+		return err == nil && code == 200 && strings.Contains(string(body), want), err
+	}))
+
+	readerDir := f.podDir(reader)
+	f.deletePod(t, reader, ptr.To[int64](1))
+	f.waitForPodGone(t, reader, time.Minute)
+	await.Eventually(t, 30*time.Second, "the reader's folder and mounts to be gone", await.Condition(func(ctx context.Context) (bool, error) {
+		_, err := os.Stat(readerDir)
+		return os.IsNotExist(err) && len(f.mountsUnder(t, readerDir)) == 0, nil
+	}))
 }
