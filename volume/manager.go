@@ -6,11 +6,15 @@
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~configmap/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~secret/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~local-volume/<pv name>
 //
 // Supported: projected (serviceAccountToken, configMap, secret,
 // downwardAPI sources), configMap, secret, downwardAPI, emptyDir (disk or
-// memory) and hostPath volumes. Anything else is an
-// *UnsupportedVolumeError.
+// memory) and hostPath volumes, and persistentVolumeClaim volumes bound to
+// local or hostPath PersistentVolumes (claim*.go). Anything else is an
+// *UnsupportedVolumeError. The pod's fsGroup is applied as the kubelet
+// applies it (ownership*.go), and each volume's usage is measured for the
+// node's API (stats.go, usage*.go).
 //
 // Volumes that hold secrets (projected, secret, downwardAPI, emptyDir of
 // medium Memory) live on a tmpfs of their own, as under the kubelet;
