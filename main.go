@@ -225,7 +225,10 @@ func run(ctx context.Context, opts Options) error {
 	podVolumes := volume.NewManager(volume.Options{
 		RootDir:         opts.RootDir,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
+		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
+		StatsPeriod:     opts.volumeStatsPeriod(),
 	}, clientset, clk, log.WithName("volume"))
+	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
 
 	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
 		Policy:   opts.imageGCPolicy(),
@@ -331,7 +334,7 @@ func run(ctx context.Context, opts Options) error {
 		}
 		return nil
 	}
-	nodeServer, err := newNodeServer(opts, clientset, mgr.GetCache(), runtimeService, imageService, plegHealthy, nodeReporter.NodeIPs, clk)
+	nodeServer, err := newNodeServer(opts, clientset, mgr.GetCache(), runtimeService, imageService, podVolumes, plegHealthy, nodeReporter.NodeIPs, clk)
 	if err != nil {
 		return err
 	}
@@ -378,7 +381,7 @@ func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context)
 // newNodeServer builds the node's HTTPS API (package server) from the
 // options: the kubelet's port 10250.
 func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Reader, runtimeService cri.RuntimeService,
-	imageService cri.ImageManagerService, healthz func() error, reportedIPs func() []string, clk clock.WithTicker) (*server.Server, error) {
+	imageService cri.ImageManagerService, volumes server.VolumeStats, healthz func() error, reportedIPs func() []string, clk clock.WithTicker) (*server.Server, error) {
 	certDir := opts.CertDir
 	if certDir == "" {
 		certDir = filepath.Join(opts.RootDir, "pki")
@@ -426,6 +429,7 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		Healthz:      healthz,
 		Metrics:      ctrlmetrics.Registry,
 		ProbeMetrics: kubeletmetrics.ProbeRegistry,
+		Volumes:      volumes,
 		Configz:      configz,
 		NodeIPs:      nodeIPs,
 		Clock:        clk,

@@ -90,6 +90,9 @@ type Options struct {
 	ImageGCLowThresholdPercent       int32
 	ImageMinimumGCAge                metav1.Duration
 	ImageMaximumGCAge                metav1.Duration
+	// VolumeStatsAggPeriod: see options_storage.go (no configuration
+	// file field yet).
+	VolumeStatsAggPeriod time.Duration
 
 	Port                                     int
 	Address                                  string
@@ -179,6 +182,7 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		ImageGCLowThresholdPercent:       ptr.Deref(c.ImageGCLowThresholdPercent, 0),
 		ImageMinimumGCAge:                c.ImageMinimumGCAge,
 		ImageMaximumGCAge:                c.ImageMaximumGCAge,
+		VolumeStatsAggPeriod:             defaultVolumeStatsAggPeriod,
 
 		Port:                                     int(c.Port),
 		Address:                                  c.Address,
@@ -343,6 +347,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.Var(newMapFlag(&o.KubeReserved, "="), "kube-reserved", "Resources kept from pods for Kubernetes' daemons (nodelet, the runtime), as --system-reserved.")
 	fs.Var(newMapFlag(&o.EvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or percentage (e.g. memory.available<1Gi,nodefs.available<10%); memory.available's and nodefs.available's are kept from the Node's allocatable. Replaces the default set whole.")
 	o.bindEvictionFlags(fs)
+	o.bindStorageFlags(fs)
 	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved and kube-reserved (--system-reserved-cgroup and --kube-reserved-cgroup limited to the reservations), or none.")
 	fs.StringVar(&o.SystemReservedCgroup, "system-reserved-cgroup", o.SystemReservedCgroup, "Absolute name of the existing cgroup of the system's daemons, limited to --system-reserved under --enforce-node-allocatable=system-reserved.")
 	fs.StringVar(&o.KubeReservedCgroup, "kube-reserved-cgroup", o.KubeReservedCgroup, "Absolute name of the existing cgroup of Kubernetes' daemons, limited to --kube-reserved under --enforce-node-allocatable=kube-reserved.")

@@ -24,7 +24,6 @@ declare -A KNOWN_LONG=(
 	[controllers/pod_controller.go]=534
 	[runtime/container_test.go]=691
 	[node/reporter_test.go]=619
-	[volume/manager.go]=554
 )
 
 main() {

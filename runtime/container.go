@@ -84,7 +84,7 @@ func containerLogPath(containerName string, restartCount int) string {
 // prepared for its volume, then adds the pod's hosts file and the
 // termination message file.
 func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, restartCount int, envValues map[string]string, env *PodEnv) ([]*runtimeapi.Mount, error) {
-	apiData := apiDataVolumes(pod)
+	readOnly := readOnlyVolumes(pod)
 	var mounts []*runtimeapi.Mount
 	for i, vm := range container.VolumeMounts {
 		volumePath, ok := env.VolumePaths[vm.Name]
@@ -123,7 +123,7 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly || apiData[vm.Name],
+			Readonly:      vm.ReadOnly || readOnly[vm.Name],
 			Propagation:   propagation,
 		})
 	}
@@ -140,14 +140,16 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 	return mounts, nil
 }
 
-// apiDataVolumes are the pod's volumes whose files nodelet writes from the
-// API (configMap, secret, downwardAPI, projected): containers always
-// mount them read-only, as under the kubelet, for their next update would
-// undo any change.
-func apiDataVolumes(pod *corev1.Pod) map[string]bool {
+// readOnlyVolumes are the pod's volumes every container mounts read-only,
+// as under the kubelet: those whose files nodelet writes from the API
+// (configMap, secret, downwardAPI, projected), for their next update
+// would undo any change, and the persistentVolumeClaim volumes the pod
+// claims read-only.
+func readOnlyVolumes(pod *corev1.Pod) map[string]bool {
 	names := map[string]bool{}
 	for _, vol := range pod.Spec.Volumes {
-		if vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil {
+		if vol.ConfigMap != nil || vol.Secret != nil || vol.DownwardAPI != nil || vol.Projected != nil ||
+			(vol.PersistentVolumeClaim != nil && vol.PersistentVolumeClaim.ReadOnly) {
 			names[vol.Name] = true
 		}
 	}

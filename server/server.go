@@ -67,6 +67,9 @@ type Config struct {
 	Configz any
 	// ProbeMetrics are the probe metrics, for /metrics/probes.
 	ProbeMetrics prometheus.Gatherer
+	// Volumes measures the pods' volumes for /stats/summary; nil reports
+	// none.
+	Volumes VolumeStats
 	// NodeIPs are the node's addresses, for the serving certificate.
 	NodeIPs func() []string
 	Clock   clock.WithTicker
@@ -109,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 		stats: newStatsProvider(cfg.NodeName, cfg.RootDir, cfg.Runtime, cfg.Images, cfg.Clock),
 		log:   cfg.Log,
 	}
+	s.stats.volumes = cfg.Volumes
 	s.handler = s.withAuth(s.routes())
 	return s, nil
 }

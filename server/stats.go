@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -33,6 +34,8 @@ type statsProvider struct {
 	clock    clock.PassiveClock
 	// host reads the node's own counters; replaced in tests.
 	host func() (hostStats, error)
+	// volumes measures the pods' volumes; nil reports none.
+	volumes VolumeStats
 
 	mu sync.Mutex
 	// cpu is the last cumulative CPU usage seen of each sandbox, container
@@ -61,6 +64,12 @@ func newStatsProvider(nodeName, rootDir string, runtime cri.RuntimeService, imag
 	}
 }
 
+// VolumeStats measures the usage of pods' volumes (the volume manager).
+type VolumeStats interface {
+	// PodVolumeStats is the usage of each pod's volumes, by pod UID.
+	PodVolumeStats(ctx context.Context) map[types.UID][]statsapi.VolumeStats
+}
+
 func (s *Server) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
 	summary, err := s.stats.summary(r.Context())
 	if err != nil {
@@ -68,7 +77,19 @@ func (s *Server) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Internal Error: %v", err), http.StatusInternalServerError)
 		return
 	}
+	// Only here: /metrics/resource, which metrics-server scrapes often,
+	// reads no volumes.
+	if s.stats.volumes != nil {
+		setVolumeStats(summary.Pods, s.stats.volumes.PodVolumeStats(r.Context()))
+	}
 	writeJSON(w, r, summary)
+}
+
+// setVolumeStats gives each pod of the summary the stats of its volumes.
+func setVolumeStats(pods []statsapi.PodStats, byUID map[types.UID][]statsapi.VolumeStats) {
+	for i := range pods {
+		pods[i].VolumeStats = byUID[types.UID(pods[i].PodRef.UID)]
+	}
 }
 
 func writeJSON(w http.ResponseWriter, r *http.Request, v any) {

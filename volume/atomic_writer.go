@@ -37,12 +37,18 @@ type fileProjection struct {
 	Data []byte
 	// Mode holds the permission bits, as in the API's mode fields.
 	Mode int32
+	// FsUser owns the file when not nil (service account tokens; see
+	// fsUser); else nodelet does.
+	FsUser *int64
 }
 
 // writeAtomically makes dir hold exactly payload (relative path → file),
 // in the layout above. When the files on disk already match, it only
 // repairs the user-visible links and changed is false. dir must exist.
-func writeAtomically(dir string, payload map[string]fileProjection, now time.Time) (changed bool, err error) {
+// beforeSwap, when not nil, runs once new files are written and before
+// they are published (the fsGroup walk, as the kubelet's setPerms): the
+// container never sees them with another group.
+func writeAtomically(dir string, payload map[string]fileProjection, now time.Time, beforeSwap func() error) (changed bool, err error) {
 	clean, err := cleanPayload(payload)
 	if err != nil {
 		return false, err
@@ -56,6 +62,12 @@ func writeAtomically(dir string, payload map[string]fileProjection, now time.Tim
 		next, err := writeDataDir(dir, clean, now)
 		if err != nil {
 			return false, err
+		}
+		if beforeSwap != nil {
+			if err := beforeSwap(); err != nil {
+				_ = os.RemoveAll(filepath.Join(dir, next))
+				return false, err
+			}
 		}
 		if err := swapDataDir(dir, next); err != nil {
 			_ = os.RemoveAll(filepath.Join(dir, next))
@@ -213,6 +225,11 @@ func writeFiles(dataDir string, payload map[string]fileProjection) error {
 		}
 		if err := os.Chmod(full, fileMode(file.Mode)); err != nil {
 			return fmt.Errorf("setting the mode of %s: %w", full, err)
+		}
+		if file.FsUser != nil {
+			if err := os.Lchown(full, int(*file.FsUser), -1); err != nil {
+				return fmt.Errorf("setting the owner of %s: %w", full, err)
+			}
 		}
 	}
 	return nil

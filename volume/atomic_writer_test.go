@@ -85,7 +85,7 @@ func layout(t *testing.T, dir string) []string {
 
 func mustWrite(t *testing.T, dir string, payload map[string]fileProjection) bool {
 	t.Helper()
-	changed, err := writeAtomically(dir, payload, writeTime)
+	changed, err := writeAtomically(dir, payload, writeTime, nil)
 	if err != nil {
 		t.Fatalf("writeAtomically: %v", err)
 	}
@@ -310,7 +310,7 @@ func TestWriteAtomicallyRejectsBadPaths(t *testing.T) {
 	for name, payload := range tests {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if _, err := writeAtomically(dir, payload, writeTime); err == nil {
+			if _, err := writeAtomically(dir, payload, writeTime, nil); err == nil {
 				t.Fatal("no error")
 			}
 			entries, _ := os.ReadDir(dir)

@@ -6,11 +6,15 @@
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~configmap/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~secret/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>
+//	<RootDir>/pods/<uid>/volumes/kubernetes.io~local-volume/<pv name>
 //
 // Supported: projected (serviceAccountToken, configMap, secret,
 // downwardAPI sources), configMap, secret, downwardAPI, emptyDir (disk or
-// memory) and hostPath volumes. Anything else is an
-// *UnsupportedVolumeError.
+// memory) and hostPath volumes, and persistentVolumeClaim volumes bound to
+// local or hostPath PersistentVolumes (claim*.go). Anything else is an
+// *UnsupportedVolumeError. The pod's fsGroup is applied as the kubelet
+// applies it (ownership*.go), and each volume's usage is measured for the
+// node's API (stats.go, usage*.go).
 //
 // Volumes that hold secrets (projected, secret, downwardAPI, emptyDir of
 // medium Memory) live on a tmpfs of their own, as under the kubelet;
@@ -35,12 +39,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 )
 
@@ -79,6 +81,13 @@ type Options struct {
 	// unknown: the size of memory emptyDirs and the unset limits of
 	// downwardAPI resourceFieldRefs. Default: unknown.
 	NodeAllocatable func(context.Context) corev1.ResourceList
+	// NodeLabels returns the Node's labels, which a persistent volume's
+	// nodeAffinity must match; nil when unknown. Default: unknown.
+	NodeLabels func(context.Context) map[string]string
+	// StatsPeriod is how long a volume's measured usage is served before
+	// it is measured again (see stats.go). Default DefaultStatsPeriod;
+	// negative: volume usage is not reported.
+	StatsPeriod time.Duration
 }
 
 // Manager materialises pod volumes. Safe for concurrent use on different
@@ -87,6 +96,7 @@ type Manager struct {
 	rootDir     string
 	syncPeriod  time.Duration
 	allocatable func(context.Context) corev1.ResourceList
+	nodeLabels  func(context.Context) map[string]string
 	client      kubernetes.Interface
 	clock       clock.Clock
 	log         logr.Logger
@@ -94,9 +104,18 @@ type Manager struct {
 	// objects shares ConfigMap and Secret reads between pods' resyncs.
 	objects objectCache
 
+	statsPeriod time.Duration
+	// usage keeps the volumes' last measurements; walks bounds the
+	// measurements under way.
+	usage usageCache
+	walks chan struct{}
+
 	mu sync.Mutex
 	// pods is what is remembered of each pod's volumes, by volume name.
 	pods map[types.UID]map[string]*volumeState
+	// statsTargets are the volumes of each pod whose usage is reported,
+	// set up; read by the node's API, apart from the pod's calls.
+	statsTargets map[types.UID][]statsTarget
 }
 
 type volumeState struct {
@@ -113,6 +132,10 @@ type volumeState struct {
 	// was last set up (downwardAPIDigest); a change in the pod's labels,
 	// annotations or resources makes them due at once.
 	downwardAPI string
+	// usage is how the volume's usage is measured; claim is the
+	// PersistentVolumeClaim it mounts, if any.
+	usage usageMethod
+	claim *statsapi.PVCReference
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -128,14 +151,26 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	if allocatable == nil {
 		allocatable = func(context.Context) corev1.ResourceList { return nil }
 	}
+	nodeLabels := opts.NodeLabels
+	if nodeLabels == nil {
+		nodeLabels = func(context.Context) map[string]string { return nil }
+	}
+	statsPeriod := opts.StatsPeriod
+	if statsPeriod == 0 {
+		statsPeriod = DefaultStatsPeriod
+	}
 	return &Manager{
-		rootDir:     opts.RootDir,
-		syncPeriod:  syncPeriod,
-		allocatable: allocatable,
-		client:      client,
-		clock:       clk,
-		log:         log,
-		pods:        map[types.UID]map[string]*volumeState{},
+		rootDir:      opts.RootDir,
+		syncPeriod:   syncPeriod,
+		allocatable:  allocatable,
+		nodeLabels:   nodeLabels,
+		client:       client,
+		clock:        clk,
+		log:          log,
+		statsPeriod:  statsPeriod,
+		walks:        make(chan struct{}, concurrentWalks),
+		pods:         map[types.UID]map[string]*volumeState{},
+		statsTargets: map[types.UID][]statsTarget{},
 	}
 }
 
@@ -174,6 +209,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 
 	paths = make(map[string]string, len(pod.Spec.Volumes))
 	var errs []error
+	var targets []statsTarget
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		state := volumes[vol.Name]
@@ -194,7 +230,11 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 		}
 		paths[vol.Name] = state.path
 		refreshAt = earliest(refreshAt, state.dueAt)
+		if state.usage != usageNone {
+			targets = append(targets, statsTarget{uid: pod.UID, name: vol.Name, path: state.path, method: state.usage, claim: state.claim})
+		}
 	}
+	m.setStatsTargets(pod.UID, targets)
 	return paths, refreshAt, errors.Join(errs...)
 }
 
@@ -213,8 +253,10 @@ func (m *Manager) podVolumes(uid types.UID) map[string]*volumeState {
 
 func (m *Manager) forgetPod(uid types.UID) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.pods, uid)
+	delete(m.statsTargets, uid)
+	m.mu.Unlock()
+	m.forgetUsage(uid)
 }
 
 // setUpVolume sets up one volume and records in state where it is and
@@ -229,8 +271,16 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		dir   string
 		dueAt time.Time
 		err   error
+		usage = volumeUsageMethod(vol)
+		claim *statsapi.PVCReference
 	)
 	switch {
+	case vol.PersistentVolumeClaim != nil:
+		set, err := m.setUpClaim(ctx, pod, vol)
+		if err != nil {
+			return err
+		}
+		dir, usage, claim = set.dir, set.usage, set.claim
 	case vol.HostPath != nil:
 		if err := checkHostPath(vol.HostPath.Path, vol.HostPath.Type); err != nil {
 			return &MountError{Volume: vol.Name, Err: err}
@@ -242,6 +292,13 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			err = m.ensureTmpfs(dir, memoryVolumeSize(pod, vol.EmptyDir.SizeLimit, m.allocatable(ctx)))
 		} else {
 			err = ensureDir(dir, 0o777)
+		}
+		if o := volumeOwnership(pod.Spec.SecurityContext, vol); err == nil && o != nil {
+			// As the kubelet, which sets the volume up all the same: the
+			// pod may not need the group.
+			if err := m.changeOwnership(pod, vol.Name, dir, *o); err != nil {
+				m.log.Error(err, "Failed to give a volume to the pod's fsGroup", "pod", klog.KObj(pod), "volume", vol.Name)
+			}
 		}
 	default:
 		var payload map[string]fileProjection
@@ -267,9 +324,14 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			dir = m.volumeDir(pod.UID, pluginProjected, vol.Name)
 			err = m.ensureTmpfs(dir, 0)
 		}
+		var beforeSwap func() error
+		if o := volumeOwnership(pod.Spec.SecurityContext, vol); o != nil {
+			payload = ownedPayload(payload, o.readOnly)
+			beforeSwap = func() error { return m.changeOwnership(pod, vol.Name, dir, *o) }
+		}
 		if err == nil {
 			var changed bool
-			changed, err = writeAtomically(dir, payload, now)
+			changed, err = writeAtomically(dir, payload, now, beforeSwap)
 			if changed {
 				m.log.V(2).Info("Wrote volume files", "pod", klog.KObj(pod), "volume", vol.Name, "files", len(payload))
 			}
@@ -279,146 +341,23 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return fmt.Errorf("setting up volume %q of pod %s: %w", vol.Name, klog.KObj(pod), err)
 	}
 	state.path, state.ready, state.dueAt = dir, true, dueAt
+	state.usage, state.claim = usage, claim
 	return nil
 }
 
-// contents gathers the files of a volume that come from the API and the
-// pod. dueAt is when a token in them needs refreshing; zero when none.
-func (m *Manager) contents(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) (payload map[string]fileProjection, dueAt time.Time, err error) {
-	switch {
-	case vol.ConfigMap != nil:
-		payload, err = m.configMapFiles(ctx, pod.Namespace, vol.ConfigMap, modeOr(vol.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode), m.maxReadAge(state))
-	case vol.Secret != nil:
-		payload, err = m.secretFiles(ctx, pod.Namespace, vol.Secret, modeOr(vol.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode), m.maxReadAge(state))
-	case vol.DownwardAPI != nil:
-		payload, err = downwardAPIPayload(pod, vol.DownwardAPI.Items, modeOr(vol.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode), m.allocatable(ctx))
-	case vol.Projected != nil:
-		payload, dueAt, err = m.projectedFiles(ctx, pod, vol, state, now)
-	default:
-		err = fmt.Errorf("volume %q has no source nodelet knows", vol.Name)
+// changeOwnership gives the volume at dir to the pod's fsGroup (see
+// ownership.go). Files whose group or mode could not be changed are
+// logged, as the kubelet logs them; only a walk that could not go on is
+// an error.
+func (m *Manager) changeOwnership(pod *corev1.Pod, volume, dir string, o ownership) error {
+	walked, fileErrs, err := changeOwnership(dir, o)
+	if fileErrs != nil {
+		m.log.Error(fileErrs, "Failed to change the group or mode of some files of a volume", "pod", klog.KObj(pod), "volume", volume, "fsGroup", o.fsGroup)
 	}
-	return payload, dueAt, err
-}
-
-// projectedFiles gathers every source of a projected volume. Like the
-// kubelet it reports every failing source at once and writes nothing until
-// all succeed. dueAt is when the first of its tokens needs refreshing.
-func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) (payload map[string]fileProjection, dueAt time.Time, err error) {
-	defaultMode := modeOr(vol.Projected.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
-	payload = map[string]fileProjection{}
-	var errs []error
-	for i, source := range vol.Projected.Sources {
-		var files map[string]fileProjection
-		switch {
-		case source.ServiceAccountToken != nil:
-			var t *token
-			t, err = m.token(ctx, pod, vol.Name, source.ServiceAccountToken, i, state, now)
-			if err == nil {
-				files = map[string]fileProjection{source.ServiceAccountToken.Path: {Data: []byte(t.value), Mode: defaultMode}}
-				due := t.refreshAt()
-				if !due.After(now) {
-					// The refresh failed and the current token was kept.
-					due = now.Add(retryPeriod)
-				}
-				dueAt = earliest(dueAt, due)
-			}
-		case source.ConfigMap != nil:
-			files, err = m.configMapFiles(ctx, pod.Namespace, &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: source.ConfigMap.LocalObjectReference,
-				Items:                source.ConfigMap.Items,
-				Optional:             source.ConfigMap.Optional,
-			}, defaultMode, m.maxReadAge(state))
-		case source.Secret != nil:
-			files, err = m.secretFiles(ctx, pod.Namespace, &corev1.SecretVolumeSource{
-				SecretName: source.Secret.Name,
-				Items:      source.Secret.Items,
-				Optional:   source.Secret.Optional,
-			}, defaultMode, m.maxReadAge(state))
-		case source.DownwardAPI != nil:
-			files, err = downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode, m.allocatable(ctx))
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for p, f := range files {
-			payload[p] = f
-		}
+	if walked && err == nil {
+		m.log.V(2).Info("Changed volume ownership", "pod", klog.KObj(pod), "volume", volume, "fsGroup", o.fsGroup, "readOnly", o.readOnly)
 	}
-	if len(errs) > 0 {
-		return nil, time.Time{}, utilerrors.NewAggregate(errs)
-	}
-	return payload, dueAt, nil
-}
-
-// token returns the token for one serviceAccountToken source, requesting
-// a new one when none is held or the held one is due. When a refresh
-// fails, a token that has not expired is kept, as the kubelet keeps it.
-func (m *Manager) token(ctx context.Context, pod *corev1.Pod, volume string, source *corev1.ServiceAccountTokenProjection, index int, state *volumeState, now time.Time) (*token, error) {
-	held := state.tokens[index]
-	if held != nil && now.Before(held.refreshAt()) {
-		return held, nil
-	}
-	fresh, err := m.requestToken(ctx, pod, source, now)
-	if err != nil {
-		if held != nil && !held.expired(now) {
-			m.log.Error(err, "Kept the current service account token after a failed refresh", "pod", klog.KObj(pod), "volume", volume)
-			return held, nil
-		}
-		return nil, fmt.Errorf("failed to fetch token: %w", err)
-	}
-	if state.tokens == nil {
-		state.tokens = map[int]*token{}
-	}
-	state.tokens[index] = fresh
-	m.log.V(2).Info("Requested service account token", "pod", klog.KObj(pod), "volume", volume, "refreshAt", fresh.refreshAt())
-	return fresh, nil
-}
-
-// maxReadAge is how old a shared read of a ConfigMap or Secret may be for
-// the volume: none for its first set-up, half a sync period for a resync.
-func (m *Manager) maxReadAge(state *volumeState) time.Duration {
-	if !state.ready || m.syncPeriod <= 0 {
-		return 0
-	}
-	return m.syncPeriod / 2
-}
-
-// configMapFiles reads a ConfigMap, or takes a read no older than maxAge,
-// and returns the files it gives.
-func (m *Manager) configMapFiles(ctx context.Context, namespace string, source *corev1.ConfigMapVolumeSource, defaultMode int32, maxAge time.Duration) (map[string]fileProjection, error) {
-	optional := source.Optional != nil && *source.Optional
-	cm, err := cachedGet(&m.objects, objectKey{"configmap", namespace, source.Name}, m.clock.Now(), maxAge, func() (*corev1.ConfigMap, error) {
-		return m.client.CoreV1().ConfigMaps(namespace).Get(ctx, source.Name, metav1.GetOptions{})
-	})
-	switch {
-	case apierrors.IsNotFound(err) && optional:
-		cm = &corev1.ConfigMap{}
-	case apierrors.IsNotFound(err):
-		// The kubelet's words, not the API server's ("configmaps").
-		return nil, apierrors.NewNotFound(corev1.Resource("configmap"), source.Name)
-	case err != nil:
-		return nil, err
-	}
-	return configMapPayload(cm, source.Items, defaultMode, optional)
-}
-
-// secretFiles reads a Secret, or takes a read no older than maxAge, and
-// returns the files it gives.
-func (m *Manager) secretFiles(ctx context.Context, namespace string, source *corev1.SecretVolumeSource, defaultMode int32, maxAge time.Duration) (map[string]fileProjection, error) {
-	optional := source.Optional != nil && *source.Optional
-	secret, err := cachedGet(&m.objects, objectKey{"secret", namespace, source.SecretName}, m.clock.Now(), maxAge, func() (*corev1.Secret, error) {
-		return m.client.CoreV1().Secrets(namespace).Get(ctx, source.SecretName, metav1.GetOptions{})
-	})
-	switch {
-	case apierrors.IsNotFound(err) && optional:
-		secret = &corev1.Secret{}
-	case apierrors.IsNotFound(err):
-		return nil, apierrors.NewNotFound(corev1.Resource("secret"), source.SecretName)
-	case err != nil:
-		return nil, err
-	}
-	return secretPayload(secret, source.Items, defaultMode, optional)
+	return err
 }
 
 // ensureTmpfs makes dir a tmpfs mount point, unless it already is one

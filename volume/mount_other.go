@@ -2,7 +2,10 @@
 
 package volume
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Mounting is Linux only; these keep the package building elsewhere.
 
@@ -19,3 +22,15 @@ func MakeRShared(string) error { return errors.ErrUnsupported }
 
 // PrepareSubPath is Linux only.
 func PrepareSubPath(SubPath) (string, error) { return "", errors.ErrUnsupported }
+
+func changeOwnership(string, ownership) (bool, error, error) {
+	return false, nil, errors.ErrUnsupported
+}
+
+func measureUsage(string, usageMethod, time.Time) (usage, error) {
+	return usage{}, errors.ErrUnsupported
+}
+
+func ensureBindMount(string, string, bool) (bool, bool, error) {
+	return false, false, errors.ErrUnsupported
+}

@@ -36,9 +36,12 @@ func TestCheckSupported(t *testing.T) {
 		"hostPath, configMap and secret volumes are supported": {
 			source: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}},
 		},
-		"a PVC is not": {
+		"a PVC is (its volume's type is checked once the claim is bound)": {
 			source: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}},
-			want:   `volume "v": persistentVolumeClaim volumes are not supported by nodelet yet`,
+		},
+		"a generic ephemeral volume is not": {
+			source: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}},
+			want:   `volume "v": ephemeral volumes are not supported by nodelet yet`,
 		},
 		"a CSI volume is not": {
 			source: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}},

@@ -45,7 +45,10 @@ func NewNodelet(bin string, env Env) (*Nodelet, error) {
 	args = append(args, "--zap-log-level=debug",
 		// A 100 MB log must stay one file for `kubectl logs` to show it
 		// whole; the rotation test sets its own limits.
-		"--container-log-max-size=200Mi")
+		"--container-log-max-size=200Mi",
+		// Volumes measured at most every 10 s, not every minute: the
+		// volume stats test waits for a write to show.
+		"--volume-stats-agg-period=10s")
 	return &Nodelet{bin: bin, args: args, logPath: env.NodeletLog, healthAddr: env.NodeletHealthAddr}, nil
 }
 

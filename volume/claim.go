@@ -1,0 +1,140 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+)
+
+// What a persistentVolumeClaim volume needs before it can be mounted, and
+// how it is mounted: decisions over the claim and the volume read from
+// the API server. The reads and the mounting are in claim_mount.go.
+
+// pvcProtectionFinalizer keeps a claim in use from going away: a claim
+// being deleted without it is refused, as the kubelet refuses it.
+const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+
+// The persistent volume types nodelet mounts.
+const (
+	claimLocal    = "local"
+	claimHostPath = "hostPath"
+)
+
+// claimMount is how the pod mounts the persistent volume bound to one of
+// its claims.
+type claimMount struct {
+	// pv is the PersistentVolume's name: the kubelet names the volume by
+	// it once the claim is resolved.
+	pv string
+	// kind is claimLocal or claimHostPath.
+	kind string
+	// path is the volume's folder on the node.
+	path string
+	// hostPathType is a hostPath volume's type, checked as an inline
+	// hostPath's.
+	hostPathType *corev1.HostPathType
+	// readOnly is the claim source's readOnly: the volume is mounted
+	// read-only into every container.
+	readOnly bool
+}
+
+// checkClaim is why the pod cannot use claim (read as err) yet, in the
+// kubelet's words, nil when it is bound.
+func checkClaim(claim *corev1.PersistentVolumeClaim, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("failed to fetch PVC from API server: %w", err)
+	case claim.DeletionTimestamp != nil && !slices.Contains(claim.Finalizers, pvcProtectionFinalizer):
+		return errors.New("PVC is being deleted")
+	case claim.Status.Phase != corev1.ClaimBound:
+		return errors.New("PVC is not bound")
+	case claim.Spec.VolumeName == "":
+		return errors.New("PVC has empty pvc.Spec.VolumeName")
+	}
+	return nil
+}
+
+// checkBoundVolume is why pv (read as err), which the claim of UID
+// claimUID names, cannot be used yet, in the kubelet's words.
+func checkBoundVolume(name string, claimUID types.UID, pv *corev1.PersistentVolume, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("failed to fetch PV %s from API server: %w", name, err)
+	case pv.Spec.ClaimRef == nil:
+		return fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
+	case pv.Spec.ClaimRef.UID != claimUID:
+		return fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, claimUID)
+	}
+	return nil
+}
+
+// checkVolumeMode is why the pod's containers cannot use pv as they ask:
+// a Block volume in volumeMounts, or a Filesystem one in volumeDevices
+// (the kubelet's words), or a Block one at all (nodelet maps no block
+// devices yet).
+func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume) error {
+	mode := corev1.PersistentVolumeFilesystem
+	if pv.Spec.VolumeMode != nil {
+		mode = *pv.Spec.VolumeMode
+	}
+	mounted, mapped := volumeUse(pod, volume)
+	switch {
+	case mounted && mode != corev1.PersistentVolumeFilesystem:
+		return &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", volume, mode)}
+	case mapped && mode != corev1.PersistentVolumeBlock:
+		return &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", volume, mode)}
+	case mode == corev1.PersistentVolumeBlock:
+		return &UnsupportedVolumeError{Volume: volume, What: "persistentVolumeClaim volumes of volumeMode Block"}
+	}
+	return nil
+}
+
+// volumeUse tells whether a container of the pod mounts the volume
+// (volumeMounts) and whether one maps it as a device (volumeDevices).
+func volumeUse(pod *corev1.Pod, volume string) (mounted, mapped bool) {
+	visit := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
+		for _, m := range mounts {
+			mounted = mounted || m.Name == volume
+		}
+		for _, d := range devices {
+			mapped = mapped || d.Name == volume
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		visit(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.Containers {
+		visit(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		visit(c.VolumeMounts, c.VolumeDevices)
+	}
+	return mounted, mapped
+}
+
+// claimMountOf is how the pod mounts pv through its volume vol on a node
+// of nodeLabels: only a local or hostPath volume, only on a node its
+// nodeAffinity allows (the kubelet checks it again before mounting, as
+// the scheduler may have been bypassed by setting nodeName).
+func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, pv *corev1.PersistentVolume, nodeLabels map[string]string) (claimMount, error) {
+	if err := checkVolumeMode(pod, vol.Name, pv); err != nil {
+		return claimMount{}, err
+	}
+	m := claimMount{pv: pv.Name, readOnly: vol.PersistentVolumeClaim.ReadOnly}
+	switch {
+	case pv.Spec.Local != nil:
+		m.kind, m.path = claimLocal, pv.Spec.Local.Path
+	case pv.Spec.HostPath != nil:
+		m.kind, m.path, m.hostPathType = claimHostPath, pv.Spec.HostPath.Path, pv.Spec.HostPath.Type
+	default:
+		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: fmt.Sprintf("%s persistent volumes", orUnknown(sourceKind(pv.Spec.PersistentVolumeSource)))}
+	}
+	if err := storagehelpers.CheckNodeAffinity(pv, nodeLabels); err != nil {
+		return claimMount{}, &MountError{Operation: "MountVolume.NodeAffinity check", Volume: pv.Name, Err: err}
+	}
+	return m, nil
+}

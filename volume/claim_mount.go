@@ -1,0 +1,78 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// pluginLocalVolume is the kubelet's folder for local volumes.
+const pluginLocalVolume = "kubernetes.io~local-volume"
+
+// claimSetUp is what setting up a persistentVolumeClaim volume gives.
+type claimSetUp struct {
+	// dir is what the runtime mounts.
+	dir   string
+	usage usageMethod
+	claim *statsapi.PVCReference
+}
+
+// setUpClaim resolves the pod's claim to its persistent volume, as the
+// kubelet's volume manager does before mounting, and mounts it: a local
+// volume is bind-mounted into the pod's folder (read-only when the claim
+// source says so), a hostPath one is handed to the runtime as it is. The
+// claim and the volume are read from the API server each time, never
+// cached: the node may read only those of its own pods. Errors are user
+// errors (*ClaimError, *MountError, *UnsupportedVolumeError): the pod
+// waits for its claim to be bound.
+func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (claimSetUp, error) {
+	name := vol.PersistentVolumeClaim.ClaimName
+	processing := func(err error) error {
+		return &ClaimError{Volume: vol.Name, Err: fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, name, err)}
+	}
+	claim, err := m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err := checkClaim(claim, err); err != nil {
+		return claimSetUp{}, processing(err)
+	}
+	pv, err := m.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err := checkBoundVolume(claim.Spec.VolumeName, claim.UID, pv, err); err != nil {
+		return claimSetUp{}, processing(err)
+	}
+	mount, err := claimMountOf(pod, vol, pv, m.nodeLabels(ctx))
+	if err != nil {
+		return claimSetUp{}, err
+	}
+	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}}
+
+	switch mount.kind {
+	case claimHostPath:
+		// The node's own folder: no ownership change and no usage, as
+		// the kubelet's hostPath volumes.
+		if err := checkHostPath(mount.path, mount.hostPathType); err != nil {
+			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
+		}
+		out.dir, out.usage = mount.path, usageNone
+	case claimLocal:
+		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
+		made, ownFS, err := ensureBindMount(mount.path, dir, mount.readOnly)
+		if err != nil {
+			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
+		}
+		if made {
+			m.log.V(2).Info("Mounted local volume", "pod", klog.KObj(pod), "volume", vol.Name, "pv", mount.pv, "path", mount.path, "readOnly", mount.readOnly)
+			// Ownership is changed on the volume's first mount for the
+			// pod, as the kubelet changes it on a new mount only.
+			if o := claimOwnership(pod.Spec.SecurityContext, mount.readOnly, true); o != nil {
+				if err := m.changeOwnership(pod, vol.Name, dir, *o); err != nil {
+					return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
+				}
+			}
+		}
+		out.dir, out.usage = dir, claimUsageMethod(ownFS, true)
+	}
+	return out, nil
+}
