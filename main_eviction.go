@@ -13,13 +13,15 @@ import (
 	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // newEvictionManager is the eviction manager of the options: it reads the
-// node's signals every housekeeping interval, frees unused images under
-// disk pressure, and has the pod reconciler carry out its evictions.
+// node's signals every housekeeping interval, frees dead containers and
+// unused images under disk pressure, and has the pod reconciler carry out
+// its evictions.
 func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
-	machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
+	runtimeManager *noderuntime.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
 	config, err := opts.evictionConfig()
 	if err != nil {
 		return nil, err
@@ -29,6 +31,7 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 		NodeName:            opts.NodeName,
 		MemoryCapacityBytes: machine.MemoryBytes,
 		RootDir:             opts.RootDir,
+		Containers:          &controllers.ContainerGC{Client: c, Runtime: runtimeManager, Log: log.WithName("containergc")},
 		Images:              imageGC,
 		Enqueue:             queue.Resync,
 		Recorder:            recorder,

@@ -1,9 +1,9 @@
 // Package evictionmanager is the kubelet's eviction manager at the edge:
 // every period it reads the node's memory, disk and PID signals and the
 // pods' usage, lets package eviction decide, reports the pressure
-// conditions the Node shows, reclaims unused images under disk pressure,
-// and orders one pod at a time evicted: the pod reconciler stops it and
-// fails it with reason Evicted.
+// conditions the Node shows, reclaims dead containers and unused images
+// under disk pressure, and orders one pod at a time evicted: the pod
+// reconciler stops it and fails it with reason Evicted.
 package evictionmanager
 
 import (
@@ -43,6 +43,13 @@ type ImageReclaimer interface {
 	DeleteUnusedImages(ctx context.Context) error
 }
 
+// ContainerReclaimer removes dead containers and sandboxes before images
+// are removed and pods evicted for disk, saying how many it removed;
+// controllers.ContainerGC has it.
+type ContainerReclaimer interface {
+	DeleteAllUnusedContainers(ctx context.Context) (int, error)
+}
+
 // Options configure the Manager.
 type Options struct {
 	Config eviction.Config
@@ -54,6 +61,9 @@ type Options struct {
 	RootDir string
 	// Period is how often the signals are read. Default: DefaultPeriod.
 	Period time.Duration
+	// Containers, when set, is asked to remove dead containers before
+	// pods are evicted for disk pressure, and before Images.
+	Containers ContainerReclaimer
 	// Images, when set, is asked to free space before pods are evicted
 	// for disk pressure.
 	Images ImageReclaimer
@@ -192,14 +202,8 @@ func (m *Manager) synchronize(ctx context.Context) {
 	log.Info("Eviction manager: attempting to reclaim", "resourceName", resourceToReclaim)
 	m.opts.Recorder.Eventf(m.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", resourceToReclaim)
 
-	if resourceToReclaim != corev1.ResourceMemory && threshold.Signal != eviction.SignalPIDAvailable && m.opts.Images != nil {
-		if err := m.opts.Images.DeleteUnusedImages(ctx); err != nil {
-			log.Error(err, "Eviction manager: failed to delete unused images")
-		}
-		if len(eviction.ThresholdsMet([]eviction.Threshold{threshold}, m.observe(ctx, m.opts.Clock.Now()), true)) == 0 {
-			log.Info("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", resourceToReclaim)
-			return
-		}
+	if m.reclaimNodeLevelResources(ctx, threshold, func() eviction.Observations { return m.observe(ctx, m.opts.Clock.Now()) }) {
+		return
 	}
 
 	var active []*corev1.Pod
@@ -237,6 +241,46 @@ func (m *Manager) synchronize(ctx context.Context) {
 		return
 	}
 	log.Info("Eviction manager: unable to evict any pods from the node")
+}
+
+// reclaimNodeLevelResources frees disk without evicting a pod, as the
+// kubelet's eviction manager does first: dead containers, then unused
+// images (a dead container's image is in use until the container goes).
+// It says whether the round is to end without an eviction: when the
+// threshold is no longer met once observed again, or when containers
+// were removed, since the runtime frees their writable layers later, in
+// its own garbage collection; the next round observes what that freed
+// before any pod is evicted.
+func (m *Manager) reclaimNodeLevelResources(ctx context.Context, threshold eviction.Threshold, observe func() eviction.Observations) bool {
+	log := m.opts.Log
+	resourceToReclaim := eviction.Resource(threshold.Signal)
+	if resourceToReclaim == corev1.ResourceMemory || threshold.Signal == eviction.SignalPIDAvailable {
+		return false
+	}
+	if m.opts.Containers == nil && m.opts.Images == nil {
+		return false
+	}
+	removed := 0
+	if m.opts.Containers != nil {
+		var err error
+		if removed, err = m.opts.Containers.DeleteAllUnusedContainers(ctx); err != nil {
+			log.Error(err, "Eviction manager: failed to delete dead containers")
+		}
+	}
+	if m.opts.Images != nil {
+		if err := m.opts.Images.DeleteUnusedImages(ctx); err != nil {
+			log.Error(err, "Eviction manager: failed to delete unused images")
+		}
+	}
+	if removed > 0 {
+		log.Info("Eviction manager: removed dead containers; observing again next round before evicting pods", "resourceName", resourceToReclaim, "removed", removed)
+		return true
+	}
+	if len(eviction.ThresholdsMet([]eviction.Threshold{threshold}, observe(), true)) == 0 {
+		log.Info("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", resourceToReclaim)
+		return true
+	}
+	return false
 }
 
 // evict orders the pod evicted: the event and the DisruptionTarget
