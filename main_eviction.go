@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -14,6 +15,7 @@ import (
 	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/volume"
 )
 
 // newEvictionManager is the eviction manager of the options: it reads the
@@ -21,7 +23,7 @@ import (
 // unused images under disk pressure, and has the pod reconciler carry out
 // its evictions.
 func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
-	runtimeManager *noderuntime.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
+	runtimeManager *noderuntime.Manager, volumes *volume.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
 	config, err := opts.evictionConfig()
 	if err != nil {
 		return nil, err
@@ -33,10 +35,16 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 		RootDir:             opts.RootDir,
 		Containers:          &controllers.ContainerGC{Client: c, Runtime: runtimeManager, Log: log.WithName("containergc")},
 		Images:              imageGC,
-		Enqueue:             queue.Resync,
-		Recorder:            recorder,
-		Clock:               clk,
-		Log:                 log.WithName("eviction"),
+		LocalStorage: evictionmanager.LocalStorageMeter{
+			PodLogDir: func(pod *corev1.Pod) string {
+				return noderuntime.PodLogDir(opts.PodLogDir, pod.Namespace, pod.Name, pod.UID)
+			},
+			VolumeDir: volumes.LocalVolumeDir,
+		}.Measure,
+		Enqueue:  queue.Resync,
+		Recorder: recorder,
+		Clock:    clk,
+		Log:      log.WithName("eviction"),
 	}), nil
 }
 

@@ -67,6 +67,10 @@ type Options struct {
 	// Images, when set, is asked to free space before pods are evicted
 	// for disk pressure.
 	Images ImageReclaimer
+	// LocalStorage, when set, measures a pod's logs and local volumes
+	// (LocalStorageMeter.Measure): they count in its disk usage, and the
+	// pods' local storage limits are enforced.
+	LocalStorage func(pod *corev1.Pod) (eviction.LocalStorage, error)
 	// Enqueue has the reconciler look at an evicted pod at once.
 	Enqueue  func(namespace, name string, uid types.UID)
 	Recorder record.EventRecorder
@@ -113,7 +117,7 @@ func (m *Manager) NeedLeaderElection() bool { return false }
 
 // Start reads the signals every period until ctx ends.
 func (m *Manager) Start(ctx context.Context) error {
-	if len(m.opts.Config.Thresholds) == 0 {
+	if len(m.opts.Config.Thresholds) == 0 && m.opts.LocalStorage == nil {
 		<-ctx.Done()
 		return nil
 	}
@@ -194,6 +198,17 @@ func (m *Manager) synchronize(ctx context.Context) {
 		log.V(2).Info("Eviction manager: an evicted pod is still being cleaned up")
 		return
 	}
+	var active []*corev1.Pod
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		active = append(active, pod)
+	}
+	if m.localStorageEviction(ctx, active, now) {
+		return
+	}
 	if len(act) == 0 {
 		return
 	}
@@ -206,19 +221,11 @@ func (m *Manager) synchronize(ctx context.Context) {
 		return
 	}
 
-	var active []*corev1.Pod
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		active = append(active, pod)
-	}
 	if len(active) == 0 {
 		log.Error(nil, "Eviction manager: eviction thresholds have been met, but no pods are active to evict")
 		return
 	}
-	usage, err := podUsage(ctx, m.stats)
+	usage, err := m.podUsage(ctx, active, resourceToReclaim != corev1.ResourceMemory && threshold.Signal != eviction.SignalPIDAvailable)
 	if err != nil {
 		log.Error(err, "Eviction manager: failed to read the pods' usage")
 		return
