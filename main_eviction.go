@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/evictionmanager"
 	"github.com/nodelet/nodelet/imagegc"
@@ -23,7 +24,7 @@ import (
 // unused images under disk pressure, and has the pod reconciler carry out
 // its evictions.
 func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
-	runtimeManager *noderuntime.Manager, volumes *volume.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
+	runtimeManager *noderuntime.Manager, volumes *volume.Manager, podCgroups *cgroups.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
 	config, err := opts.evictionConfig()
 	if err != nil {
 		return nil, err
@@ -32,6 +33,7 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 		Config:              config,
 		NodeName:            opts.NodeName,
 		MemoryCapacityBytes: machine.MemoryBytes,
+		Cgroups:             podCgroups.Hierarchies(),
 		RootDir:             opts.RootDir,
 		Containers:          &controllers.ContainerGC{Client: c, Runtime: runtimeManager, Log: log.WithName("containergc")},
 		Images:              imageGC,

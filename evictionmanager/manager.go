@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
@@ -57,6 +58,9 @@ type Options struct {
 	NodeName string
 	// MemoryCapacityBytes is the node's memory capacity.
 	MemoryCapacityBytes int64
+	// Cgroups are the mounted cgroup hierarchies; memory.available is
+	// read from the root of the memory one.
+	Cgroups []cgroups.Hierarchy
 	// RootDir is nodelet's state folder; its file system is nodefs.
 	RootDir string
 	// Period is how often the signals are read. Default: DefaultPeriod.
@@ -109,7 +113,9 @@ func New(c client.Client, stats StatsService, imageFs ImageFsService, opts Optio
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Manager{client: c, stats: stats, imageFs: imageFs, opts: opts, host: host{procDir: "/proc"}, orders: map[types.UID]Order{}}
+	h := host{procDir: "/proc"}
+	h.memoryCgroup, h.memoryUnified = memoryRoot(opts.Cgroups)
+	return &Manager{client: c, stats: stats, imageFs: imageFs, opts: opts, host: h, orders: map[types.UID]Order{}}
 }
 
 // NeedLeaderElection is false: every node runs its own.
