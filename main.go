@@ -237,7 +237,7 @@ func run(ctx context.Context, opts Options) error {
 		Clock:    clk,
 		Log:      log.WithName("imagegc"),
 	})
-	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, machine, imageGC, podQueue, recorder, clk, log)
+	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, runtimeManager, podVolumes, podCgroups, machine, imageGC, podQueue, recorder, clk, log)
 	if err != nil {
 		return err
 	}

@@ -2,24 +2,29 @@ package main
 
 import (
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/evictionmanager"
 	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
+	noderuntime "github.com/nodelet/nodelet/runtime"
+	"github.com/nodelet/nodelet/volume"
 )
 
 // newEvictionManager is the eviction manager of the options: it reads the
-// node's signals every housekeeping interval, frees unused images under
-// disk pressure, and has the pod reconciler carry out its evictions.
+// node's signals every housekeeping interval, frees dead containers and
+// unused images under disk pressure, and has the pod reconciler carry out
+// its evictions.
 func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
-	machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
+	runtimeManager *noderuntime.Manager, volumes *volume.Manager, podCgroups *cgroups.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
 	config, err := opts.evictionConfig()
 	if err != nil {
 		return nil, err
@@ -28,12 +33,20 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 		Config:              config,
 		NodeName:            opts.NodeName,
 		MemoryCapacityBytes: machine.MemoryBytes,
+		Cgroups:             podCgroups.Hierarchies(),
 		RootDir:             opts.RootDir,
+		Containers:          &controllers.ContainerGC{Client: c, Runtime: runtimeManager, Log: log.WithName("containergc")},
 		Images:              imageGC,
-		Enqueue:             queue.Resync,
-		Recorder:            recorder,
-		Clock:               clk,
-		Log:                 log.WithName("eviction"),
+		LocalStorage: evictionmanager.LocalStorageMeter{
+			PodLogDir: func(pod *corev1.Pod) string {
+				return noderuntime.PodLogDir(opts.PodLogDir, pod.Namespace, pod.Name, pod.UID)
+			},
+			VolumeDir: volumes.LocalVolumeDir,
+		}.Measure,
+		Enqueue:  queue.Resync,
+		Recorder: recorder,
+		Clock:    clk,
+		Log:      log.WithName("eviction"),
 	}), nil
 }
 

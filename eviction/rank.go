@@ -33,8 +33,9 @@ const immediateEvictionGracePeriodSeconds = 1
 // ContainerUsage is one container's measured use.
 type ContainerUsage struct {
 	Name string
-	// Memory is its working set; EphemeralStorage its writable layer and
-	// logs. Nil when not measured.
+	// Memory is its working set; EphemeralStorage its writable layer,
+	// and its logs once WithLocalStorage has counted them. Nil when not
+	// measured.
 	Memory           *resource.Quantity
 	EphemeralStorage *resource.Quantity
 }
@@ -46,6 +47,8 @@ type PodUsage struct {
 	Inodes           *resource.Quantity
 	Processes        *int64
 	Containers       []ContainerUsage
+	// Volumes are its local volumes' usage by name (WithLocalStorage).
+	Volumes map[string]DiskUsage
 }
 
 // Usage is the pods' measured use by UID; a pod missing was not measured.

@@ -1,9 +1,9 @@
 // Package evictionmanager is the kubelet's eviction manager at the edge:
 // every period it reads the node's memory, disk and PID signals and the
 // pods' usage, lets package eviction decide, reports the pressure
-// conditions the Node shows, reclaims unused images under disk pressure,
-// and orders one pod at a time evicted: the pod reconciler stops it and
-// fails it with reason Evicted.
+// conditions the Node shows, reclaims dead containers and unused images
+// under disk pressure, and orders one pod at a time evicted: the pod
+// reconciler stops it and fails it with reason Evicted.
 package evictionmanager
 
 import (
@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/eviction"
 	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
@@ -43,6 +44,13 @@ type ImageReclaimer interface {
 	DeleteUnusedImages(ctx context.Context) error
 }
 
+// ContainerReclaimer removes dead containers and sandboxes before images
+// are removed and pods evicted for disk, saying how many it removed;
+// controllers.ContainerGC has it.
+type ContainerReclaimer interface {
+	DeleteAllUnusedContainers(ctx context.Context) (int, error)
+}
+
 // Options configure the Manager.
 type Options struct {
 	Config eviction.Config
@@ -50,13 +58,23 @@ type Options struct {
 	NodeName string
 	// MemoryCapacityBytes is the node's memory capacity.
 	MemoryCapacityBytes int64
+	// Cgroups are the mounted cgroup hierarchies; memory.available is
+	// read from the root of the memory one.
+	Cgroups []cgroups.Hierarchy
 	// RootDir is nodelet's state folder; its file system is nodefs.
 	RootDir string
 	// Period is how often the signals are read. Default: DefaultPeriod.
 	Period time.Duration
+	// Containers, when set, is asked to remove dead containers before
+	// pods are evicted for disk pressure, and before Images.
+	Containers ContainerReclaimer
 	// Images, when set, is asked to free space before pods are evicted
 	// for disk pressure.
 	Images ImageReclaimer
+	// LocalStorage, when set, measures a pod's logs and local volumes
+	// (LocalStorageMeter.Measure): they count in its disk usage, and the
+	// pods' local storage limits are enforced.
+	LocalStorage func(pod *corev1.Pod) (eviction.LocalStorage, error)
 	// Enqueue has the reconciler look at an evicted pod at once.
 	Enqueue  func(namespace, name string, uid types.UID)
 	Recorder record.EventRecorder
@@ -95,7 +113,9 @@ func New(c client.Client, stats StatsService, imageFs ImageFsService, opts Optio
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Manager{client: c, stats: stats, imageFs: imageFs, opts: opts, host: host{procDir: "/proc"}, orders: map[types.UID]Order{}}
+	h := host{procDir: "/proc"}
+	h.memoryCgroup, h.memoryUnified = memoryRoot(opts.Cgroups)
+	return &Manager{client: c, stats: stats, imageFs: imageFs, opts: opts, host: h, orders: map[types.UID]Order{}}
 }
 
 // NeedLeaderElection is false: every node runs its own.
@@ -103,7 +123,7 @@ func (m *Manager) NeedLeaderElection() bool { return false }
 
 // Start reads the signals every period until ctx ends.
 func (m *Manager) Start(ctx context.Context) error {
-	if len(m.opts.Config.Thresholds) == 0 {
+	if len(m.opts.Config.Thresholds) == 0 && m.opts.LocalStorage == nil {
 		<-ctx.Done()
 		return nil
 	}
@@ -184,24 +204,6 @@ func (m *Manager) synchronize(ctx context.Context) {
 		log.V(2).Info("Eviction manager: an evicted pod is still being cleaned up")
 		return
 	}
-	if len(act) == 0 {
-		return
-	}
-	threshold := act[0]
-	resourceToReclaim := eviction.Resource(threshold.Signal)
-	log.Info("Eviction manager: attempting to reclaim", "resourceName", resourceToReclaim)
-	m.opts.Recorder.Eventf(m.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", resourceToReclaim)
-
-	if resourceToReclaim != corev1.ResourceMemory && threshold.Signal != eviction.SignalPIDAvailable && m.opts.Images != nil {
-		if err := m.opts.Images.DeleteUnusedImages(ctx); err != nil {
-			log.Error(err, "Eviction manager: failed to delete unused images")
-		}
-		if len(eviction.ThresholdsMet([]eviction.Threshold{threshold}, m.observe(ctx, m.opts.Clock.Now()), true)) == 0 {
-			log.Info("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", resourceToReclaim)
-			return
-		}
-	}
-
 	var active []*corev1.Pod
 	for i := range pods.Items {
 		pod := &pods.Items[i]
@@ -210,11 +212,26 @@ func (m *Manager) synchronize(ctx context.Context) {
 		}
 		active = append(active, pod)
 	}
+	if m.localStorageEviction(ctx, active, now) {
+		return
+	}
+	if len(act) == 0 {
+		return
+	}
+	threshold := act[0]
+	resourceToReclaim := eviction.Resource(threshold.Signal)
+	log.Info("Eviction manager: attempting to reclaim", "resourceName", resourceToReclaim)
+	m.opts.Recorder.Eventf(m.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", resourceToReclaim)
+
+	if m.reclaimNodeLevelResources(ctx, threshold, func() eviction.Observations { return m.observe(ctx, m.opts.Clock.Now()) }) {
+		return
+	}
+
 	if len(active) == 0 {
 		log.Error(nil, "Eviction manager: eviction thresholds have been met, but no pods are active to evict")
 		return
 	}
-	usage, err := podUsage(ctx, m.stats)
+	usage, err := m.podUsage(ctx, active, resourceToReclaim != corev1.ResourceMemory && threshold.Signal != eviction.SignalPIDAvailable)
 	if err != nil {
 		log.Error(err, "Eviction manager: failed to read the pods' usage")
 		return
@@ -237,6 +254,46 @@ func (m *Manager) synchronize(ctx context.Context) {
 		return
 	}
 	log.Info("Eviction manager: unable to evict any pods from the node")
+}
+
+// reclaimNodeLevelResources frees disk without evicting a pod, as the
+// kubelet's eviction manager does first: dead containers, then unused
+// images (a dead container's image is in use until the container goes).
+// It says whether the round is to end without an eviction: when the
+// threshold is no longer met once observed again, or when containers
+// were removed, since the runtime frees their writable layers later, in
+// its own garbage collection; the next round observes what that freed
+// before any pod is evicted.
+func (m *Manager) reclaimNodeLevelResources(ctx context.Context, threshold eviction.Threshold, observe func() eviction.Observations) bool {
+	log := m.opts.Log
+	resourceToReclaim := eviction.Resource(threshold.Signal)
+	if resourceToReclaim == corev1.ResourceMemory || threshold.Signal == eviction.SignalPIDAvailable {
+		return false
+	}
+	if m.opts.Containers == nil && m.opts.Images == nil {
+		return false
+	}
+	removed := 0
+	if m.opts.Containers != nil {
+		var err error
+		if removed, err = m.opts.Containers.DeleteAllUnusedContainers(ctx); err != nil {
+			log.Error(err, "Eviction manager: failed to delete dead containers")
+		}
+	}
+	if m.opts.Images != nil {
+		if err := m.opts.Images.DeleteUnusedImages(ctx); err != nil {
+			log.Error(err, "Eviction manager: failed to delete unused images")
+		}
+	}
+	if removed > 0 {
+		log.Info("Eviction manager: removed dead containers; observing again next round before evicting pods", "resourceName", resourceToReclaim, "removed", removed)
+		return true
+	}
+	if len(eviction.ThresholdsMet([]eviction.Threshold{threshold}, observe(), true)) == 0 {
+		log.Info("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", resourceToReclaim)
+		return true
+	}
+	return false
 }
 
 // evict orders the pod evicted: the event and the DisruptionTarget

@@ -4,11 +4,13 @@ package evictionmanager
 // container runtime.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/eviction"
 )
 
@@ -40,56 +43,59 @@ type ImageFsService interface {
 // host is where the node-wide signals are read; tests point it elsewhere.
 type host struct {
 	procDir string
+	// memoryCgroup is the root memory cgroup's folder; memoryUnified is
+	// true when it is cgroup v2's.
+	memoryCgroup  string
+	memoryUnified bool
 }
 
 // memoryAvailable is the kubelet's memory.available: the node's capacity
-// less the working set (usage less inactive file pages), from the
-// machine's memory counters as the root cgroup sees them.
+// less the root memory cgroup's working set (eviction.RootMemory).
 func (h host) memoryAvailable(capacityBytes int64, now time.Time) (eviction.Observation, error) {
-	data, err := os.ReadFile(h.procDir + "/meminfo")
-	if err != nil {
-		return eviction.Observation{}, fmt.Errorf("reading memory counters: %w", err)
+	if h.memoryCgroup == "" {
+		return eviction.Observation{}, fmt.Errorf("no memory cgroup hierarchy is mounted")
 	}
-	workingSet, err := parseWorkingSet(data)
+	data, err := os.ReadFile(filepath.Join(h.memoryCgroup, "memory.stat"))
 	if err != nil {
-		return eviction.Observation{}, err
+		return eviction.Observation{}, fmt.Errorf("reading the root memory cgroup's counters: %w", err)
 	}
-	return eviction.Observation{
-		Available: *resource.NewQuantity(max(capacityBytes-workingSet, 0), resource.BinarySI),
-		Capacity:  *resource.NewQuantity(capacityBytes, resource.BinarySI),
-		Time:      now,
-	}, nil
+	root := eviction.RootMemory{Unified: h.memoryUnified}
+	if root.Stat, err = eviction.ParseMemoryStat(data); err != nil {
+		return eviction.Observation{}, fmt.Errorf("reading %s: %w", filepath.Join(h.memoryCgroup, "memory.stat"), err)
+	}
+	usageFile := "memory.usage_in_bytes"
+	if h.memoryUnified {
+		usageFile = "memory.current"
+	}
+	data, err = os.ReadFile(filepath.Join(h.memoryCgroup, usageFile))
+	switch {
+	case err == nil:
+		usage, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil {
+			return eviction.Observation{}, fmt.Errorf("reading %s: %w", filepath.Join(h.memoryCgroup, usageFile), err)
+		}
+		root.Usage = &usage
+	case !h.memoryUnified || !errors.Is(err, fs.ErrNotExist):
+		// Only the top of a v2 hierarchy has no usage file.
+		return eviction.Observation{}, fmt.Errorf("reading the root memory cgroup's usage: %w", err)
+	}
+	return eviction.MemoryAvailable(capacityBytes, root.WorkingSet(), now), nil
 }
 
-// parseWorkingSet is /proc/meminfo's used memory (total less free) less
-// its inactive file pages, as the root cgroup's working set.
-func parseWorkingSet(meminfo []byte) (int64, error) {
-	mem := map[string]int64{}
-	scanner := bufio.NewScanner(bytes.NewReader(meminfo))
-	for scanner.Scan() {
-		name, rest, ok := strings.Cut(scanner.Text(), ":")
-		if !ok {
-			continue
+// memoryRoot is the root memory cgroup: cgroup v1's memory hierarchy
+// where there is one (also in the hybrid layout), else the unified one.
+func memoryRoot(hierarchies []cgroups.Hierarchy) (dir string, unified bool) {
+	for _, h := range hierarchies {
+		if !h.Unified && slices.Contains(h.Controllers, "memory") {
+			return h.MountPoint, false
 		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		if len(fields) > 1 && fields[1] == "kB" {
-			v *= 1024
-		}
-		mem[name] = v
 	}
-	total, ok := mem["MemTotal"]
-	if !ok {
-		return 0, fmt.Errorf("memory counters have no MemTotal")
+	for _, h := range hierarchies {
+		if h.Unified {
+			return h.MountPoint, true
+		}
 	}
-	usage := total - min(mem["MemFree"], total)
-	return usage - min(mem["Inactive(file)"], usage), nil
+	return "", false
 }
 
 // pidAvailable is the kubelet's pid.available: pid_max less the threads

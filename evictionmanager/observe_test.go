@@ -8,9 +8,12 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/cgroups"
 )
 
-// Tests of the readings: a /proc written to a temporary folder, and a
+// Tests of the readings: a /proc and a root memory cgroup written to a
+// temporary folder, and a
 // stub StatsService returning fixed CRI container stats (no runtime).
 
 func writeProc(t *testing.T, files map[string]string) host {
@@ -28,15 +31,62 @@ func writeProc(t *testing.T, files map[string]string) host {
 	return host{procDir: dir}
 }
 
-func TestMemoryAvailableIsCapacityLessWorkingSet(t *testing.T) {
-	h := writeProc(t, map[string]string{"meminfo": "MemTotal:       4194304 kB\nMemFree:        1048576 kB\nInactive(file):  524288 kB\n"})
-	// Used 3Gi, of which 512Mi inactive file pages: a 2.5Gi working set.
-	got, err := h.memoryAvailable(4<<30, time.Unix(1, 0))
-	if err != nil {
-		t.Fatal(err)
+func TestMemoryAvailableFromTheRootMemoryCgroup(t *testing.T) {
+	for name, tc := range map[string]struct {
+		unified bool
+		files   map[string]string
+		want    int64
+	}{
+		"cgroup v1: usage_in_bytes less total_inactive_file": {
+			files: map[string]string{
+				"memory.usage_in_bytes": "3221225472\n",
+				"memory.stat":           "cache 2147483648\ninactive_file 1\ntotal_inactive_file 536870912\n",
+			},
+			// Used 3Gi, of which 512Mi inactive file pages: a 2.5Gi
+			// working set of 4Gi.
+			want: 1536 << 20,
+		},
+		"cgroup v2, top of the hierarchy: anon + file less inactive_file": {
+			unified: true,
+			files:   map[string]string{"memory.stat": "anon 1073741824\nfile 2147483648\ninactive_file 536870912\n"},
+			want:    1536 << 20,
+		},
+		"cgroup v2 with memory.current": {
+			unified: true,
+			files:   map[string]string{"memory.current": "3221225472\n", "memory.stat": "anon 1\nfile 1\ninactive_file 536870912\n"},
+			want:    1536 << 20,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := writeProc(t, tc.files)
+			h.memoryCgroup, h.memoryUnified = h.procDir, tc.unified
+			got, err := h.memoryAvailable(4<<30, time.Unix(1, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Available.Value() != tc.want || got.Capacity.Value() != 4<<30 {
+				t.Errorf("memory.available = %s of %s, want %d of 4Gi", &got.Available, &got.Capacity, tc.want)
+			}
+		})
 	}
-	if got.Available.Value() != 1536<<20 || got.Capacity.Value() != 4<<30 {
-		t.Errorf("memory.available = %s of %s, want 1536Mi of 4Gi", &got.Available, &got.Capacity)
+	h := writeProc(t, map[string]string{"memory.stat": "total_inactive_file 1\n"})
+	h.memoryCgroup = h.procDir
+	if _, err := h.memoryAvailable(4<<30, time.Unix(1, 0)); err == nil {
+		t.Errorf("cgroup v1 without usage_in_bytes read no error")
+	}
+}
+
+func TestMemoryRootPrefersV1sMemoryHierarchy(t *testing.T) {
+	hybrid := []cgroups.Hierarchy{
+		{MountPoint: "/sys/fs/cgroup/unified", Unified: true},
+		{MountPoint: "/sys/fs/cgroup/cpu,cpuacct", Controllers: []string{"cpu", "cpuacct"}},
+		{MountPoint: "/sys/fs/cgroup/memory", Controllers: []string{"memory"}},
+	}
+	if dir, unified := memoryRoot(hybrid); dir != "/sys/fs/cgroup/memory" || unified {
+		t.Errorf("hybrid: memoryRoot() = %q, %v; want v1's memory hierarchy", dir, unified)
+	}
+	if dir, unified := memoryRoot([]cgroups.Hierarchy{{MountPoint: "/sys/fs/cgroup", Unified: true, Controllers: []string{"memory"}}}); dir != "/sys/fs/cgroup" || !unified {
+		t.Errorf("v2: memoryRoot() = %q, %v; want the unified hierarchy", dir, unified)
 	}
 }
 

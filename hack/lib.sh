@@ -200,6 +200,19 @@ profile_load() {
 	POD_LOG_DIR=$STATE_DIR/pod-logs
 	CONTAINER_LOG_DIR=$STATE_DIR/containers
 	NODELET_LOG=$LOG_DIR/nodelet.log
+	# NODE_DISK_SIZE (say 4G) gives the node a file system of its own: a
+	# sparse ext4 image, loop-mounted at NODE_DISK_DIR, holds nodelet's root
+	# dir and containerd's root (bind-mounted where they always are), so
+	# that nodefs and imagefs are the node's alone and not the host's disk,
+	# whose free space other work moves by gigabytes. The e2e stacks have
+	# one, which their disk eviction test fills; NODE_DISK_SIZE= (empty)
+	# keeps the host's disk.
+	case "$PROFILE" in
+	e2e | e2e-[1-9]) NODE_DISK_SIZE=${NODE_DISK_SIZE-4G} ;;
+	*) NODE_DISK_SIZE=${NODE_DISK_SIZE:-} ;;
+	esac
+	NODE_DISK_DIR=$STATE_DIR/node-disk
+	NODE_DISK_IMAGE=$STATE_DIR/node-disk.img
 	# The reference kubelet's (profile bench-ref).
 	KUBELET_ROOT_DIR=$STATE_DIR/kubelet
 	NODELET_ARGS_FILE=$STATE_DIR/nodelet.args
@@ -424,6 +437,43 @@ EOF
 	wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
 }
 
+# --- the node's disk ---------------------------------------------------------
+
+# mount_node_disk makes and mounts the node's own file system when
+# NODE_DISK_SIZE asks for one (see profile_load). The image is sparse and
+# mounted with discard, so files removed in it give the host its space
+# back; the sweep unmounts it, detaches its loop device and removes it.
+mount_node_disk() {
+	[[ -n $NODE_DISK_SIZE ]] || return 0
+	log "Giving the node a file system of its own: $NODE_DISK_SIZE of ext4 at $NODE_DISK_DIR"
+	rm -f "$NODE_DISK_IMAGE"
+	truncate -s "$NODE_DISK_SIZE" "$NODE_DISK_IMAGE"
+	# -m 0: no blocks reserved for root, whose share would make the free
+	# space nodelet sees (statfs's available) differ from df's.
+	mkfs.ext4 -q -F -m 0 -E nodiscard "$NODE_DISK_IMAGE"
+	mkdir -p "$NODE_DISK_DIR" "$NODELET_ROOT_DIR" "$CONTAINERD_DIR/root"
+	mount -o loop,discard "$NODE_DISK_IMAGE" "$NODE_DISK_DIR"
+	mkdir -p "$NODE_DISK_DIR/nodelet" "$NODE_DISK_DIR/containerd-root"
+	mount --bind "$NODE_DISK_DIR/nodelet" "$NODELET_ROOT_DIR"
+	mount --bind "$NODE_DISK_DIR/containerd-root" "$CONTAINERD_DIR/root"
+}
+
+# node_disk_loops prints the loop devices backed by the node's disk image.
+node_disk_loops() {
+	[[ -e $NODE_DISK_IMAGE ]] || return 0
+	losetup -j "$NODE_DISK_IMAGE" | cut -d: -f1
+}
+
+# remove_node_disk detaches the node's disk image, once unmounted, and
+# removes it: what was written to it is the host's disk space.
+remove_node_disk() {
+	local dev
+	for dev in $(node_disk_loops); do
+		losetup -d "$dev" 2>/dev/null || log "Could not detach $dev ($NODE_DISK_IMAGE)"
+	done
+	[[ -n $(node_disk_loops) ]] || rm -f "$NODE_DISK_IMAGE"
+}
+
 # --- the sweep -------------------------------------------------------------
 
 cgroup_dirs() {
@@ -568,6 +618,7 @@ sweep() {
 	for mount in $(mounts_under "$STATE_DIR"); do
 		umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || log "Could not unmount $mount"
 	done
+	remove_node_disk
 
 	if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
 		local link
@@ -610,6 +661,9 @@ leftovers() {
 	[[ -n $pids ]] && echo "processes: $pids"
 	mounts=$(mounts_under "$STATE_DIR" | tr '\n' ' ')
 	[[ -n $mounts ]] && echo "mounts: $mounts"
+	local loops
+	loops=$(node_disk_loops | tr '\n' ' ')
+	[[ -n $loops ]] && echo "loop devices: $loops"
 	ip link show "$CNI_BRIDGE" >/dev/null 2>&1 && echo "bridge: $CNI_BRIDGE"
 	[[ -n $(cgroup_dirs) ]] && echo "cgroups: $(cgroup_dirs | tr '\n' ' ')"
 	local results

@@ -81,6 +81,7 @@ done
 mkdir -p "$PKI_DIR" "$KUBECONFIG_DIR" "$LOG_DIR" "$RUN_DIR" "$CONTAINERD_DIR" "$CNI_CONF_DIR" \
 	"$NODELET_ROOT_DIR" "$POD_LOG_DIR" "$CONTAINER_LOG_DIR" "$STATE_DIR/registry" "$STATE_DIR/registry-private"
 chmod 0700 "$PKI_DIR" "$KUBECONFIG_DIR"
+mount_node_disk
 if [[ $NETWORK_MODE == agent ]]; then
 	# The runtime's CNI bin folder: the plugins, and nodelet's shim once
 	# nodelet installs it.

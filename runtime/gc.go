@@ -32,37 +32,24 @@ func (m *Manager) RemovePod(ctx context.Context, status *PodStatus) error {
 	return errors.Join(errs...)
 }
 
-// PruneContainers removes the dead container instances and sandboxes a pod
-// no longer needs: for each container name only the newest exited instance
-// is kept (its state is the status's lastState and `logs --previous`), and
-// a sandbox that is neither the newest nor holds a kept container goes.
+// PruneContainers removes the dead container instances and sandboxes a
+// running pod no longer needs (DeadToRemove): for each container name only
+// the newest exited instance is kept.
 func (m *Manager) PruneContainers(ctx context.Context, status *PodStatus) error {
+	return m.RemoveDead(ctx, status, DeadToRemove(status, false))
+}
+
+// RemoveDead removes the containers (with their log files) and then the
+// sandboxes of a pod's record that dead names. One that is already gone
+// is no error.
+func (m *Manager) RemoveDead(ctx context.Context, status *PodStatus, dead Dead) error {
 	var errs []error
-	seen := map[string]bool{}
-	keptSandboxes := map[string]bool{}
-	if len(status.Sandboxes) > 0 {
-		keptSandboxes[status.Sandboxes[0].ID] = true
-	}
-	// Containers are newest first: the first exited instance of a name is
-	// kept, any older one is removed.
-	for _, c := range status.Containers {
-		if c.State == ContainerRunning || c.State == ContainerCreated {
-			keptSandboxes[c.SandboxID] = true
-			continue
-		}
-		if !seen[c.Name] {
-			seen[c.Name] = true
-			keptSandboxes[c.SandboxID] = true
-			continue
-		}
+	for _, c := range dead.Containers {
 		if err := m.removeContainer(ctx, status, c); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, sb := range status.Sandboxes {
-		if keptSandboxes[sb.ID] || sb.State == SandboxReady {
-			continue
-		}
+	for _, sb := range dead.Sandboxes {
 		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
 		}

@@ -130,3 +130,9 @@ func within(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
+
+// PodLogDir is the folder of a pod's container logs under root, one
+// folder per container name inside.
+func PodLogDir(root, namespace, name string, uid types.UID) string {
+	return podLogDir(root, namespace, name, uid)
+}

@@ -18,31 +18,40 @@ import (
 )
 
 // hostMemoryAvailable is memory.available as nodelet computes it: the
-// node's memory less its working set (used less inactive file pages).
+// node's memory (MemTotal) less the root memory cgroup's working set
+// (usage less inactive file pages), on cgroup v1 or v2.
 func hostMemoryAvailable(t *testing.T) int64 {
 	t.Helper()
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := map[string]int64{}
-	for _, line := range strings.Split(string(data), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseInt(fields[0], 10, 64)
+	readInts := func(path string) map[string]int64 {
+		data, err := os.ReadFile(path)
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		mem[name] = v * 1024
+		values := map[string]int64{}
+		for _, line := range strings.Split(string(data), "\n") {
+			fields := strings.Fields(strings.Replace(line, ":", " ", 1))
+			if len(fields) < 2 {
+				continue
+			}
+			if v, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
+				values[fields[0]] = v
+			}
+		}
+		return values
 	}
-	usage := mem["MemTotal"] - mem["MemFree"]
-	return mem["MemTotal"] - (usage - min(mem["Inactive(file)"], usage))
+	total := readInts("/proc/meminfo")["MemTotal"] * 1024
+	var workingSet int64
+	if usage, err := os.ReadFile("/sys/fs/cgroup/memory/memory.usage_in_bytes"); err == nil {
+		used, err := strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workingSet = used - readInts("/sys/fs/cgroup/memory/memory.stat")["total_inactive_file"]
+	} else {
+		stat := readInts("/sys/fs/cgroup/memory.stat")
+		workingSet = stat["anon"] + stat["file"] - stat["inactive_file"]
+	}
+	return total - max(workingSet, 0)
 }
 
 // nodeCondition is the Node's condition of type c.

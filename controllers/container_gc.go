@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	noderuntime "github.com/nodelet/nodelet/runtime"
+)
+
+// ContainerGC removes the node's dead containers and sandboxes when the
+// eviction manager runs short of disk, before it removes images or evicts
+// pods, as the kubelet's eviction manager has its container GC do: every
+// dead container and stopped sandbox of a pod that has terminated, and of
+// a running pod every dead instance but the newest of each container
+// (runtime.DeadToRemove). The reconciler prunes a running pod the same way
+// after each sync; this reaches the terminated pods, whose containers it
+// keeps for their logs while there is room.
+type ContainerGC struct {
+	// Client reads the Pods bound to this node (the manager's cache).
+	Client client.Reader
+	// Runtime lists the runtime's pods and removes what is dead.
+	Runtime interface {
+		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
+		GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
+		RemoveDead(ctx context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) error
+	}
+	Log logr.Logger
+}
+
+// DeleteAllUnusedContainers removes what is dead and says how many
+// containers and sandboxes it removed. Runtime pods whose Pod is not in
+// the cache are left to the orphan removal: the runtime is listed before
+// the Pods, so a pod started meanwhile is never one of them.
+func (g *ContainerGC) DeleteAllUnusedContainers(ctx context.Context) (int, error) {
+	runtimePods, err := g.Runtime.ListPods(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var pods corev1.PodList
+	if err := g.Client.List(ctx, &pods); err != nil {
+		return 0, fmt.Errorf("listing pods for container garbage collection: %w", err)
+	}
+	terminated := make(map[types.UID]bool, len(pods.Items))
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		terminated[pod.UID] = pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	}
+	removed := 0
+	var errs []error
+	for uid, listed := range runtimePods {
+		done, known := terminated[uid]
+		if !known || noderuntime.DeadToRemove(listed, done).Empty() {
+			continue
+		}
+		// The full record, read now: the log files go with their
+		// containers, and nothing started since the list is removed.
+		status, err := g.Runtime.GetPodStatus(ctx, uid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dead := noderuntime.DeadToRemove(status, done)
+		g.Log.Info("Removing dead containers under disk pressure", "pod", types.NamespacedName{Namespace: status.Namespace, Name: status.Name},
+			"podUID", uid, "containers", len(dead.Containers), "sandboxes", len(dead.Sandboxes))
+		if err := g.Runtime.RemoveDead(ctx, status, dead); err != nil {
+			errs = append(errs, err)
+		}
+		removed += len(dead.Containers) + len(dead.Sandboxes)
+	}
+	return removed, errors.Join(errs...)
+}
