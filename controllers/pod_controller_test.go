@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -63,16 +64,47 @@ func (v fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
 	return os.RemoveAll(v.PodDir(uid))
 }
 
-// fakeCgroups records which pods have a cgroup.
+// fakeCgroups records which pods have a cgroup, and what a resize wrote
+// to it, in order.
 type fakeCgroups struct {
-	mu   sync.Mutex
-	pods map[types.UID]bool
+	mu     sync.Mutex
+	pods   map[types.UID]bool
+	config cgroups.ResourceConfig
+	writes []cgroups.ResourceConfig
+}
+
+// PodConfig starts as ResourceConfigForPod's when the pod's cgroup is
+// made, then follows what resizes wrote.
+func (c *fakeCgroups) PodConfig(pod *corev1.Pod) (*cgroups.ResourceConfig, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	config := c.config
+	return &config, nil
+}
+func (c *fakeCgroups) SetPodConfig(pod *corev1.Pod, config *cgroups.ResourceConfig) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, *config)
+	if config.CPUShares != nil {
+		c.config.CPUShares = config.CPUShares
+	}
+	if config.CPUQuota != nil {
+		c.config.CPUQuota = config.CPUQuota
+	}
+	if config.Memory != nil {
+		c.config.Memory = config.Memory
+	}
+	return nil
 }
 
 func (c *fakeCgroups) PodCgroupParent(pod *corev1.Pod) string { return "/test/pod" + string(pod.UID) }
 func (c *fakeCgroups) EnsurePod(pod *corev1.Pod) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.pods[pod.UID] {
+		config := cgroups.ResourceConfigForPod(pod, 0)
+		c.config = cgroups.ResourceConfig{CPUShares: config.CPUShares, CPUQuota: config.CPUQuota, Memory: config.Memory}
+	}
 	c.pods[pod.UID] = true
 	return nil
 }
