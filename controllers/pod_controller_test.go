@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
@@ -71,30 +72,6 @@ type fakeCgroups struct {
 	pods   map[types.UID]bool
 	config cgroups.ResourceConfig
 	writes []cgroups.ResourceConfig
-}
-
-// PodConfig starts as ResourceConfigForPod's when the pod's cgroup is
-// made, then follows what resizes wrote.
-func (c *fakeCgroups) PodConfig(pod *corev1.Pod) (*cgroups.ResourceConfig, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	config := c.config
-	return &config, nil
-}
-func (c *fakeCgroups) SetPodConfig(pod *corev1.Pod, config *cgroups.ResourceConfig) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes = append(c.writes, *config)
-	if config.CPUShares != nil {
-		c.config.CPUShares = config.CPUShares
-	}
-	if config.CPUQuota != nil {
-		c.config.CPUQuota = config.CPUQuota
-	}
-	if config.Memory != nil {
-		c.config.Memory = config.Memory
-	}
-	return nil
 }
 
 func (c *fakeCgroups) PodCgroupParent(pod *corev1.Pod) string { return "/test/pod" + string(pod.UID) }
@@ -174,10 +151,15 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 			env.mu.Unlock()
 		}
 	}()
+	allocations, err := allocation.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	runtimeManager, err := noderuntime.NewManager(ctx, fakeRuntime, critest.NewFakeImageService(), noderuntime.Config{
 		PodLogDir:       t.TempDir(),
 		ContainerLogDir: t.TempDir(),
 		ResolvConf:      resolvConf,
+		Resizes:         allocations,
 	}, recorder, clock.RealClock{}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -193,15 +175,16 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 		},
 	})
 	r = NewPodReconciler(&PodReconciler{
-		Client:   mgr.GetClient(),
-		Runtime:  runtimeManager,
-		Volumes:  fakeVolumes{root: t.TempDir()},
-		Cgroups:  cgroups,
-		Recorder: recorder,
-		Clock:    clock.RealClock{},
-		NodeName: testNodeName,
-		HostIPs:  func() []string { return []string{"10.1.1.1"} },
-		Prober:   probes,
+		Client:      mgr.GetClient(),
+		Runtime:     runtimeManager,
+		Volumes:     fakeVolumes{root: t.TempDir()},
+		Cgroups:     cgroups,
+		Recorder:    recorder,
+		Clock:       clock.RealClock{},
+		NodeName:    testNodeName,
+		Allocations: allocations,
+		HostIPs:     func() []string { return []string{"10.1.1.1"} },
+		Prober:      probes,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(), Cache: mgr.GetClient(), NodeName: testNodeName, Recorder: recorder,
 		},
