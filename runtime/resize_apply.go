@@ -130,21 +130,18 @@ func (m *Manager) resizeResource(ctx context.Context, pod *corev1.Pod, name core
 		}
 	}
 	for _, u := range updates {
-		if err := m.updateContainer(ctx, pod, name, u); err != nil {
+		// The container has what an earlier step of this resize gave it
+		// (memory before CPU), else what it ran with.
+		current := u.Current
+		if prev, ok := applied[u.ID.ID]; ok {
+			current = ResizeValuesOf(prev)
+		}
+		values := withResource(current, u.Desired, name)
+		if err := m.updateContainer(ctx, pod, name, u, values); err != nil {
 			return err
 		}
 		// What the runtime took is what the container runs with, whatever
 		// ContainerStatus says later (a runtime may lag behind).
-		values := u.Current
-		if prev, ok := applied[u.ID.ID]; ok {
-			values = ResizeValuesOf(prev)
-		}
-		switch name {
-		case corev1.ResourceMemory:
-			values.MemoryLimit, values.MemoryRequest = u.Desired.MemoryLimit, u.Desired.MemoryRequest
-		case corev1.ResourceCPU:
-			values.CPULimit, values.CPURequest = u.Desired.CPULimit, u.Desired.CPURequest
-		}
 		applied[u.ID.ID] = values.Requirements()
 	}
 	for _, s := range []step{request, limit} {
@@ -157,17 +154,22 @@ func (m *Manager) resizeResource(ctx context.Context, pod *corev1.Pod, name core
 	return nil
 }
 
-// updateContainer changes one resource of a running container through
-// CRI, the other keeping what the container has now, so that the runtime
-// never sees both move at once.
-func (m *Manager) updateContainer(ctx context.Context, pod *corev1.Pod, name corev1.ResourceName, u ContainerToUpdate) error {
-	values := u.Current
+// withResource is current with one resource (its request and limit) as
+// desired has it.
+func withResource(current, desired ResizeValues, name corev1.ResourceName) ResizeValues {
 	switch name {
 	case corev1.ResourceMemory:
-		values.MemoryLimit, values.MemoryRequest = u.Desired.MemoryLimit, u.Desired.MemoryRequest
+		current.MemoryLimit, current.MemoryRequest = desired.MemoryLimit, desired.MemoryRequest
 	case corev1.ResourceCPU:
-		values.CPULimit, values.CPURequest = u.Desired.CPULimit, u.Desired.CPURequest
+		current.CPULimit, current.CPURequest = desired.CPULimit, desired.CPURequest
 	}
+	return current
+}
+
+// updateContainer gives a running container the resources values through
+// CRI: one resource changed, the other as the container has it, so that
+// the runtime never sees both move at once.
+func (m *Manager) updateContainer(ctx context.Context, pod *corev1.Pod, name corev1.ResourceName, u ContainerToUpdate, values ResizeValues) error {
 	spec := &pod.Spec.Containers[u.Index]
 	if u.Init {
 		spec = &pod.Spec.InitContainers[u.Index]
