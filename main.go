@@ -175,6 +175,7 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	allocations := openAllocations(opts.RootDir, log)
 	runtimeConfig := noderuntime.Config{
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
@@ -186,6 +187,7 @@ func run(ctx context.Context, opts Options) error {
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
 		SandboxIPs:            podNetwork.SandboxIPs(),
 		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
+		Resizes:               allocations,
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -295,6 +297,8 @@ func run(ctx context.Context, opts Options) error {
 	pods := controllers.NewPodReconciler(&controllers.PodReconciler{
 		Queue:        podQueue,
 		Admit:        admitter.Admit,
+		AdmitResize:  admitter.AdmitResize,
+		Allocations:  allocations,
 		APIReader:    mgr.GetAPIReader(),
 		Client:       mgr.GetClient(),
 		Runtime:      runtimeManager,

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/admission"
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -37,6 +38,24 @@ type admissions struct {
 	// preemptions holds the pods stopped to make room for critical pods,
 	// until they leave the cache.
 	preemptions map[types.UID]preemption
+	// allocations are what the admitted pods were allocated, which the
+	// pods judged after them are judged beside; nil: their specs.
+	allocations *allocation.Store
+}
+
+// allocatedOf is an admitted pod as the node runs it: with its
+// allocation's resources, which differ from its spec's while a resize is
+// pending.
+func (a *admissions) allocatedOf(pod *corev1.Pod) *corev1.Pod {
+	if a.allocations == nil {
+		return pod
+	}
+	alloc, ok := a.allocations.Get(pod.UID)
+	if !ok {
+		return pod
+	}
+	allocated, _ := allocation.Apply(pod, alloc)
+	return allocated
 }
 
 // admissionReader is what judging reads: the node's pods and Node from the
@@ -150,7 +169,7 @@ func (a *admissions) admittedBeside(pod *corev1.Pod, active []*corev1.Pod) []*co
 	var out []*corev1.Pod
 	for _, p := range active {
 		if r, ok := a.judged[p.UID]; ok && r.Admit && p.UID != pod.UID {
-			out = append(out, p)
+			out = append(out, a.allocatedOf(p))
 		}
 	}
 	return out

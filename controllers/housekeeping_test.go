@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 
@@ -78,6 +79,10 @@ func (l *podLeftovers) SetUpPod(context.Context, *corev1.Pod) (map[string]string
 }
 func (l *podLeftovers) PodCgroupParent(pod *corev1.Pod) string { return string(pod.UID) }
 func (l *podLeftovers) EnsurePod(*corev1.Pod) error            { panic("not used") }
+func (l *podLeftovers) PodConfig(*corev1.Pod) (*cgroups.ResourceConfig, error) {
+	panic("not used")
+}
+func (l *podLeftovers) SetPodConfig(*corev1.Pod, *cgroups.ResourceConfig) error { panic("not used") }
 func (l *podLeftovers) removedPods() []types.UID {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podstart"
@@ -52,11 +53,12 @@ type podEnvSources interface {
 	Gather(ctx context.Context, pod *corev1.Pod, containers []*corev1.Container, env *noderuntime.PodEnv) error
 }
 
-// podCgroups creates and removes pods' cgroups (package cgroups).
+// podCgroups creates, resizes and removes pods' cgroups (package cgroups).
 type podCgroups interface {
 	PodCgroupParent(pod *corev1.Pod) string
 	EnsurePod(pod *corev1.Pod) error
 	RemovePod(uid types.UID) error
+	noderuntime.PodCgroups
 }
 
 // retryPeriod is how soon a pod whose sync failed is tried again, as the
@@ -95,6 +97,11 @@ type PodReconciler struct {
 	// Admit decides whether the node may run a pod it has made nothing
 	// for yet (package admission); nil admits every pod.
 	Admit AdmitFunc
+	// Allocations keeps what the node allocated to each pod (package
+	// allocation), and AdmitResize judges resizes; nil Allocations resizes
+	// nothing in place, nil AdmitResize accepts every resize.
+	Allocations *allocation.Store
+	AdmitResize ResizeFunc
 	// APIReader reads the Node past the cache when admission refuses a
 	// pod for node affinity; nil leaves the cache's answer.
 	APIReader client.Reader
@@ -114,6 +121,7 @@ type PodReconciler struct {
 	reasons    *reasonCache
 	starts     *podStartTracker
 	admissions admissions
+	resizes    resizeConditions
 	// breakdowns explains each start this process traces, step by step.
 	breakdowns *startBreakdowns
 
@@ -145,6 +153,7 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 		r.Prober = noProbes{}
 	}
 	r.envFailures = map[types.UID]int{}
+	r.admissions.allocations = r.Allocations
 	return r
 }
 
@@ -253,6 +262,12 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 		return result, err
 	}
 	podstart.MarkStep(ctx, podstart.StepAdmitted, "")
+	// From here on the pod is as the node runs it: its allocation, which
+	// a resize it asks for changes only once accepted.
+	pod, err := r.allocatedPod(ctx, pod, &requeue)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if failure := podstatus.DeadlineFailure(pod, now); failure != nil {
 		return r.failPod(ctx, pod, status, failure)
 	}
@@ -289,6 +304,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	podstart.MarkStep(ctx, podstart.StepVolumesReady, "")
 
 	r.starts.seen(pod.UID, now)
+	r.observeResize(pod, status)
 	actions := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), now)
 	for _, b := range actions.ContainersInBackOff {
 		requeue.at(b.Until)
@@ -321,6 +337,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 			log.Info("Failed to sync pod", "pod", klog.KObj(pod), "err", result.Err.Error())
 			requeue.in(now, retryPeriod)
 		}
+		r.resized(pod, actions, result, &requeue)
 		for _, cerr := range result.ContainerErrors {
 			// The next pull is due when its back-off ends.
 			requeue.at(cerr.BackOffUntil)
@@ -328,7 +345,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	}
 	progress.stopInto(pod)
 	r.reasons.update(pod, actions, result)
-	status, err := r.report(ctx, pod, status, !actions.NoChange(), false)
+	status, err = r.report(ctx, pod, status, !actions.NoChange(), false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -383,6 +400,7 @@ func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noder
 	}
 	return &noderuntime.PodEnv{
 		CgroupParent: r.Cgroups.PodCgroupParent(pod),
+		PodCgroups:   r.Cgroups,
 		VolumePaths:  paths,
 		PodDir:       r.Volumes.PodDir(pod.UID),
 		HostIPs:      r.HostIPs(),
@@ -463,6 +481,8 @@ func (r *PodReconciler) forget(uid types.UID) {
 	delete(r.envFailures, uid)
 	r.mu.Unlock()
 	r.reasons.forget(uid)
+	r.resizes.forget(uid)
+	r.forgetAllocation(uid)
 	r.starts.forget(uid)
 	r.breakdowns.forget(uid)
 	r.Prober.RemovePod(uid)
@@ -506,29 +526,4 @@ func containerRefByName(pod *corev1.Pod, name string) *corev1.ObjectReference {
 	}
 	ref.FieldPath = fmt.Sprintf("spec.containers{%s}", name)
 	return ref
-}
-
-// requeueAfter collects the earliest time a pod needs another look.
-type requeueAfter struct{ earliest time.Time }
-
-func (q *requeueAfter) at(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if q.earliest.IsZero() || t.Before(q.earliest) {
-		q.earliest = t
-	}
-}
-
-func (q *requeueAfter) in(now time.Time, d time.Duration) { q.at(now.Add(d)) }
-
-func (q *requeueAfter) result(now time.Time) ctrl.Result {
-	if q.earliest.IsZero() {
-		return ctrl.Result{}
-	}
-	d := q.earliest.Sub(now)
-	if d < 10*time.Millisecond {
-		d = 10 * time.Millisecond
-	}
-	return ctrl.Result{RequeueAfter: d}
 }

@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/allocation"
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -63,16 +65,23 @@ func (v fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
 	return os.RemoveAll(v.PodDir(uid))
 }
 
-// fakeCgroups records which pods have a cgroup.
+// fakeCgroups records which pods have a cgroup, and what a resize wrote
+// to it, in order.
 type fakeCgroups struct {
-	mu   sync.Mutex
-	pods map[types.UID]bool
+	mu     sync.Mutex
+	pods   map[types.UID]bool
+	config cgroups.ResourceConfig
+	writes []cgroups.ResourceConfig
 }
 
 func (c *fakeCgroups) PodCgroupParent(pod *corev1.Pod) string { return "/test/pod" + string(pod.UID) }
 func (c *fakeCgroups) EnsurePod(pod *corev1.Pod) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.pods[pod.UID] {
+		config := cgroups.ResourceConfigForPod(pod, 0)
+		c.config = cgroups.ResourceConfig{CPUShares: config.CPUShares, CPUQuota: config.CPUQuota, Memory: config.Memory}
+	}
 	c.pods[pod.UID] = true
 	return nil
 }
@@ -142,10 +151,15 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 			env.mu.Unlock()
 		}
 	}()
+	allocations, err := allocation.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	runtimeManager, err := noderuntime.NewManager(ctx, fakeRuntime, critest.NewFakeImageService(), noderuntime.Config{
 		PodLogDir:       t.TempDir(),
 		ContainerLogDir: t.TempDir(),
 		ResolvConf:      resolvConf,
+		Resizes:         allocations,
 	}, recorder, clock.RealClock{}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -161,15 +175,16 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 		},
 	})
 	r = NewPodReconciler(&PodReconciler{
-		Client:   mgr.GetClient(),
-		Runtime:  runtimeManager,
-		Volumes:  fakeVolumes{root: t.TempDir()},
-		Cgroups:  cgroups,
-		Recorder: recorder,
-		Clock:    clock.RealClock{},
-		NodeName: testNodeName,
-		HostIPs:  func() []string { return []string{"10.1.1.1"} },
-		Prober:   probes,
+		Client:      mgr.GetClient(),
+		Runtime:     runtimeManager,
+		Volumes:     fakeVolumes{root: t.TempDir()},
+		Cgroups:     cgroups,
+		Recorder:    recorder,
+		Clock:       clock.RealClock{},
+		NodeName:    testNodeName,
+		Allocations: allocations,
+		HostIPs:     func() []string { return []string{"10.1.1.1"} },
+		Prober:      probes,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(), Cache: mgr.GetClient(), NodeName: testNodeName, Recorder: recorder,
 		},

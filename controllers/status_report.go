@@ -74,6 +74,8 @@ func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *noderuntime.PodS
 		Terminal: terminal,
 		Failure:  failure,
 		Now:      now,
+
+		ResizeConditions: r.resizes.list(pod.UID, terminal),
 	})
 }
 

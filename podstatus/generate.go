@@ -72,7 +72,10 @@ type Input struct {
 	// containers did (it ran past its activeDeadlineSeconds): once no
 	// container runs, the phase is Failed with its reason and message.
 	Failure *Failure
-	Now     time.Time
+	// ResizeConditions are the pod's PodResizePending and
+	// PodResizeInProgress conditions, as nodelet keeps them.
+	ResizeConditions []corev1.PodCondition
+	Now              time.Time
 }
 
 // Generate returns the pod's status: generated from the runtime's
@@ -118,7 +121,7 @@ func Generate(in Input) corev1.PodStatus {
 		s.Phase, s.Reason, s.Message = corev1.PodFailed, in.Failure.Reason, in.Failure.Message
 	}
 
-	s.Conditions = v.conditions(&s)
+	s.Conditions = append(v.conditions(&s), in.ResizeConditions...)
 	s.ObservedGeneration = pod.Generation
 
 	s.HostIP, s.HostIPs = podHostIPs(in.HostIPs)

@@ -94,6 +94,7 @@ func newContainerAnnotations(pod *corev1.Pod, container *corev1.Container, resta
 	if backoff > 0 {
 		annotations[AnnotationRestartBackoff] = backoff.String()
 	}
+	annotations[AnnotationResources] = encodeResizeValues(ResizeValuesOf(container.Resources))
 	return annotations
 }
 
@@ -107,6 +108,9 @@ type containerAnnotations struct {
 	TerminationGracePeriod   time.Duration
 	TerminationMessagePath   string
 	TerminationMessagePolicy corev1.TerminationMessagePolicy
+	// Resources are what the instance was created with, when recorded.
+	Resources    ResizeValues
+	HasResources bool
 }
 
 func decodeContainerAnnotations(annotations map[string]string) containerAnnotations {
@@ -114,6 +118,7 @@ func decodeContainerAnnotations(annotations map[string]string) containerAnnotati
 	info.Hash = annotations[AnnotationContainerHash]
 	info.TerminationMessagePath = annotations[AnnotationTerminationMessagePath]
 	info.TerminationMessagePolicy = corev1.TerminationMessagePolicy(annotations[AnnotationTerminationMessagePolicy])
+	info.Resources, info.HasResources = decodeResizeValues(annotations[AnnotationResources])
 	// The API's restartCount is an int32 and the next instance counts one
 	// more: a count that leaves no room for it is damaged.
 	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil && n >= 0 && n < math.MaxInt32 {

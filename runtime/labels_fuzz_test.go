@@ -89,6 +89,7 @@ func FuzzContainerAnnotationsRoundTrip(f *testing.F) {
 			RestartBackoff:           time.Duration(backoff),
 			TerminationMessagePath:   path,
 			TerminationMessagePolicy: corev1.TerminationMessagePolicy(policy),
+			HasResources:             true,
 		}
 		seconds := grace
 		if deleting {

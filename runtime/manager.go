@@ -62,6 +62,10 @@ type Config struct {
 	// ParallelSandboxStarts is how many RunPodSandbox calls may be in
 	// flight at once; zero or less means two per CPU.
 	ParallelSandboxStarts int
+	// Resizes keeps what in-place resizes applied to running containers
+	// (package allocation's Store); nil keeps nothing, and resizes are
+	// then applied again after a restart.
+	Resizes ResizeRecord
 	// PrepareSubPath makes a volume mount's sub path safe to mount and
 	// returns the path to hand the runtime. Default: volume.PrepareSubPath
 	// (a bind mount under the pod's folder; needs root).
@@ -187,6 +191,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 			return nil, fmt.Errorf("getting status of container %s of pod %s: %w", c.Id, uid, err)
 		}
 		cs := m.containerFromStatus(c.PodSandboxId, resp.GetStatus())
+		m.withResized(uid, cs)
 		if id, ok := identityFromLabels(c.Labels); ok {
 			status.Name, status.Namespace = id.Name, id.Namespace
 		}
@@ -229,7 +234,9 @@ func (m *Manager) ListPods(ctx context.Context) (map[types.UID]*PodStatus, error
 	}
 	for _, c := range containers {
 		if p := pod(c.Labels); p != nil {
-			p.Containers = append(p.Containers, m.containerFromList(c))
+			cs := m.containerFromList(c)
+			m.withResized(p.UID, cs)
+			p.Containers = append(p.Containers, cs)
 		}
 	}
 	for _, p := range pods {
@@ -287,6 +294,7 @@ func (m *Manager) containerFromList(c *runtimeapi.Container) *ContainerStatus {
 		RestartCount:           info.RestartCount,
 		RestartBackoff:         info.RestartBackoff,
 		TerminationGracePeriod: info.TerminationGracePeriod,
+		Actuated:               info.actuated(),
 	}
 }
 
@@ -310,6 +318,7 @@ func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerS
 		RestartBackoff:         info.RestartBackoff,
 		TerminationGracePeriod: info.TerminationGracePeriod,
 		Resources:              appliedResources(s.GetResources()),
+		Actuated:               info.actuated(),
 		LogPath:                s.LogPath,
 	}
 	if cs.State == ContainerExited {

@@ -46,6 +46,12 @@ type PodActions struct {
 	ContainersToStart []ContainerToStart
 	// ContainersInBackOff are due to restart but wait for crash-loop back-off.
 	ContainersInBackOff []ContainerBackOff
+
+	// UpdatePodResources and ContainersToUpdate resize the pod in place
+	// (see resize.go): its cgroup, and running containers by resource
+	// (memory, CPU), each list with its decreases first.
+	UpdatePodResources bool
+	ContainersToUpdate map[corev1.ResourceName][]ContainerToUpdate
 }
 
 // ContainerToStart is one container instance to create and start.
@@ -87,7 +93,8 @@ type ContainerBackOff struct {
 // NoChange reports whether the plan does nothing.
 func (a PodActions) NoChange() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 &&
-		len(a.EphemeralContainersToStart) == 0 && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0
+		len(a.EphemeralContainersToStart) == 0 && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
+		!a.UpdatePodResources && len(a.ContainersToUpdate) == 0
 }
 
 // ComputePodActions decides what to do with a pod that should be running
@@ -160,6 +167,10 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 				kill = ContainerToKill{Message: fmt.Sprintf("Container %s failed liveness probe", container.Name), Reason: KillReasonLivenessProbe}
 			case probes[latest.ID].Startup == ProbeFailure:
 				kill = ContainerToKill{Message: fmt.Sprintf("Container %s failed startup probe", container.Name), Reason: KillReasonStartupProbe}
+			case !planResize(pod, container, false, i, latest, &actions):
+				// Its resizePolicy restarts it for the new resources.
+				actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
+				continue
 			default:
 				kept++
 				continue
@@ -281,6 +292,8 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
 					Message: fmt.Sprintf("Init container %s failed liveness probe", container.Name), Reason: KillReasonLivenessProbe}
 				restartKilled(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
+			case !planResize(pod, container, true, i, latest, actions):
+				toStart = append(toStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
 			}
 		case ContainerExited:
 			switch {
@@ -441,30 +454,6 @@ func restartKilled(start *[]ContainerToStart, backoff *[]ContainerBackOff, index
 	dead := *latest
 	dead.State, dead.FinishedAt = ContainerExited, now
 	return addRestart(start, backoff, index, name, &dead, now)
-}
-
-// RestartBackoff applies crash-loop back-off to a stopped container
-// instance. If wait is true the restart must wait until until; otherwise the
-// container may start now and delay is the back-off to record on the new
-// instance.
-func RestartBackoff(latest *ContainerStatus, now time.Time) (delay time.Duration, until time.Time, wait bool) {
-	started := latest.StartedAt
-	if started.IsZero() {
-		started = latest.CreatedAt
-	}
-	// A container that ran long enough earns a fresh sequence.
-	if latest.RestartBackoff == 0 || latest.FinishedAt.Sub(started) > 2*MaxRestartBackoff {
-		return InitialRestartBackoff, time.Time{}, false
-	}
-	until = latest.FinishedAt.Add(latest.RestartBackoff)
-	if now.Before(until) {
-		return 0, until, true
-	}
-	delay = 2 * latest.RestartBackoff
-	if delay > MaxRestartBackoff {
-		delay = MaxRestartBackoff
-	}
-	return delay, time.Time{}, false
 }
 
 func latestInSandbox(status *PodStatus, name, sandboxID string) *ContainerStatus {

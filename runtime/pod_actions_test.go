@@ -427,6 +427,7 @@ func TestContainerAnnotationsRoundTrip(t *testing.T) {
 		RestartCount:           7,
 		RestartBackoff:         80 * time.Second,
 		TerminationGracePeriod: 45 * time.Second,
+		HasResources:           true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded annotations mismatch (-want +got):\n%s", diff)

@@ -105,6 +105,10 @@ type ContainerStatus struct {
 	// Resources is what the runtime reports it applied; nil when it
 	// reports nothing.
 	Resources *AppliedResources
+	// Actuated are the resources nodelet gave the instance: what it was
+	// created with, or what a resize applied since (the kubelet's actuated
+	// resources). nil when unknown: made before nodelet recorded them.
+	Actuated *ResizeValues
 
 	LogPath string
 }

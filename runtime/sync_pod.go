@@ -23,6 +23,9 @@ import (
 type PodEnv struct {
 	// CgroupParent is the pod's cgroup, passed to the sandbox.
 	CgroupParent string
+	// PodCgroups reads and writes the limits of the pod's cgroup, which a
+	// resize changes (package cgroups' Manager); nil leaves them alone.
+	PodCgroups PodCgroups
 	// VolumePaths maps each volume of the pod to the host folder that holds
 	// it. A volume missing here cannot be mounted.
 	VolumePaths map[string]string
@@ -65,6 +68,9 @@ type SyncResult struct {
 	// ImagePullTime is the time spent making images present, which the pod
 	// start latency metric leaves out.
 	ImagePullTime time.Duration
+	// ResizeErr is set when an in-place resize could not be applied
+	// (fully); the next sync tries again.
+	ResizeErr error
 	// Err gathers every failure, for logging and requeueing.
 	Err error
 }
@@ -77,7 +83,8 @@ type SyncResult struct {
 //  3. create the sandbox if needed;
 //  4. start the ephemeral containers;
 //  5. start the init containers: the next one, and sidecars;
-//  6. start the regular containers, once the init containers are done.
+//  6. resize running containers in place, and the pod's cgroup;
+//  7. start the regular containers, once the init containers are done.
 //
 // Each container's postStart hook runs right after its start. SyncPod goes
 // on after a failed step where later steps still make sense, and reports
@@ -106,8 +113,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		}
 	}
 
+	resize := func() { errs = m.syncResize(ctx, pod, podStatus, actions, env, &result, errs) }
 	if !actions.CreateSandbox && len(actions.EphemeralContainersToStart) == 0 &&
 		len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 {
+		resize()
 		result.Err = errors.Join(errs...)
 		return result
 	}
@@ -187,7 +196,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		}
 	}
 
-	// Step 6: regular containers, each independent of the others' failures.
+	// Step 6: resize in place.
+	resize()
+
+	// Step 7: regular containers, each independent of the others' failures.
 	for _, plan := range actions.ContainersToStart {
 		start(&pod.Spec.Containers[plan.Index], kubeletmetrics.Container, plan, "")
 	}

@@ -160,6 +160,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 		AnnotationTerminationMessagePath:   "/dev/termination-log",
 		AnnotationTerminationMessagePolicy: "File",
 		AnnotationPodTerminationGrace:      "30",
+		AnnotationResources:                "{}",
 	}
 	if diff := cmp.Diff(wantAnnotations, c.Annotations); diff != "" {
 		t.Errorf("container annotations mismatch (-want +got):\n%s", diff)
@@ -210,6 +211,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 			Hash:      HashContainer(&pod.Spec.Containers[0]),
 
 			TerminationGracePeriod: 30 * time.Second,
+			Actuated:               &ResizeValues{},
 		}},
 	}
 	ignoreTimes := cmpopts.IgnoreFields(ContainerStatus{}, "CreatedAt", "StartedAt")

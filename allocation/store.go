@@ -1,0 +1,141 @@
+package allocation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// StateFile is the file under the root folder that holds the
+// allocations, the kubelet's name for its own.
+const StateFile = "allocated_pods_state"
+
+// Store holds every admitted pod's allocation, in memory and in one file,
+// written whole (to a temporary file, then renamed) whenever an
+// allocation changes: when a pod is admitted, a resize is accepted or
+// applied, a pod is gone. A read never touches the disk.
+type Store struct {
+	path string
+	mu   sync.RWMutex
+	pods map[types.UID]PodAllocation
+}
+
+type stateFile struct {
+	Pods map[types.UID]PodAllocation `json:"pods"`
+}
+
+// Open reads the allocations kept in dir, if any. A file it cannot read
+// is an error, but the Store returned is usable, empty, and overwrites
+// the file at its first change (as the kubelet starts over from a
+// damaged checkpoint).
+func Open(dir string) (*Store, error) {
+	s := &Store{path: filepath.Join(dir, StateFile), pods: map[types.UID]PodAllocation{}}
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("reading the pods' allocations: %w", err)
+	}
+	var state stateFile
+	if err := json.Unmarshal(data, &state); err != nil {
+		return s, fmt.Errorf("reading the pods' allocations from %s: %w", s.path, err)
+	}
+	if state.Pods != nil {
+		s.pods = state.Pods
+	}
+	return s, nil
+}
+
+// Get returns a pod's allocation.
+func (s *Store) Get(uid types.UID) (PodAllocation, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.pods[uid]
+	return a, ok
+}
+
+// Set records a pod's allocation, keeping what resizes applied to its
+// running containers; nothing is written when it is unchanged.
+func (s *Store) Set(uid types.UID, a PodAllocation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.pods[uid]
+	if ok && old.SameAs(a) {
+		return nil
+	}
+	a.Resized = old.Resized
+	s.pods[uid] = a
+	return s.writeLocked()
+}
+
+// Resized returns what an in-place resize applied to a running container
+// instance, if one did.
+func (s *Store) Resized(uid types.UID, containerID string) (corev1.ResourceRequirements, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.pods[uid].Resized[containerID]
+	return r, ok
+}
+
+// SetResized records what a resize applied to the pod's running container
+// instances, by container ID, once for the whole resize; entries of
+// instances not in running are dropped (they are gone).
+func (s *Store) SetResized(uid types.UID, applied map[string]corev1.ResourceRequirements, running []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.pods[uid]
+	if !ok {
+		return nil
+	}
+	resized := map[string]corev1.ResourceRequirements{}
+	for _, id := range running {
+		if r, ok := a.Resized[id]; ok {
+			resized[id] = r
+		}
+	}
+	for id, r := range applied {
+		resized[id] = r
+	}
+	a.Resized = resized
+	s.pods[uid] = a
+	return s.writeLocked()
+}
+
+// Remove forgets the pods keep does not keep, in one write.
+func (s *Store) Remove(keep func(types.UID) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	removed := false
+	for uid := range s.pods {
+		if !keep(uid) {
+			delete(s.pods, uid)
+			removed = true
+		}
+	}
+	if !removed {
+		return nil
+	}
+	return s.writeLocked()
+}
+
+func (s *Store) writeLocked() error {
+	data, err := json.Marshal(stateFile{Pods: s.pods})
+	if err != nil {
+		return fmt.Errorf("encoding the pods' allocations: %w", err)
+	}
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("writing the pods' allocations: %w", err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("writing the pods' allocations: %w", err)
+	}
+	return nil
+}
