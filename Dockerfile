@@ -30,7 +30,9 @@ COPY . .
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w -X main.commit=${COMMIT}" -o /out/nodelet . \
  && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w" -o /out/nodelet-cni ./cmd/nodelet-cni
+    go build -trimpath -ldflags "-s -w" -o /out/nodelet-cni ./cmd/nodelet-cni \
+ && CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o /out/nodelet-approver ./cmd/nodelet-approver
 
 FROM docker.io/library/debian:bookworm-slim
 ARG VERSION=dev
@@ -46,6 +48,9 @@ COPY --from=build /out/nodelet /usr/local/bin/nodelet
 # The agent network mode's CNI shim: nodelet copies it into the runtime's
 # CNI bin folder at start.
 COPY --from=build /out/nodelet-cni /usr/local/bin/nodelet-cni
+# The approver of the DaemonSet pods' node certificates, which the chart
+# runs as a Deployment (command /usr/local/bin/nodelet-approver).
+COPY --from=build /out/nodelet-approver /usr/local/bin/nodelet-approver
 # Root: the CRI socket, mounts, cgroups and network namespaces need it.
 USER 0:0
 ENTRYPOINT ["/usr/local/bin/nodelet"]

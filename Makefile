@@ -22,9 +22,10 @@ CONTROLLER_TOOLS_VERSION ?= v0.21.0
 # The commit stamped into nodelet (main.commit): the Node's
 # nodeInfo.kubeletVersion is baseVersion (version.go) + "+" + COMMIT.
 COMMIT ?= $(shell git describe --always --dirty --exclude '*' 2>/dev/null)
-# The ClusterRole's name before kustomize's `nodelet-` prefix; role_binding.yaml
-# refers to it.
+# The ClusterRoles' names before kustomize's `nodelet-` prefix; the bindings
+# refer to them.
 RBAC_ROLE_NAME := agent
+APPROVER_ROLE_NAME := approver
 
 .DEFAULT_GOAL := help
 
@@ -47,9 +48,11 @@ lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and the file-length budget
 	hack/test.sh lint
 
 .PHONY: manifests
-manifests: ## Generate config/rbac/role.yaml from the +kubebuilder:rbac markers.
+manifests: ## Generate config/rbac/role.yaml and config/approver/role.yaml from the +kubebuilder:rbac markers.
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) \
 		rbac:roleName=$(RBAC_ROLE_NAME) paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) \
+		rbac:roleName=$(APPROVER_ROLE_NAME) paths=./approver/... output:rbac:artifacts:config=config/approver
 
 .PHONY: run
 run: ## Run nodelet in the foreground against the up stack (root; starts the stack if needed).

@@ -95,7 +95,7 @@ func run(ctx context.Context, opts Options) error {
 		log.Error(err, "Could not make the root dir a shared mount; mount propagation will fail", "rootDir", opts.RootDir)
 	}
 
-	restConfig, err := loadRestConfig(opts.Kubeconfig)
+	restConfig, err := nodeRestConfig(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -386,10 +386,7 @@ func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context)
 // options: the kubelet's port 10250.
 func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Reader, runtimeService cri.RuntimeService,
 	imageService cri.ImageManagerService, volumes server.VolumeStats, healthz func() error, reportedIPs func() []string, clk clock.WithTicker) (*server.Server, error) {
-	certDir := opts.CertDir
-	if certDir == "" {
-		certDir = filepath.Join(opts.RootDir, "pki")
-	}
+	certDir := opts.certDir()
 	// Until the Node is registered, the configured IP is the node's.
 	nodeIPs := func() []string {
 		if ips := reportedIPs(); len(ips) > 0 {

@@ -154,6 +154,7 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		"a cluster DNS that is not an IP":       {"--cluster-dns=dns.local"},
 		"a health address without a port":       {"--health-probe-bind-address=127.0.0.1"},
 		"a cluster DNS list with a name":        {"--cluster-dns=10.96.0.10,kube-dns"},
+		"an unknown node identity":              {"--node-identity=token"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

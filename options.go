@@ -30,6 +30,9 @@ type Options struct {
 	// Kubeconfig to reach the API server as the node; default: in-cluster,
 	// or $KUBECONFIG. Flag only.
 	Kubeconfig string
+	// NodeIdentity is how nodelet gets the node's credentials:
+	// NodeIdentityKubeconfig (default) or NodeIdentityCSR. Flag only.
+	NodeIdentity string
 	// NodeName is the Node nodelet registers and runs pods for; default:
 	// the host name, lowercased. Flag only.
 	NodeName string
@@ -137,7 +140,8 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 	}
 	return Options{
 		// Node names are lowercase, host names need not be.
-		NodeName: strings.ToLower(host),
+		NodeName:     strings.ToLower(host),
+		NodeIdentity: NodeIdentityKubeconfig,
 
 		ContainerRuntimeEndpoint: c.ContainerRuntimeEndpoint,
 		KubeAPIQPS:               ptr.Deref(c.KubeAPIQPS, 0),
@@ -312,6 +316,7 @@ func splitBindAddress(address string) (string, int32, error) {
 // bindFlags registers a flag for every option, writing into o.
 func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig to reach the API server as the node (default: in-cluster config or $KUBECONFIG).")
+	fs.StringVar(&o.NodeIdentity, "node-identity", o.NodeIdentity, "Where the node's credentials come from: kubeconfig (--kubeconfig, or in-cluster, is the node's) or csr (--kubeconfig, or in-cluster, is the DaemonSet pod's bound service account token, which only requests the node's client certificate through a CSR; nodelet then speaks with that certificate alone, kept in --cert-dir and renewed before it expires).")
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of the Node to register and run pods for.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The Node's InternalIP (default: the first non-loopback address).")
 	fs.Int32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second to the API server, events included.")
@@ -398,7 +403,7 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
 	opts := optionsFromConfiguration(config)
 
 	fs := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
-	fs.StringVar(&configFile, "config", configFile, "A "+configv1alpha1.Kind+" file ("+configv1alpha1.SchemeGroupVersion.String()+") with any of the settings below but --kubeconfig, --node-name and --node-ip; flags given on the command line win.")
+	fs.StringVar(&configFile, "config", configFile, "A "+configv1alpha1.Kind+" file ("+configv1alpha1.SchemeGroupVersion.String()+") with any of the settings below but --kubeconfig, --node-identity, --node-name and --node-ip; flags given on the command line win.")
 	opts.bindFlags(fs)
 	if goFlags != nil {
 		fs.AddGoFlagSet(goFlags)
@@ -427,6 +432,9 @@ func readConfigFile(path string) (*configv1alpha1.NodeletConfiguration, error) {
 func (o *Options) validate() error {
 	if o.NodeName == "" {
 		return fmt.Errorf("--node-name is required when the host name is unknown")
+	}
+	if o.NodeIdentity != NodeIdentityKubeconfig && o.NodeIdentity != NodeIdentityCSR {
+		return fmt.Errorf("--node-identity %q: want %s or %s", o.NodeIdentity, NodeIdentityKubeconfig, NodeIdentityCSR)
 	}
 	config, err := o.configuration()
 	if err != nil {

@@ -1,25 +1,17 @@
 package controllers
 
-// The permissions nodelet needs, for the ServiceAccount the Helm chart and
-// the kustomize manifests run it with. Run as its node (system:node:<name>),
-// the Node authorizer grants the same set, confined to the node's own pods
-// and the objects they reference.
+// The permissions of nodelet's own ServiceAccount, which the Helm chart and
+// the kustomize manifests run the DaemonSet with: requesting the node's
+// client certificate (--node-identity=csr) and reading the requests back,
+// nothing else. CSRs hold public keys and certificates only; their names
+// are generated, so RBAC cannot narrow the reads to nodelet's own.
 //
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;patch;update
-// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;update
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get
-// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch
-// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;patch
-// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get
+// Everything else nodelet does, it does as its node
+// (system:node:<node>-nodelet in system:nodes): the Node authorizer
+// grants it what a kubelet gets — its Node and Lease, its pods and their
+// status, the Secrets, ConfigMaps, PersistentVolumeClaims and service
+// account tokens its pods use, events, Services, RuntimeClasses, token and
+// access reviews, CSRs — and NodeRestriction confines its writes to its
+// own Node and pods.
 //
-// The node's HTTPS API (package server) reviews its callers' tokens and
-// access, and may request its serving certificate:
-//
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=create;get;list;watch

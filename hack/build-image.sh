@@ -80,6 +80,10 @@ build_binary() {
 	# The agent network mode's CNI shim, beside nodelet.
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
 		-ldflags "-s -w" -o "$(dirname "$1")/nodelet-cni" ./cmd/nodelet-cni)
+	# The approver of the DaemonSet pods' certificates, run by the chart's
+	# Deployment from the same image.
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath \
+		-ldflags "-s -w" -o "$(dirname "$1")/nodelet-approver" ./cmd/nodelet-approver)
 }
 
 labels() {
@@ -111,6 +115,7 @@ build_local_go() {
 		"export DEBIAN_FRONTEND=noninteractive && apt-get update && apt-get install -y --no-install-recommends $packages && rm -rf /var/lib/apt/lists/*"
 	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet" /usr/local/bin/nodelet
 	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet-cni" /usr/local/bin/nodelet-cni
+	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet-approver" /usr/local/bin/nodelet-approver
 	while IFS= read -r label; do config+=(--label "$label"); done < <(labels)
 	# As in a Dockerfile, a new entrypoint drops the base's command.
 	"${BUILDAH[@]}" config --cmd '' "$container"
@@ -122,6 +127,7 @@ populate_no_base() {
 	local rootfs=$1 applet
 	install -D -m 0755 "$work/nodelet" "$rootfs/usr/local/bin/nodelet"
 	install -D -m 0755 "$work/nodelet-cni" "$rootfs/usr/local/bin/nodelet-cni"
+	install -D -m 0755 "$work/nodelet-approver" "$rootfs/usr/local/bin/nodelet-approver"
 	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
 	for applet in $(/bin/busybox --list); do
 		[[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"

@@ -5,8 +5,9 @@
 #   2. the chart passes `helm lint --strict` and renders, with its defaults
 #      and with the values that switch parts off; an empty node name suffix
 #      is refused;
-#   3. the chart's ClusterRole has the same rules as config/rbac/role.yaml
-#      (generated from the +kubebuilder:rbac markers);
+#   3. the chart's roles have the same rules as config/rbac/role.yaml and
+#      config/approver/role.yaml (generated from the +kubebuilder:rbac
+#      markers);
 #   4. given a kubeconfig, the API server accepts both renderings
 #      (`kubectl apply --dry-run=server --validate=strict`).
 #
@@ -65,16 +66,19 @@ ensure_helm() {
 	log "Built helm $version in $((SECONDS - started))s"
 }
 
-# cluster_role_rules FILE prints the rules of the one ClusterRole in the YAML
-# stream FILE, normalised (lists and rules sorted) as JSON.
-cluster_role_rules() {
-	"$PYTHON" - "$1" <<'EOF'
+# role_rules FILE KIND NAME prints the rules of the KIND (ClusterRole or
+# Role) named NAME in the YAML stream FILE, normalised (lists and rules
+# sorted) as JSON.
+role_rules() {
+	"$PYTHON" - "$1" "$2" "$3" <<'EOF'
 import json, sys, yaml
 
-with open(sys.argv[1]) as f:
-    roles = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "ClusterRole"]
+path, kind, name = sys.argv[1:4]
+with open(path) as f:
+    roles = [d for d in yaml.safe_load_all(f)
+             if d and d.get("kind") == kind and d.get("metadata", {}).get("name") == name]
 if len(roles) != 1:
-    sys.exit(f"{sys.argv[1]}: want exactly one ClusterRole, found {len(roles)}")
+    sys.exit(f"{path}: want exactly one {kind} {name}, found {len(roles)}")
 rules = [
     {key: sorted(value) if isinstance(value, list) else value for key, value in rule.items()}
     for rule in roles[0].get("rules") or []
@@ -104,7 +108,8 @@ render() {
 	for variant in \
 		"rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing" \
 		"cni.agentMode.enabled=false,cni.podCIDR=10.1.0.0/24,maxPods=50" \
-		"fullnameOverride=agent,image.tag=v9.9.9,extraArgs={--zap-devel}"; do
+		"fullnameOverride=agent,image.tag=v9.9.9,extraArgs={--zap-devel}" \
+		"approver.enabled=false,admissionPolicy.create=false"; do
 		"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" --set "$variant" >/dev/null ||
 			die "helm could not render charts/nodelet with --set $variant"
 	done
@@ -116,14 +121,23 @@ render() {
 	ok "charts/nodelet refuses an empty nodeName.suffix"
 }
 
-compare_roles() {
-	cluster_role_rules "$REPO_ROOT/config/rbac/role.yaml" >"$work/role.rules.json"
-	cluster_role_rules "$work/helm.yaml" >"$work/chart.rules.json"
-	if ! diff -u --label config/rbac/role.yaml --label charts/nodelet/templates/clusterrole.yaml \
+# compare_role KIND GENERATED NAME CHART_TEMPLATE CHART_NAME fails unless the
+# chart's role has the generated one's rules.
+compare_role() {
+	local kind=$1 generated=$2 name=$3 template=$4 chart_name=$5
+	role_rules "$REPO_ROOT/$generated" "$kind" "$name" >"$work/role.rules.json"
+	role_rules "$work/helm.yaml" "$kind" "$chart_name" >"$work/chart.rules.json"
+	if ! diff -u --label "$generated" --label "charts/nodelet/templates/$template" \
 		"$work/role.rules.json" "$work/chart.rules.json" >&2; then
-		die "the chart's ClusterRole rules differ from config/rbac/role.yaml (generated from controllers/rbac.go): copy the rules into charts/nodelet/templates/clusterrole.yaml"
+		die "the chart's $kind $chart_name differs from $generated (generated from the +kubebuilder:rbac markers): copy the rules into charts/nodelet/templates/$template"
 	fi
-	ok "the chart's ClusterRole has the rules of config/rbac/role.yaml"
+	ok "the chart's $kind $chart_name has the rules of $generated ($kind $name)"
+}
+
+compare_roles() {
+	compare_role ClusterRole config/rbac/role.yaml agent clusterrole.yaml "$RELEASE"
+	compare_role ClusterRole config/approver/role.yaml approver approver.yaml "$RELEASE-approver"
+	compare_role Role config/approver/role.yaml approver approver.yaml "$RELEASE-approver"
 }
 
 # dry_run KUBECONFIG has the API server validate and admit both renderings

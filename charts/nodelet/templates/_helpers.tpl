@@ -93,3 +93,16 @@ nodelet registered itself, which carries the label nodelet.dev/agent.
 {{- $_ = set $affinity "nodeAffinity" $nodeAffinity }}
 {{- toYaml $affinity }}
 {{- end }}
+
+{{- define "nodelet.approverSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodelet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: approver
+{{- end }}
+
+{{- define "nodelet.approverLabels" -}}
+helm.sh/chart: {{ include "nodelet.chart" . }}
+{{ include "nodelet.approverSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}

@@ -1,0 +1,103 @@
+package approver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// The permissions of the approver's ServiceAccount: read CSRs, approve
+// those of the kubelet client signer, and hold its leader election lease.
+//
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client-kubelet,verbs=approve
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=system
+
+// ApprovedReason is the reason of the approval condition.
+const ApprovedReason = "NodeletAutoApproved"
+
+// Reconciler approves the CSRs Decide approves and leaves the others
+// pending.
+type Reconciler struct {
+	Client client.Client
+	Policy Policy
+	Log    logr.Logger
+}
+
+// SetupWithManager watches the CSRs of the kubelet client signer only: the
+// others are none of the approver's business.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ofSigner := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
+		return ok && csr.Spec.SignerName == SignerName
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodelet-approver").
+		For(&certificatesv1.CertificateSigningRequest{}, builder.WithPredicates(ofSigner)).
+		Complete(r)
+}
+
+// Reconcile judges one CSR that has no decision yet.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	csr := &certificatesv1.CertificateSigningRequest{}
+	if err := r.Client.Get(ctx, req.NamespacedName, csr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if decided(csr) {
+		return ctrl.Result{}, nil
+	}
+	extra := map[string][]string{}
+	for key, values := range csr.Spec.Extra {
+		extra[key] = values
+	}
+	decision := Decide(r.Policy, Request{
+		SignerName: csr.Spec.SignerName,
+		Username:   csr.Spec.Username,
+		Extra:      extra,
+		Usages:     csr.Spec.Usages,
+		PEM:        csr.Spec.Request,
+	})
+	log := r.Log.WithValues("csr", csr.Name, "requester", csr.Spec.Username)
+	if !decision.Approve {
+		log.Info("Left the certificate signing request pending", "reason", decision.Reason)
+		return ctrl.Result{}, nil
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type:           certificatesv1.CertificateApproved,
+		Status:         corev1.ConditionTrue,
+		Reason:         ApprovedReason,
+		Message:        "Approved by nodelet-approver: " + decision.Reason,
+		LastUpdateTime: metav1.Now(),
+	})
+	if err := r.Client.SubResource("approval").Update(ctx, csr); err != nil {
+		// A conflict too: judged again, with back-off, from the version
+		// that changed meanwhile.
+		return ctrl.Result{}, fmt.Errorf("approving certificate signing request %s: %w", csr.Name, err)
+	}
+	log.Info("Approved the certificate signing request", "reason", decision.Reason)
+	return ctrl.Result{}, nil
+}
+
+// decided: approved, denied, failed or issued already.
+func decided(csr *certificatesv1.CertificateSigningRequest) bool {
+	if len(csr.Status.Certificate) > 0 {
+		return true
+	}
+	for _, c := range csr.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return true
+		}
+	}
+	return false
+}
