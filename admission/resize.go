@@ -14,9 +14,10 @@ const messagePodLevelResize = "InPlacePodLevelResourcesVerticalScaling is disabl
 
 // ResizeResult is the answer to a resize of a running pod: accepted (the
 // node allocates what the spec now asks), or pending with the kubelet's
-// reason, Infeasible (it never can) or Deferred (not now: the other pods'
-// allocations leave no room), and the message of the PodResizePending
-// condition.
+// reason — Infeasible (it never can), or the reason of the admission
+// check that defers it (OutOfcpu, OutOfmemory, ...: not now, the other
+// pods' allocations leave no room), which the PodResizePending condition
+// says as Deferred and the event says as it is — and the message.
 type ResizeResult struct {
 	Accepted bool
 	Reason   string
@@ -27,8 +28,8 @@ func infeasible(message string) ResizeResult {
 	return ResizeResult{Reason: corev1.PodReasonInfeasible, Message: message}
 }
 
-func deferred(message string) ResizeResult {
-	return ResizeResult{Reason: corev1.PodReasonDeferred, Message: message}
+func deferred(r Result) ResizeResult {
+	return ResizeResult{Reason: r.Reason, Message: r.Message}
 }
 
 // AdmitResize decides whether the node can give a running pod what its
@@ -52,10 +53,10 @@ func (a *Admitter) AdmitResize(desired, allocated *corev1.Pod, node *corev1.Node
 		}
 	}
 	if short := fitResources(desired, node.Status.Allocatable, rest); len(short) > 0 {
-		return deferred(short[0].result().Message)
+		return deferred(short[0].result())
 	}
 	if r := admitOnNode(desired, node, rest); !r.Admit {
-		return deferred(r.Message)
+		return deferred(r)
 	}
 	return ResizeResult{Accepted: true}
 }

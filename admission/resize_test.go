@@ -46,11 +46,11 @@ func TestAdmitResize(t *testing.T) {
 		"an increase the others' allocations leave no room for is deferred, with the kubelet's words": {
 			desired: func(p *corev1.Pod) { p.Spec.Containers[0].Resources = requests("cpu", "1500m", "memory", "1Gi") },
 			others:  []*corev1.Pod{other},
-			want:    deferred("Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"),
+			want:    deferred(Result{Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"}),
 		},
 		"requests above the node's allocatable are deferred, as the kubelet v1.36 defers them": {
 			desired: func(p *corev1.Pod) { p.Spec.Containers[0].Resources = requests("cpu", "1", "memory", "8Gi") },
-			want:    deferred("Node didn't have enough resource: memory, requested: 8589934592, used: 0, capacity: 4294967296"),
+			want:    deferred(Result{Reason: "OutOfmemory", Message: "Node didn't have enough resource: memory, requested: 8589934592, used: 0, capacity: 4294967296"}),
 		},
 		"a resize of pod-level resources is infeasible": {
 			desired: func(p *corev1.Pod) {

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/atomicfile"
 )
 
 // StateFile is the file under the root folder that holds the
@@ -130,11 +132,10 @@ func (s *Store) writeLocked() error {
 	if err != nil {
 		return fmt.Errorf("encoding the pods' allocations: %w", err)
 	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("writing the pods' allocations: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
+	// Synced before it replaces the old file: after a power loss, an empty
+	// file would start nodelet with no allocations, and accept every
+	// pending resize unjudged.
+	if err := atomicfile.Write(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("writing the pods' allocations: %w", err)
 	}
 	return nil

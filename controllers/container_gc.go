@@ -28,7 +28,7 @@ type ContainerGC struct {
 	Runtime interface {
 		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
 		GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
-		RemoveDead(ctx context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) error
+		RemoveDead(ctx context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) (int, error)
 	}
 	Log logr.Logger
 }
@@ -68,10 +68,13 @@ func (g *ContainerGC) DeleteAllUnusedContainers(ctx context.Context) (int, error
 		dead := noderuntime.DeadToRemove(status, done)
 		g.Log.Info("Removing dead containers under disk pressure", "pod", types.NamespacedName{Namespace: status.Namespace, Name: status.Name},
 			"podUID", uid, "containers", len(dead.Containers), "sandboxes", len(dead.Sandboxes))
-		if err := g.Runtime.RemoveDead(ctx, status, dead); err != nil {
+		// Only what went counts: a container that can never be removed
+		// must not hold eviction back round after round.
+		n, err := g.Runtime.RemoveDead(ctx, status, dead)
+		if err != nil {
 			errs = append(errs, err)
 		}
-		removed += len(dead.Containers) + len(dead.Sandboxes)
+		removed += n
 	}
 	return removed, errors.Join(errs...)
 }

@@ -26,14 +26,14 @@ type deadRemovingRuntime struct {
 	removed map[types.UID][]string
 }
 
-func (r *deadRemovingRuntime) RemoveDead(_ context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) error {
+func (r *deadRemovingRuntime) RemoveDead(_ context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) (int, error) {
 	for _, c := range dead.Containers {
 		r.removed[status.UID] = append(r.removed[status.UID], c.ID.ID)
 	}
 	for _, sb := range dead.Sandboxes {
 		r.removed[status.UID] = append(r.removed[status.UID], sb.ID)
 	}
-	return nil
+	return len(dead.Containers) + len(dead.Sandboxes), nil
 }
 
 func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunningOnes(t *testing.T) {

@@ -75,9 +75,12 @@ func (r *PodReconciler) allocate(ctx context.Context, pod *corev1.Pod) (allocate
 	}
 	result := admission.ResizeResult{Accepted: true}
 	if r.AdmitResize != nil {
+		// Judged, and recorded if accepted, under admission's lock.
 		if result, err = r.admissions.judgeResize(ctx, pod, allocated, r.admissionReader(), r.AdmitResize); err != nil {
 			return nil, false, err
 		}
+	} else if err := r.Allocations.Set(pod.UID, allocation.FromPod(pod)); err != nil {
+		return nil, false, fmt.Errorf("recording the allocation of pod %s: %w", klog.KObj(pod), err)
 	}
 	if !result.Accepted {
 		log := klog.FromContext(ctx)
@@ -91,9 +94,6 @@ func (r *PodReconciler) allocate(ctx context.Context, pod *corev1.Pod) (allocate
 				resizeMessage(pod, pod.Generation, result.Message, "Pod resize "+result.Reason))
 		}
 		return allocated, true, nil
-	}
-	if err := r.Allocations.Set(pod.UID, allocation.FromPod(pod)); err != nil {
-		return nil, false, fmt.Errorf("recording the allocation of pod %s: %w", klog.KObj(pod), err)
 	}
 	now := r.Clock.Now()
 	r.resizes.clearPending(pod.UID)
@@ -144,7 +144,11 @@ func (r *PodReconciler) forgetAllocation(uid types.UID) {
 }
 
 // judgeResize decides a resize under admission's lock, beside the other
-// admitted pods at their allocations.
+// admitted pods at their allocations, and records an accepted one as the
+// pod's allocation before the lock is let go: a resize or an admission
+// judged meanwhile would otherwise count the old allocation, and two of
+// them could overcommit the node, as the kubelet's one allocation lock
+// prevents.
 func (a *admissions) judgeResize(ctx context.Context, desired, allocated *corev1.Pod, read admissionReader, decide ResizeFunc) (admission.ResizeResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -165,7 +169,13 @@ func (a *admissions) judgeResize(ctx context.Context, desired, allocated *corev1
 			others = append(others, a.allocatedOf(p))
 		}
 	}
-	return decide(desired, allocated, node, others), nil
+	result := decide(desired, allocated, node, others)
+	if result.Accepted && a.allocations != nil {
+		if err := a.allocations.Set(desired.UID, allocation.FromPod(desired)); err != nil {
+			return admission.ResizeResult{}, fmt.Errorf("recording the allocation of pod %s: %w", klog.KObj(desired), err)
+		}
+	}
+	return result, nil
 }
 
 // resizeConditions holds each pod's PodResizePending and

@@ -152,6 +152,7 @@ func (m *Manager) localStorageEviction(ctx context.Context, active []*corev1.Pod
 			GracePeriodSeconds: eviction.LocalStorageGracePeriodSeconds,
 			at:                 now,
 			pod:                types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+			withoutCondition:   true,
 		})
 		evicted = true
 	}

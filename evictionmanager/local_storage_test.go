@@ -129,13 +129,12 @@ func TestAPodOverItsEmptyDirSizeLimitIsEvicted(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(withLimit), got); err != nil {
 		t.Fatal(err)
 	}
-	var target *corev1.PodCondition
-	for i := range got.Status.Conditions {
-		if got.Status.Conditions[i].Type == corev1.DisruptionTarget {
-			target = &got.Status.Conditions[i]
+	// The kubelet sets no DisruptionTarget for a pod over its own limits:
+	// the failure is the pod's, not a disruption (a Job's podFailurePolicy
+	// counts it against its backoffLimit).
+	for _, condition := range got.Status.Conditions {
+		if condition.Type == corev1.DisruptionTarget {
+			t.Errorf("DisruptionTarget condition %+v, want none for a pod over its own limit", condition)
 		}
-	}
-	if target == nil || target.Status != corev1.ConditionTrue || target.Message != want {
-		t.Errorf("DisruptionTarget condition %+v, want True with the message", target)
 	}
 }

@@ -90,6 +90,10 @@ type Order struct {
 	GracePeriodSeconds int64
 	at                 time.Time
 	pod                types.NamespacedName
+	// withoutCondition: no DisruptionTarget condition, as the kubelet
+	// sets none for a pod over its own local storage limits (a Job's
+	// podFailurePolicy then counts the failure as the pod's own).
+	withoutCondition bool
 }
 
 // Manager is the eviction manager, a manager.Runnable.
@@ -296,8 +300,9 @@ func (m *Manager) reclaimNodeLevelResources(ctx context.Context, threshold evict
 	return false
 }
 
-// evict orders the pod evicted: the event and the DisruptionTarget
-// condition now, the stop and the Failed status by the reconciler.
+// evict orders the pod evicted: the event and (unless the order says
+// otherwise) the DisruptionTarget condition now, the stop and the Failed
+// status by the reconciler.
 func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, order Order) {
 	log := m.opts.Log
 	m.opts.Recorder.Eventf(pod, corev1.EventTypeWarning, eviction.Reason, "%s", order.Message)
@@ -305,8 +310,10 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, order Order) {
 	m.mu.Lock()
 	m.orders[pod.UID] = order
 	m.mu.Unlock()
-	if err := m.setDisruptionTarget(ctx, pod, order.Message); err != nil {
-		log.Error(err, "Eviction manager: failed to set the pod's DisruptionTarget condition", "pod", klog.KObj(pod))
+	if !order.withoutCondition {
+		if err := m.setDisruptionTarget(ctx, pod, order.Message); err != nil {
+			log.Error(err, "Eviction manager: failed to set the pod's DisruptionTarget condition", "pod", klog.KObj(pod))
+		}
 	}
 	if m.opts.Enqueue != nil {
 		m.opts.Enqueue(pod.Namespace, pod.Name, pod.UID)

@@ -19,6 +19,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
+
+	"github.com/nodelet/nodelet/internal/atomicfile"
 )
 
 // cniVersion is the spec version of the rendered list. The CNI plugins 1.x
@@ -236,38 +238,14 @@ func validateList(ctx context.Context, cni *libcni.CNIConfig, binDir string, lis
 }
 
 // writeFileAtomically writes through a hidden temporary file in the same
-// folder: a runtime watching the folder never loads half a file, and the
-// temporary name has no extension it would load.
+// folder (atomicfile): a runtime watching the folder never loads half a
+// file, and the temporary name has no extension it would load.
 func writeFileAtomically(path string, data []byte) error {
 	return writeFileAtomicallyMode(path, data, 0o644)
 }
 
 func writeFileAtomicallyMode(path string, data []byte, mode os.FileMode) error {
-	dir, name := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, data, mode)
 }
 
 // configFiles lists the CNI configuration files in dir; a missing dir has

@@ -36,25 +36,31 @@ func (m *Manager) RemovePod(ctx context.Context, status *PodStatus) error {
 // running pod no longer needs (DeadToRemove): for each container name only
 // the newest exited instance is kept.
 func (m *Manager) PruneContainers(ctx context.Context, status *PodStatus) error {
-	return m.RemoveDead(ctx, status, DeadToRemove(status, false))
+	_, err := m.RemoveDead(ctx, status, DeadToRemove(status, false))
+	return err
 }
 
 // RemoveDead removes the containers (with their log files) and then the
-// sandboxes of a pod's record that dead names. One that is already gone
-// is no error.
-func (m *Manager) RemoveDead(ctx context.Context, status *PodStatus, dead Dead) error {
+// sandboxes of a pod's record that dead names, and says how many are gone
+// (one already gone is no error) — not those it failed to remove.
+func (m *Manager) RemoveDead(ctx context.Context, status *PodStatus, dead Dead) (int, error) {
 	var errs []error
+	removed := 0
 	for _, c := range dead.Containers {
 		if err := m.removeContainer(ctx, status, c); err != nil {
 			errs = append(errs, err)
+		} else {
+			removed++
 		}
 	}
 	for _, sb := range dead.Sandboxes {
 		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
+		} else {
+			removed++
 		}
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
 func (m *Manager) removeContainer(ctx context.Context, status *PodStatus, c *ContainerStatus) error {

@@ -5,6 +5,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,8 +161,13 @@ func TestRemoveDeadOfATerminatedPodLeavesNothingStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := e.m.RemoveDead(ctx, status, DeadToRemove(status, true)); err != nil {
+	dead := DeadToRemove(status, true)
+	removed, err := e.m.RemoveDead(ctx, status, dead)
+	if err != nil {
 		t.Fatalf("RemoveDead() error = %v", err)
+	}
+	if want := len(dead.Containers) + len(dead.Sandboxes); removed != want {
+		t.Errorf("RemoveDead() removed %d, want %d", removed, want)
 	}
 
 	if got := e.containerIDs(t); len(got) != 0 {
@@ -169,5 +175,29 @@ func TestRemoveDeadOfATerminatedPodLeavesNothingStopped(t *testing.T) {
 	}
 	if got := e.sandboxIDs(t); len(got) != 0 {
 		t.Errorf("sandboxes left %v, want none", got)
+	}
+}
+
+func TestRemoveDeadCountsOnlyWhatItRemoved(t *testing.T) {
+	e := newSyncTestEnv(t)
+	ctx := context.Background()
+	gcTestPod(t, e)
+	status, err := e.m.GetPodStatus(ctx, "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := DeadToRemove(status, true)
+	if len(dead.Containers) < 2 {
+		t.Fatalf("the test pod has %d dead containers, want at least 2", len(dead.Containers))
+	}
+	// The runtime refuses the first removal: that container is not counted.
+	e.runtime.InjectError("RemoveContainer", errors.New("container is busy"))
+
+	removed, err := e.m.RemoveDead(ctx, status, dead)
+	if err == nil {
+		t.Fatal("RemoveDead() error = nil, want the refused removal")
+	}
+	if want := len(dead.Containers) + len(dead.Sandboxes) - 1; removed != want {
+		t.Errorf("RemoveDead() removed %d, want %d (all but the refused one)", removed, want)
 	}
 }

@@ -151,7 +151,7 @@ func TestInPlacePodResize(t *testing.T) {
 		if got := quota(appID); got != v1v2("40000", "40000 100000") {
 			t.Errorf("container app's CPU quota = %q, want 400m still", got)
 		}
-		f.waitForEvent(t, pod, "ResizeDeferred", "Pod resize Deferred: ", podStartTimeout)
+		f.waitForEvent(t, pod, "ResizeDeferred", "Pod resize OutOfcpu: ", podStartTimeout)
 	})
 
 	t.Run("pod-level resources are not resized in place", func(t *testing.T) {
