@@ -76,6 +76,9 @@ type Options struct {
 // one requested at 70 to 90% of its life (client-go's certificate manager,
 // as the kubelet's client certificate).
 type Identity struct {
+	// username is the subject the certificate must name: one kept in the
+	// folder from before a change of --node-name is not this node's.
+	username  string
 	manager   certificate.Manager
 	bootstrap *rest.Config
 	log       logr.Logger
@@ -122,20 +125,21 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 		<-ctx.Done()
 		manager.Stop()
 	}()
-	return &Identity{manager: manager, bootstrap: opts.Bootstrap, log: opts.Log, rotationCheck: 10 * time.Second}, nil
+	return &Identity{manager: manager, username: Username(opts.NodeName), bootstrap: opts.Bootstrap, log: opts.Log, rotationCheck: 10 * time.Second}, nil
 }
 
 // Current is the certificate in use; nil before the first one is issued
 // and once it has expired.
 func (i *Identity) Current() *tls.Certificate { return i.manager.Current() }
 
-// Wait blocks until a valid certificate is there, telling every minute
+// Wait blocks until a valid certificate of this node is there (one of
+// another node name, kept from before, is being replaced), telling every minute
 // that it waits (for the approver, most likely), or until ctx ends.
 func (i *Identity) Wait(ctx context.Context) error {
 	started := time.Now()
 	lastTold := started
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
-		if cert := i.Current(); cert != nil {
+		if cert := i.Current(); cert != nil && cert.Leaf.Subject.CommonName == i.username {
 			i.log.Info("Using the node client certificate", "subject", cert.Leaf.Subject.String(),
 				"notAfter", cert.Leaf.NotAfter, "waited", time.Since(started).Round(time.Second))
 			return true, nil

@@ -64,7 +64,10 @@ func walkDeep(root string, visit func(path string, info fs.FileInfo)) error {
 
 func walkDeepFrom(path string, info fs.FileInfo, visit func(string, fs.FileInfo)) error {
 	if info.IsDir() {
-		f, err := os.Open(path)
+		// Not through a link: a pod's process may have swapped the folder
+		// for one since it was looked at, to send the walk out of the
+		// volume.
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -244,4 +245,42 @@ func resolved(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return target
+}
+
+func TestTheWalkDoesNotFollowAFolderSwappedForALink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "host-file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	volume := filepath.Join(dir, "volume")
+	if err := os.MkdirAll(filepath.Join(volume, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The walk looked at "sub" while it was a folder; a pod's process then
+	// swaps it for a link out of the volume.
+	seen, err := os.Lstat(filepath.Join(volume, "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(volume, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(volume, "sub")); err != nil {
+		t.Fatal(err)
+	}
+
+	var visited []string
+	err = walkDeepFrom(filepath.Join(volume, "sub"), seen, func(path string, _ fs.FileInfo) { visited = append(visited, path) })
+	if err == nil {
+		t.Error("the walk went through the swapped-in link without an error")
+	}
+	for _, path := range visited {
+		if strings.Contains(path, "host-file") {
+			t.Errorf("the walk visited %s, outside the volume", path)
+		}
+	}
 }
