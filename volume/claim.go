@@ -136,5 +136,10 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, pv *corev1.PersistentVolu
 	if err := storagehelpers.CheckNodeAffinity(pv, nodeLabels); err != nil {
 		return claimMount{}, &MountError{Operation: "MountVolume.NodeAffinity check", Volume: pv.Name, Err: err}
 	}
+	// The kubelet bind-mounts a local volume with them (noexec, nosuid,
+	// ...); nodelet does not yet, and refuses rather than mount without.
+	if len(pv.Spec.MountOptions) > 0 {
+		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: "persistent volumes with mountOptions"}
+	}
 	return m, nil
 }

@@ -179,6 +179,11 @@ func TestClaimMountOf(t *testing.T) {
 			wantErr:  `volume "data": nfs persistent volumes are not supported by nodelet yet`,
 			wantKind: &UnsupportedVolumeError{},
 		},
+		"mount options: refused, not ignored": {
+			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec"} },
+			wantErr:  `volume "data": persistent volumes with mountOptions are not supported by nodelet yet`,
+			wantKind: &UnsupportedVolumeError{},
+		},
 		"a Block volume in volumeMounts: the kubelet's error": {
 			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
 			wantErr:  "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: volume data has volumeMode Block, but is specified in volumeMounts",
