@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/eviction"
+	"github.com/nodelet/nodelet/volume"
 )
 
 // LocalStorageMeter measures pods' logs and local volumes.
@@ -69,47 +69,17 @@ func (m LocalStorageMeter) Measure(pod *corev1.Pod) (eviction.LocalStorage, erro
 	return local, errors.Join(errs...)
 }
 
-// diskUsage is what a folder's tree takes, as du counts it: the blocks of
-// every file and folder, and one inode each, within the folder's own file
-// system (a mount inside it is not the pod's disk). A folder not there
-// takes nothing.
+// diskUsage is what a folder's tree takes, as du counts it
+// (volume.DiskUsage); a folder not there takes nothing.
 func diskUsage(dir string) (eviction.DiskUsage, error) {
-	var used eviction.DiskUsage
-	root, err := os.Lstat(dir)
+	bytes, inodes, err := volume.DiskUsage(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return used, nil
+		return eviction.DiskUsage{}, nil
 	}
 	if err != nil {
-		return used, err
+		return eviction.DiskUsage{}, err
 	}
-	dev := root.Sys().(*syscall.Stat_t).Dev
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			// Removed while walked.
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		if st.Dev != dev {
-			return filepath.SkipDir
-		}
-		used.Bytes += st.Blocks * 512
-		used.Inodes++
-		return nil
-	})
-	return used, err
+	return eviction.DiskUsage{Bytes: int64(bytes), Inodes: int64(inodes)}, nil
 }
 
 // localStorageEviction evicts every active pod over one of its local

@@ -43,7 +43,7 @@ func TestWalkUsageCountsBlocksAndHardLinksOnce(t *testing.T) {
 	}
 	sparse.Close()
 
-	bytes, inodes, err := walkUsage(dir)
+	bytes, inodes, err := DiskUsage(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func measureUsage(dir string, method usageMethod, now time.Time) (usage, error) 
 	u := usage{at: now, fs: info}
 	if method == usageWalk {
 		u.walked = true
-		u.used, u.inodesUsed, err = walkUsage(dir)
+		u.used, u.inodesUsed, err = DiskUsage(dir)
 	}
 	return u, err
 }
@@ -43,11 +43,12 @@ func statFS(dir string) (fsInfo, error) {
 	}, nil
 }
 
-// walkUsage counts what the files under dir take on disk and how many
+// DiskUsage counts what the files under dir take on disk and how many
 // there are, as du does: blocks allocated (not file sizes, so a sparse
 // file counts what it holds), a file with several hard links once, and
-// nothing on another file system mounted below.
-func walkUsage(dir string) (bytes, inodes uint64, err error) {
+// nothing on another file system mounted below. The volumes' stats and
+// the eviction manager's measure of pods' logs and volumes both use it.
+func DiskUsage(dir string) (bytes, inodes uint64, err error) {
 	var root unix.Stat_t
 	if err := unix.Lstat(dir, &root); err != nil {
 		return 0, 0, &os.PathError{Op: "lstat", Path: dir, Err: err}
