@@ -142,42 +142,9 @@ func LocalStorageViolation(pod *corev1.Pod, usage Usage) (message string, ok boo
 // started before it) when larger, plus the overhead. Containers without
 // the limit add nothing; ok is false when none has it.
 func podLimit(pod *corev1.Pod, name corev1.ResourceName) (resource.Quantity, bool) {
-	if pod.Spec.Resources != nil {
-		if q, ok := pod.Spec.Resources.Limits[name]; ok {
-			return q.DeepCopy(), true
-		}
-	}
-	var sum, sidecars resource.Quantity
-	found := false
-	for i := range pod.Spec.Containers {
-		if q, ok := pod.Spec.Containers[i].Resources.Limits[name]; ok {
-			sum.Add(q)
-			found = true
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		q, ok := c.Resources.Limits[name]
-		if !ok {
-			continue
-		}
-		found = true
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum.Add(q)
-			sidecars.Add(q)
-			continue
-		}
-		init := q.DeepCopy()
-		init.Add(sidecars)
-		if init.Cmp(sum) > 0 {
-			sum = init
-		}
-	}
+	sum, found := podQuantity(pod, name, func(r corev1.ResourceRequirements) corev1.ResourceList { return r.Limits })
 	if !found {
 		return resource.Quantity{}, false
-	}
-	if q, ok := pod.Spec.Overhead[name]; ok {
-		sum.Add(q)
 	}
 	return sum, true
 }

@@ -104,23 +104,36 @@ func byPriority(p1, p2 *corev1.Pod) int {
 // its containers' sum and its largest init container's, plus the
 // overhead, as the kubelet's GetResourceRequestQuantity.
 func podRequest(pod *corev1.Pod, name corev1.ResourceName) resource.Quantity {
-	sum := resource.Quantity{Format: resource.BinarySI}
+	sum, _ := podQuantity(pod, name, func(r corev1.ResourceRequirements) corev1.ResourceList { return r.Requests })
+	return sum
+}
+
+// podQuantity is the pod's effective request or limit (of picks) of a
+// resource, as the kubelet computes both: the pod-level one if set; else
+// the containers' and sidecars' summed, or an init container's (with the
+// sidecars started before it) when larger, plus the overhead. Containers
+// without it add nothing; found is false when none has it.
+func podQuantity(pod *corev1.Pod, name corev1.ResourceName, of func(corev1.ResourceRequirements) corev1.ResourceList) (sum resource.Quantity, found bool) {
 	if pod.Spec.Resources != nil {
-		if q, ok := pod.Spec.Resources.Requests[name]; ok {
-			return q.DeepCopy()
+		if q, ok := of(*pod.Spec.Resources)[name]; ok {
+			return q.DeepCopy(), true
 		}
 	}
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Requests[name]; ok {
+	sum = resource.Quantity{Format: resource.BinarySI}
+	for i := range pod.Spec.Containers {
+		if q, ok := of(pod.Spec.Containers[i].Resources)[name]; ok {
 			sum.Add(q)
+			found = true
 		}
 	}
 	var sidecars resource.Quantity
-	for _, c := range pod.Spec.InitContainers {
-		q, ok := c.Resources.Requests[name]
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		q, ok := of(c.Resources)[name]
 		if !ok {
 			continue
 		}
+		found = true
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			sum.Add(q)
 			sidecars.Add(q)
@@ -135,7 +148,7 @@ func podRequest(pod *corev1.Pod, name corev1.ResourceName) resource.Quantity {
 	if q, ok := pod.Spec.Overhead[name]; ok {
 		sum.Add(q)
 	}
-	return sum
+	return sum, found
 }
 
 // usageOf picks one measure of a pod's usage.
