@@ -332,7 +332,15 @@ start_daemon() {
 	shift
 	mkdir -p "$LOG_DIR" "$RUN_DIR"
 	setsid "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
-	echo $! >"$RUN_DIR/$name.pid"
+	local pid=$!
+	echo "$pid" >"$RUN_DIR/$name.pid"
+	# Until the child has called exec, /proc shows this script's command
+	# line in its place, and pid_of would take the daemon for gone. A
+	# child that has exited already shows an empty one.
+	local deadline=$((SECONDS + 10)) cmdline
+	while cmdline=$(cmdline_of "$pid") && [[ -n $cmdline && $cmdline != *"$STATE_DIR"* ]] && ((SECONDS < deadline)); do
+		sleep 0.02
+	done
 }
 
 # daemon_alive NAME fails, showing the end of its log, once NAME has exited.

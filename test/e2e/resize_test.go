@@ -12,19 +12,24 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // resizeTo asks for new resources through the pods/resize subresource, as
-// `kubectl patch --subresource=resize` does.
+// `kubectl patch --subresource=resize` does. nodelet writes the pod's
+// status at any time, so an update read before one of those writes is
+// refused with a conflict: read the pod again and retry.
 func (f *Framework) resizeTo(t *testing.T, pod *corev1.Pod, change func(*corev1.Pod)) error {
 	t.Helper()
-	current, err := f.Client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("reading pod %s/%s: %v", pod.Namespace, pod.Name, err)
-	}
-	change(current)
-	_, err = f.Client.CoreV1().Pods(pod.Namespace).UpdateResize(t.Context(), pod.Name, current, metav1.UpdateOptions{})
-	return err
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := f.Client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		change(current)
+		_, err = f.Client.CoreV1().Pods(pod.Namespace).UpdateResize(t.Context(), pod.Name, current, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
