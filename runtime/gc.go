@@ -71,5 +71,6 @@ func (m *Manager) removeContainer(ctx context.Context, status *PodStatus, c *Con
 	if err := m.runtime.RemoveContainer(ctx, c.ID.ID); err != nil && !crierrors.IsNotFound(err) {
 		return fmt.Errorf("removing container %q (%s) of pod %s/%s: %w", c.Name, c.ID.ID, status.Namespace, status.Name, err)
 	}
+	m.stops.forget(c.ID.ID)
 	return nil
 }

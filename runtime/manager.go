@@ -101,6 +101,9 @@ type Manager struct {
 	// to their containers (never held back) while the later ones wait
 	// their turn. Stopping a pod never waits here.
 	sandboxStarts *semaphore.Weighted
+	// stops are the containers nodelet asked to stop: their SIGKILL is
+	// nodelet's, not the OOM killer's.
+	stops stopRequests
 }
 
 // prepareSubPath is the volume mount's sub path as the runtime is to mount it.
@@ -190,7 +193,10 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 		if err != nil {
 			return nil, fmt.Errorf("getting status of container %s of pod %s: %w", c.Id, uid, err)
 		}
-		cs := m.containerFromStatus(c.PodSandboxId, resp.GetStatus())
+		cs, err := m.settledContainer(ctx, c.PodSandboxId, m.containerFromStatus(c.PodSandboxId, resp.GetStatus()))
+		if err != nil {
+			return nil, fmt.Errorf("getting status of container %s of pod %s: %w", c.Id, uid, err)
+		}
 		m.withResized(uid, cs)
 		if id, ok := identityFromLabels(c.Labels); ok {
 			status.Name, status.Namespace = id.Name, id.Namespace

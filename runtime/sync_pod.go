@@ -456,6 +456,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, kill conta
 		grace = minimumGracePeriodSeconds
 	}
 	klog.FromContext(ctx).V(1).Info("Stopping container", "container", kill.Name, "containerID", kill.ID.ID, "gracePeriod", grace)
+	m.stops.add(kill.ID.ID)
 	if err := m.runtime.StopContainer(ctx, kill.ID.ID, grace); err != nil && !crierrors.IsNotFound(err) {
 		return fmt.Errorf("stopping container %q (%s): %w", kill.Name, kill.ID.ID, err)
 	}

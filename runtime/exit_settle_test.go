@@ -1,0 +1,144 @@
+package runtime
+
+// exitSettlesAt is pure; GetPodStatus's wait for a SIGKILL's report to
+// settle runs against the CRI fake of k8s.io/cri-api/pkg/apis/testing
+// (FakeRuntimeService) with a fake clock.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+)
+
+func TestExitSettlesAt(t *testing.T) {
+	finished := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	exited := func(code int32, reason string) *ContainerStatus {
+		return &ContainerStatus{State: ContainerExited, ExitCode: code, Reason: reason, FinishedAt: finished}
+	}
+	cases := []struct {
+		name      string
+		container *ContainerStatus
+		stopped   bool
+		now       time.Time
+		unsettled bool
+	}{
+		{"a SIGKILL reported as Error just now", exited(137, "Error"), false, finished.Add(100 * time.Millisecond), true},
+		{"a SIGKILL reported as Error a period ago", exited(137, "Error"), false, finished.Add(exitSettlePeriod), false},
+		{"a SIGKILL nodelet sent", exited(137, "Error"), true, finished, false},
+		{"an OOM kill the runtime reported", exited(137, "OOMKilled"), false, finished, false},
+		{"another exit code", exited(1, "Error"), false, finished, false},
+		{"a running container", &ContainerStatus{State: ContainerRunning}, false, finished, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			settles, unsettled := exitSettlesAt(tc.container, tc.stopped, tc.now)
+			if unsettled != tc.unsettled {
+				t.Fatalf("unsettled = %v, want %v", unsettled, tc.unsettled)
+			}
+			if unsettled && !settles.Equal(finished.Add(exitSettlePeriod)) {
+				t.Errorf("settles at %v, want a period after the exit", settles)
+			}
+		})
+	}
+}
+
+// settleTestEnv holds one exited container of pod uid-1, killed by
+// SIGKILL and reported as Error at the fake clock's now.
+func settleTestEnv(t *testing.T) (*syncTestEnv, string) {
+	e := newSyncTestEnv(t)
+	const id = "container-1"
+	e.runtime.SetFakeContainers([]*critest.FakeContainer{{
+		SandboxID: "sandbox-1",
+		ContainerStatus: runtimeapi.ContainerStatus{
+			Id:         id,
+			Metadata:   &runtimeapi.ContainerMetadata{Name: "app"},
+			State:      runtimeapi.ContainerState_CONTAINER_EXITED,
+			CreatedAt:  e.clock.Now().Add(-time.Minute).UnixNano(),
+			FinishedAt: e.clock.Now().UnixNano(),
+			ExitCode:   137,
+			Reason:     "Error",
+			Labels:     map[string]string{LabelPodUID: "uid-1", LabelContainerName: "app"},
+		},
+	}})
+	return e, id
+}
+
+// readStatus runs GetPodStatus, returning its result on the channel.
+func readStatus(e *syncTestEnv) <-chan *PodStatus {
+	done := make(chan *PodStatus, 1)
+	go func() {
+		status, err := e.m.GetPodStatus(context.Background(), "uid-1")
+		if err != nil {
+			status = nil
+		}
+		done <- status
+	}()
+	return done
+}
+
+func TestGetPodStatusWaitsForTheRuntimeToReportAnOOMKill(t *testing.T) {
+	e, id := settleTestEnv(t)
+	done := readStatus(e)
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.clock.HasWaiters() {
+		select {
+		case status := <-done:
+			t.Fatalf("GetPodStatus returned without waiting for the exit to settle: %+v", status)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("GetPodStatus never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The runtime's OOM event arrives while nodelet waits.
+	e.runtime.Lock()
+	e.runtime.Containers[id].Reason = "OOMKilled"
+	e.runtime.Unlock()
+	e.clock.Step(exitSettlePeriod)
+	status := <-done
+	if status == nil || len(status.Containers) != 1 {
+		t.Fatalf("GetPodStatus = %+v, want the one container", status)
+	}
+	if got := status.Containers[0].Reason; got != "OOMKilled" {
+		t.Errorf("reason = %q, want OOMKilled as the runtime reports it after the wait", got)
+	}
+}
+
+func TestGetPodStatusDoesNotWaitForAStopNodeletAskedFor(t *testing.T) {
+	e, id := settleTestEnv(t)
+	pod := syncTestPod()
+	e.runtime.Lock()
+	e.runtime.Containers[id].State = runtimeapi.ContainerState_CONTAINER_RUNNING
+	e.runtime.Unlock()
+	if err := e.m.killContainer(context.Background(), pod, containerKill{ID: ContainerID{ID: id}, Name: "app"}, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The fake stops at once; the container ignored its SIGTERM.
+	e.runtime.Lock()
+	e.runtime.Containers[id].FinishedAt = e.clock.Now().UnixNano()
+	e.runtime.Containers[id].ExitCode = 137
+	e.runtime.Unlock()
+	done := readStatus(e)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case status := <-done:
+			if status == nil || len(status.Containers) != 1 || status.Containers[0].Reason != "Error" {
+				t.Fatalf("GetPodStatus = %+v, want the container's exit as reported", status)
+			}
+			return
+		default:
+		}
+		if e.clock.HasWaiters() {
+			t.Fatal("GetPodStatus waited on a SIGKILL nodelet sent")
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("GetPodStatus did not return")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
