@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The stack's cluster add-ons, so that pods reach Services by IP and by
-# name: kube-proxy (a DaemonSet on the host's network, iptables mode) and
-# CoreDNS (a Deployment behind the kube-dns Service at CLUSTER_DNS_IP).
-# Both are ordinary pods that nodelet runs, from the stack's registry.
+# name, and claims get volumes: kube-proxy (a DaemonSet on the host's
+# network, iptables mode), CoreDNS (a Deployment behind the kube-dns
+# Service at CLUSTER_DNS_IP) and local-path-provisioner (a Deployment, and
+# the default StorageClass). All are ordinary pods that nodelet runs, from
+# the stack's registry.
 #
 #   hack/addons.sh PROFILE apply       write the manifests into
 #                                      STATE/addons and apply them
@@ -290,6 +292,164 @@ spec:
 EOF
 }
 
+# write_local_path_provisioner writes local-path-provisioner's manifests
+# (as its project ships them, from the stack's registry), with the default
+# StorageClass: a claim is given a folder under LOCAL_PATH_DIR on the node
+# it is first used on, made and removed by a helper pod that nodelet runs.
+write_local_path_provisioner() {
+	cat <<EOF
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: local-path-storage
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: local-path-provisioner
+  namespace: local-path-storage
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: local-path-provisioner
+  namespace: local-path-storage
+rules:
+# Its helper pods.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, patch, update, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: local-path-provisioner
+  namespace: local-path-storage
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: local-path-provisioner
+subjects:
+- kind: ServiceAccount
+  name: local-path-provisioner
+  namespace: local-path-storage
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: nodelet-local:local-path-provisioner
+rules:
+- apiGroups: [""]
+  resources: [nodes, persistentvolumeclaims, configmaps, pods, pods/log]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [persistentvolumes]
+  verbs: [get, list, watch, create, patch, update, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [storage.k8s.io]
+  resources: [storageclasses]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: nodelet-local:local-path-provisioner
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: nodelet-local:local-path-provisioner
+subjects:
+- kind: ServiceAccount
+  name: local-path-provisioner
+  namespace: local-path-storage
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: local-path-config
+  namespace: local-path-storage
+data:
+  config.json: |-
+    {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$LOCAL_PATH_DIR"]}]}
+  setup: |-
+    #!/bin/sh
+    set -eu
+    mkdir -m 0777 -p "\$VOL_DIR"
+  teardown: |-
+    #!/bin/sh
+    set -eu
+    rm -rf "\$VOL_DIR"
+  helperPod.yaml: |-
+    apiVersion: v1
+    kind: Pod
+    metadata:
+      name: helper-pod
+    spec:
+      priorityClassName: system-node-critical
+      tolerations:
+      - key: node.kubernetes.io/disk-pressure
+        operator: Exists
+        effect: NoSchedule
+      containers:
+      - name: helper-pod
+        image: $BUSYBOX_IMAGE
+        imagePullPolicy: IfNotPresent
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: local-path-provisioner
+  namespace: local-path-storage
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: local-path-provisioner
+  template:
+    metadata:
+      labels:
+        app: local-path-provisioner
+    spec:
+      serviceAccountName: local-path-provisioner
+      priorityClassName: system-cluster-critical
+      containers:
+      - name: local-path-provisioner
+        image: $LOCAL_PATH_PROVISIONER_IMAGE
+        args: [start, --config, /etc/config/config.json]
+        env:
+        - name: POD_NAMESPACE
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+        - name: CONFIG_MOUNT_PATH
+          value: /etc/config/
+        # Its helper pods run as it does.
+        - name: SERVICE_ACCOUNT_NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: spec.serviceAccountName
+        volumeMounts:
+        - name: config
+          mountPath: /etc/config/
+      volumes:
+      - name: config
+        configMap:
+          name: local-path-config
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: local-path
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: rancher.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+EOF
+}
+
 # enable_bridge_netfilter makes bridged pod traffic pass iptables, so that
 # a reply from a Service's backend on the same bridge is translated back
 # (without it, a pod reaching a Service whose backend is a pod on the same
@@ -309,8 +469,10 @@ apply)
 	mkdir -p "$ADDONS_DIR"
 	write_kube_proxy >"$ADDONS_DIR/kube-proxy.yaml"
 	write_coredns >"$ADDONS_DIR/coredns.yaml"
-	log "Applying kube-proxy and CoreDNS (kube-dns at $CLUSTER_DNS_IP) from $ADDONS_DIR"
-	kubectl_admin apply -f "$ADDONS_DIR/kube-proxy.yaml" -f "$ADDONS_DIR/coredns.yaml" >/dev/null
+	write_local_path_provisioner >"$ADDONS_DIR/local-path-provisioner.yaml"
+	log "Applying kube-proxy, CoreDNS (kube-dns at $CLUSTER_DNS_IP) and local-path-provisioner (default StorageClass local-path) from $ADDONS_DIR"
+	kubectl_admin apply -f "$ADDONS_DIR/kube-proxy.yaml" -f "$ADDONS_DIR/coredns.yaml" \
+		-f "$ADDONS_DIR/local-path-provisioner.yaml" >/dev/null
 	;;
 wait-dns)
 	# From the host, the query to the kube-dns ClusterIP goes through

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the stack's two images without a container engine and, given a
+# Builds the stack's images without a container engine and, given a
 # profile, pushes them to that profile's registry.
 #
 #   hack/build-images.sh            build into .cache/images (when missing
@@ -7,7 +7,8 @@
 #   hack/build-images.sh PROFILE    build, then push to the profile's
 #                                   registries (which must be running)
 #                                   unless the same image is already there:
-#                                   both images to the open one, busybox
+#                                   each image to the open one (the
+#                                   add-ons' only with ADDONS), busybox
 #                                   also to the one that requires a login
 #
 # busybox:1.35  Debian's static busybox with its applets linked in /bin,
@@ -22,6 +23,8 @@
 #               they are the very ones (and backend, nft or legacy) the CNI
 #               plugins use for their rules on the host.
 # coredns:1.14.7  the static CoreDNS (hack/tools/coredns).
+# local-path-provisioner:v0.0.30  the static local-path-provisioner, built
+#               from its module: the stack's default StorageClass.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -113,6 +116,13 @@ populate_coredns() {
 	install -D -m 0755 "$BIN_DIR/coredns" "$1/coredns"
 }
 
+# local-path-provisioner runs the helper pods' scripts itself, not in its
+# own image, so the binary alone will do; /tmp for client-go's caches.
+populate_local-path-provisioner() {
+	install -D -m 0755 "$BIN_DIR/local-path-provisioner" "$1/usr/local/bin/local-path-provisioner"
+	install -d -m 1777 "$1/tmp"
+}
+
 # build_image NAME TAG INPUT... populates an image with populate_NAME when
 # the hash of the INPUTs (the files it is made from) differs from the last
 # build's.
@@ -143,6 +153,7 @@ build_image() {
 	pause) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /pause ;;
 	kube-proxy) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /usr/local/bin/kube-proxy ;;
 	coredns) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /coredns ;;
+	local-path-provisioner) umoci config --image "$layout:$tag" --config.env "PATH=$IMAGE_PATH" --config.entrypoint /usr/local/bin/local-path-provisioner ;;
 	esac
 	umoci gc --layout "$layout"
 	rm -rf "$work"
@@ -186,6 +197,8 @@ main() {
 	build_image kube-proxy "$KUBE_VERSION" "$BIN_DIR/kube-proxy" "$(iptables_program)" \
 		$(find "${xtables[@]}" -name '*.so' | sort)
 	build_image coredns "$COREDNS_TAG" "$BIN_DIR/coredns"
+	"$REPO_ROOT/hack/build-tools.sh" local-path-provisioner
+	build_image local-path-provisioner "$LOCAL_PATH_PROVISIONER_TAG" "$BIN_DIR/local-path-provisioner"
 	if (($# > 0)); then
 		profile_load "$1"
 		push_image busybox "$BUSYBOX_TAG" "$REGISTRY" busybox
@@ -193,6 +206,7 @@ main() {
 		if $ADDONS; then
 			push_image kube-proxy "$KUBE_VERSION" "$REGISTRY" kube-proxy
 			push_image coredns "$COREDNS_TAG" "$REGISTRY" coredns
+			push_image local-path-provisioner "$LOCAL_PATH_PROVISIONER_TAG" "$REGISTRY" local-path-provisioner
 		fi
 		# The same busybox, behind the registry that requires a login.
 		push_image busybox "$BUSYBOX_TAG" "$PRIVATE_REGISTRY" "$PRIVATE_REPOSITORY" \

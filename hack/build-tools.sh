@@ -6,15 +6,16 @@
 #   hack/build-tools.sh              etcd, the control plane, kubectl,
 #                                    kube-proxy, coredns, and the small
 #                                    helpers (pause, cri-sweep, cri-smoke,
-#                                    grpc-health-server, htpasswd)
+#                                    grpc-health-server, htpasswd) and
+#                                    local-path-provisioner
 #   hack/build-tools.sh NAME...      only those, e.g. `kubelet` (built only
 #                                    on demand, for the benchmarks) or
 #                                    `golangci-lint`
 #
-# golangci-lint is not in the tools module: it is built from its own module
-# at a pinned version with `go install`, so its dependencies never enter
-# hack/tools/go.mod's module graph. It is rebuilt only when it is missing
-# or the pinned version or the Go version changed.
+# golangci-lint and local-path-provisioner are not in the tools module: each
+# is built from its own module at a pinned version with `go install`, so its
+# dependencies never enter hack/tools/go.mod's module graph. Each is rebuilt
+# only when it is missing or the pinned version or the Go version changed.
 #
 # The Kubernetes binaries take about 6 minutes cold on 2 cores; seconds once
 # GOCACHE (.cache/go-build) is warm.
@@ -22,7 +23,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HELPER_BINARIES=(pause cri-sweep cri-smoke grpc-health-server htpasswd)
-DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy coredns "${HELPER_BINARIES[@]}" golangci-lint)
+DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy coredns "${HELPER_BINARIES[@]}" golangci-lint local-path-provisioner)
 # CoreDNS has a module of its own (hack/tools/coredns), so that its
 # dependencies do not move the control plane's; static, for its image.
 COREDNS_MODULE=$TOOLS_DIR/coredns
@@ -30,7 +31,11 @@ COREDNS_MODULE=$TOOLS_DIR/coredns
 # Tools built from their own modules: name -> package@version.
 declare -A GO_INSTALLED=(
 	[golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+	[local-path-provisioner]=github.com/rancher/local-path-provisioner@v0.0.30
 )
+# Those of them that run in an image of their own, which has no C library:
+# built static.
+GO_INSTALLED_STATIC=(local-path-provisioner)
 
 KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 # The helpers are static: pause runs inside a scratch image.
@@ -38,7 +43,13 @@ HELPER_LDFLAGS="-s -w"
 
 is_go_installed() { [[ -n ${GO_INSTALLED[$1]:-} ]]; }
 
-go_installed_stamp() { printf '%s %s\n' "$(go env GOVERSION)" "${GO_INSTALLED[$1]}"; }
+is_static() { [[ " ${GO_INSTALLED_STATIC[*]} " == *" $1 "* ]]; }
+
+go_installed_stamp() {
+	printf '%s %s' "$(go env GOVERSION)" "${GO_INSTALLED[$1]}"
+	if is_static "$1"; then printf ' CGO_ENABLED=0'; fi
+	printf '\n'
+}
 
 # go_install NAME builds NAME from its own module into $BIN_DIR when it is
 # missing or its stamp (Go version, package@version) changed.
@@ -50,7 +61,10 @@ go_install() {
 	log "Building ${GO_INSTALLED[$name]} into $BIN_DIR"
 	# Outside any module, so that neither nodelet's nor the tools module's
 	# go.mod takes part in the build.
-	(cd / && GOBIN=$BIN_DIR GOFLAGS= go install "${GO_INSTALLED[$name]}") || return 1
+	local cgo
+	cgo=$(go env CGO_ENABLED)
+	if is_static "$name"; then cgo=0; fi
+	(cd / && GOBIN=$BIN_DIR GOFLAGS= CGO_ENABLED=$cgo go install "${GO_INSTALLED[$name]}") || return 1
 	go_installed_stamp "$name" >"$BIN_DIR/.stamps/$name"
 	log "Built $name in $((SECONDS - started))s"
 }

@@ -30,6 +30,8 @@ BUSYBOX_TAG=1.35
 PAUSE_TAG=3.10
 # CoreDNS's version is hack/tools/coredns/go.mod's; its image is tagged so.
 COREDNS_TAG=1.14.7
+# local-path-provisioner's, as hack/build-tools.sh pins it.
+LOCAL_PATH_PROVISIONER_TAG=v0.0.30
 # Where Debian's containernetworking-plugins installs the CNI plugins.
 CNI_PLUGINS_DIR=/usr/lib/cni
 KUBECTL="$BIN_DIR/kubectl"
@@ -229,6 +231,9 @@ profile_load() {
 	PAUSE_IMAGE=$REGISTRY/pause:$PAUSE_TAG
 	KUBE_PROXY_IMAGE=$REGISTRY/kube-proxy:$KUBE_VERSION
 	COREDNS_IMAGE=$REGISTRY/coredns:$COREDNS_TAG
+	LOCAL_PATH_PROVISIONER_IMAGE=$REGISTRY/local-path-provisioner:$LOCAL_PATH_PROVISIONER_TAG
+	# Where local-path-provisioner makes the node's volumes.
+	LOCAL_PATH_DIR=$STATE_DIR/local-path-provisioner
 	ADDONS_DIR=$STATE_DIR/addons
 
 	((${#CNI_BRIDGE} <= 15)) || die "bridge name $CNI_BRIDGE is longer than 15 characters"

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ephemeralvolume "k8s.io/component-helpers/storage/ephemeral"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -116,15 +117,27 @@ func volumeUse(pod *corev1.Pod, volume string) (mounted, mapped bool) {
 	return mounted, mapped
 }
 
+// claimSource is the claim the pod's volume vol mounts: a
+// persistentVolumeClaim volume's, or for a generic ephemeral volume the one
+// the controller-manager makes from its template, named after the pod and
+// the volume; ephemeral tells which. The kubelet mounts both alike.
+func claimSource(pod *corev1.Pod, vol *corev1.Volume) (source corev1.PersistentVolumeClaimVolumeSource, ephemeral bool) {
+	if vol.Ephemeral != nil {
+		return corev1.PersistentVolumeClaimVolumeSource{ClaimName: ephemeralvolume.VolumeClaimName(pod, vol)}, true
+	}
+	return *vol.PersistentVolumeClaim, false
+}
+
 // claimMountOf is how the pod mounts pv through its volume vol on a node
 // of nodeLabels: only a local or hostPath volume, only on a node its
 // nodeAffinity allows (the kubelet checks it again before mounting, as
-// the scheduler may have been bypassed by setting nodeName).
-func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, pv *corev1.PersistentVolume, nodeLabels map[string]string) (claimMount, error) {
+// the scheduler may have been bypassed by setting nodeName). readOnly is
+// the claim source's.
+func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1.PersistentVolume, nodeLabels map[string]string) (claimMount, error) {
 	if err := checkVolumeMode(pod, vol.Name, pv); err != nil {
 		return claimMount{}, err
 	}
-	m := claimMount{pv: pv.Name, readOnly: vol.PersistentVolumeClaim.ReadOnly}
+	m := claimMount{pv: pv.Name, readOnly: readOnly}
 	switch {
 	case pv.Spec.Local != nil:
 		m.kind, m.path = claimLocal, pv.Spec.Local.Path

@@ -246,3 +246,51 @@ func TestSetUpPodHostPathClaim(t *testing.T) {
 		t.Errorf("volume stats of a hostPath claim: %v, want none", got)
 	}
 }
+
+// A generic ephemeral volume is the claim named after the pod and the
+// volume, mounted as a persistentVolumeClaim's once the pod owns it; a
+// claim of that name the pod does not own is refused in the kubelet's
+// words.
+func TestSetUpPodMountsAGenericEphemeralVolumeOnlyWhenThePodOwnsItsClaim(t *testing.T) {
+	requireRoot(t)
+	source := t.TempDir()
+	pod := makePod(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{},
+	}}})
+	pod.Spec.Containers = []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}}}
+	claim := boundClaim()
+	claim.Name = "web-0-scratch"
+	pv := localPV()
+	pv.Spec.Local.Path = source
+	nodeLabels := Options{NodeLabels: func(context.Context) map[string]string {
+		return map[string]string{"kubernetes.io/hostname": "node-1"}
+	}}
+
+	// Another pod's claim under that name.
+	e := newTestEnv(t, nodeLabels, claim, pv)
+	_, _, err := e.m.SetUpPod(context.Background(), pod)
+	want := "Unable to attach or mount volumes: unmounted volumes=[scratch], unattached volumes=[], failed to process volumes=[scratch]: PVC shop/web-0-scratch was not created for pod shop/web-0 (pod is not owner)"
+	if errs := UserErrors(err); len(errs) != 1 || errs[0].Error() != want {
+		t.Fatalf("user errors = %v, want [%s]", errs, want)
+	}
+
+	// The claim the controller-manager made for this pod.
+	owned := claim.DeepCopy()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}}
+	e = newTestEnv(t, nodeLabels, owned, pv)
+	paths, _ := setUp(t, e, pod)
+	dir := filepath.Join(e.root, "pods", string(podUID), "volumes", "kubernetes.io~local-volume", "pv-1")
+	if diff := cmp.Diff(map[string]string{"scratch": dir}, paths); diff != "" {
+		t.Fatalf("paths (-want +got):\n%s", diff)
+	}
+	want2 := &statsapi.PVCReference{Name: "web-0-scratch", Namespace: "shop"}
+	if claims := e.m.ClaimVolumeStats(context.Background()); len(claims) != 1 || !cmp.Equal(claims[0].PVCRef, want2) {
+		t.Errorf("claim stats %+v, want web-0-scratch's", claims)
+	}
+	if err := e.m.TearDownPod(context.Background(), podUID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mountsUnderDir(t, e.m.PodDir(podUID)); len(got) != 0 {
+		t.Errorf("mounts left: %+v", got)
+	}
+}

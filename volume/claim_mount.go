@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ephemeralvolume "k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -21,7 +22,8 @@ type claimSetUp struct {
 	claim *statsapi.PVCReference
 }
 
-// setUpClaim resolves the pod's claim to its persistent volume, as the
+// setUpClaim resolves the pod's claim (a persistentVolumeClaim volume's or
+// a generic ephemeral volume's) to its persistent volume, as the
 // kubelet's volume manager does before mounting, and mounts it: a local
 // volume is bind-mounted into the pod's folder (read-only when the claim
 // source says so), a hostPath one is handed to the runtime as it is. The
@@ -30,7 +32,8 @@ type claimSetUp struct {
 // errors (*ClaimError, *MountError, *UnsupportedVolumeError): the pod
 // waits for its claim to be bound.
 func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (claimSetUp, error) {
-	name := vol.PersistentVolumeClaim.ClaimName
+	source, ephemeral := claimSource(pod, vol)
+	name := source.ClaimName
 	processing := func(err error) error {
 		return &ClaimError{Volume: vol.Name, Err: fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, name, err)}
 	}
@@ -38,11 +41,18 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 	if err := checkClaim(claim, err); err != nil {
 		return claimSetUp{}, processing(err)
 	}
+	if ephemeral {
+		// A claim of that name that the pod does not own is someone
+		// else's: never mounted in its place.
+		if err := ephemeralvolume.VolumeIsForPod(pod, claim); err != nil {
+			return claimSetUp{}, &ClaimError{Volume: vol.Name, Err: err}
+		}
+	}
 	pv, err := m.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err := checkBoundVolume(claim.Spec.VolumeName, claim.UID, pv, err); err != nil {
 		return claimSetUp{}, processing(err)
 	}
-	mount, err := claimMountOf(pod, vol, pv, m.nodeLabels(ctx))
+	mount, err := claimMountOf(pod, vol, source.ReadOnly, pv, m.nodeLabels(ctx))
 	if err != nil {
 		return claimSetUp{}, err
 	}

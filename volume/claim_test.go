@@ -221,7 +221,7 @@ func TestClaimMountOf(t *testing.T) {
 			if tc.nodeLabels != nil {
 				labels = tc.nodeLabels
 			}
-			got, err := claimMountOf(pod, vol, pv, labels)
+			got, err := claimMountOf(pod, vol, vol.PersistentVolumeClaim.ReadOnly, pv, labels)
 			if errText(err) != tc.wantErr {
 				t.Fatalf("claimMountOf error = %q, want %q", errText(err), tc.wantErr)
 			}

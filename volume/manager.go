@@ -275,7 +275,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		claim *statsapi.PVCReference
 	)
 	switch {
-	case vol.PersistentVolumeClaim != nil:
+	case vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil:
 		set, err := m.setUpClaim(ctx, pod, vol)
 		if err != nil {
 			return err

@@ -39,9 +39,8 @@ func TestCheckSupported(t *testing.T) {
 		"a PVC is (its volume's type is checked once the claim is bound)": {
 			source: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}},
 		},
-		"a generic ephemeral volume is not": {
+		"a generic ephemeral volume is (its claim is a PVC's)": {
 			source: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}},
-			want:   `volume "v": ephemeral volumes are not supported by nodelet yet`,
 		},
 		"a CSI volume is not": {
 			source: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}},

@@ -6,8 +6,10 @@
 // Most tests call t.Parallel. go test runs all sequential top-level tests
 // before it releases the parallel ones, so the tests that do not —
 // TestRestartSafety, TestRestartKeepsProbedPodsReady,
-// TestClusterAddOnsSurviveNodeletRestart and
-// TestPendingResizeSurvivesANodeletRestart, which kill nodelet, the ones
+// TestClusterAddOnsSurviveNodeletRestart,
+// TestPendingResizeSurvivesANodeletRestart,
+// TestStatefulSetKeepsItsDataAcrossRecreationAndANodeletKill and
+// TestClaimChurnWithNodeletKilledLeavesNothingMounted, which kill nodelet, the ones
 // that restart it with other flags, the 100 MB log, the burst of the
 // status invariants checker, the two termination tests that time what
 // they check, and the pod start metric's, which counts starts while no
