@@ -44,6 +44,7 @@ type podRuntime interface {
 type podVolumes interface {
 	PodDir(uid types.UID) string
 	SetUpPod(ctx context.Context, pod *corev1.Pod) (map[string]string, time.Time, error)
+	ExtraSupplementalGroups(pod *corev1.Pod) []int64
 	TearDownPod(ctx context.Context, uid types.UID) error
 }
 
@@ -404,6 +405,8 @@ func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noder
 		VolumePaths:  paths,
 		PodDir:       r.Volumes.PodDir(pod.UID),
 		HostIPs:      r.HostIPs(),
+
+		ExtraSupplementalGroups: r.Volumes.ExtraSupplementalGroups(pod),
 	}, refreshAt, nil
 }
 

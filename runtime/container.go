@@ -43,6 +43,8 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 	if err != nil {
 		return nil, err
 	}
+	// The groups of its volumes, after the pod's own, as the kubelet.
+	security.SupplementalGroups = append(security.SupplementalGroups, env.ExtraSupplementalGroups...)
 
 	config := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{

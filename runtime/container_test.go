@@ -390,6 +390,15 @@ func TestGenerateContainerConfig(t *testing.T) {
 				sc.ApparmorProfile = "runtime/default"
 			},
 		},
+		"the groups of the pod's volumes, after the pod's own": {
+			mutatePod: func(p *corev1.Pod) {
+				p.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{3000}}
+			},
+			env: &PodEnv{VolumePaths: env.VolumePaths, PodDir: env.PodDir, ExtraSupplementalGroups: []int64{4321}},
+			mutateWant: func(c *runtimeapi.ContainerConfig) {
+				c.Linux.SecurityContext.SupplementalGroups = []int64{3000, 4321}
+			},
+		},
 		"a privileged container with its own profiles": {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.SecurityContext = &corev1.PodSecurityContext{

@@ -29,6 +29,9 @@ type PodEnv struct {
 	// VolumePaths maps each volume of the pod to the host folder that holds
 	// it. A volume missing here cannot be mounted.
 	VolumePaths map[string]string
+	// ExtraSupplementalGroups are groups every container gets beyond the
+	// pod's own, for its volumes (package volume).
+	ExtraSupplementalGroups []int64
 	// PodDir is the pod's own folder under nodelet's root folder. Each
 	// container's termination message file and the pod's hosts file are
 	// made under it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +42,40 @@ type claimMount struct {
 	// readOnly is the claim source's readOnly: the volume is mounted
 	// read-only into every container.
 	readOnly bool
+	// gid is the volume's pv.beta.kubernetes.io/gid annotation: a group
+	// the pod's containers get, to use the volume as it.
+	gid string
+}
+
+// volumeGIDAnnotation names the group a persistent volume is usable by;
+// the kubelet adds it to the supplemental groups of the containers of a
+// pod that mounts the volume.
+const volumeGIDAnnotation = "pv.beta.kubernetes.io/gid"
+
+// extraSupplementalGroups are the groups of the pod's mounted volumes
+// (their gid annotations) that the pod does not have already, in order,
+// each once. An annotation that is not a number is skipped, as the
+// kubelet skips it.
+func extraSupplementalGroups(pod *corev1.Pod, gids []string) []int64 {
+	have := map[int64]bool{}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.FSGroup != nil {
+			have[*psc.FSGroup] = true
+		}
+		for _, g := range psc.SupplementalGroups {
+			have[g] = true
+		}
+	}
+	var extra []int64
+	for _, s := range gids {
+		g, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || have[g] {
+			continue
+		}
+		have[g] = true
+		extra = append(extra, g)
+	}
+	return extra
 }
 
 // checkClaim is why the pod cannot use claim (read as err) yet, in the
@@ -137,7 +172,7 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 	if err := checkVolumeMode(pod, vol.Name, pv); err != nil {
 		return claimMount{}, err
 	}
-	m := claimMount{pv: pv.Name, readOnly: readOnly}
+	m := claimMount{pv: pv.Name, readOnly: readOnly, gid: pv.Annotations[volumeGIDAnnotation]}
 	switch {
 	case pv.Spec.Local != nil:
 		m.kind, m.path = claimLocal, pv.Spec.Local.Path

@@ -109,6 +109,31 @@ func TestSetUpPodMountsALocalClaim(t *testing.T) {
 	}
 }
 
+// The volume's gid annotation is a group the pod's containers get.
+func TestSetUpPodGivesTheGroupOfTheClaimsVolume(t *testing.T) {
+	requireRoot(t)
+	source := t.TempDir()
+	pv := localPV()
+	pv.Name, pv.Spec.Local.Path = "pv-gid", source
+	pv.Annotations = map[string]string{"pv.beta.kubernetes.io/gid": "4321"}
+	claim := boundClaim()
+	claim.Spec.VolumeName = pv.Name
+	e := newTestEnv(t, Options{NodeLabels: func(context.Context) map[string]string {
+		return map[string]string{"kubernetes.io/hostname": "node-1"}
+	}}, claim, pv)
+	pod := claimVolumePod(false)
+	if got := e.m.ExtraSupplementalGroups(pod); len(got) != 0 {
+		t.Errorf("groups before the volume is set up = %v, want none", got)
+	}
+	setUp(t, e, pod)
+	if diff := cmp.Diff([]int64{4321}, e.m.ExtraSupplementalGroups(pod)); diff != "" {
+		t.Errorf("ExtraSupplementalGroups (-want +got):\n%s", diff)
+	}
+	if err := e.m.TearDownPod(context.Background(), podUID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSetUpPodMountsAReadOnlyClaimReadOnly(t *testing.T) {
 	requireRoot(t)
 	source := t.TempDir()

@@ -20,6 +20,8 @@ type claimSetUp struct {
 	dir   string
 	usage usageMethod
 	claim *statsapi.PVCReference
+	// gid is the volume's group annotation, if any.
+	gid string
 }
 
 // setUpClaim resolves the pod's claim (a persistentVolumeClaim volume's or
@@ -56,7 +58,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 	if err != nil {
 		return claimSetUp{}, err
 	}
-	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}}
+	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}, gid: mount.gid}
 
 	switch mount.kind {
 	case claimHostPath:

@@ -252,3 +252,27 @@ func errorsAsKind(err error, kind any) bool {
 	}
 	return false
 }
+
+func TestExtraSupplementalGroups(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{
+		FSGroup: ptr.To[int64](2000), SupplementalGroups: []int64{3000},
+	}}}
+	tests := map[string]struct {
+		gids []string
+		want []int64
+	}{
+		"none":                              {},
+		"a volume's group":                  {gids: []string{"4000"}, want: []int64{4000}},
+		"the pod's fsGroup is not repeated": {gids: []string{"2000", "4000"}, want: []int64{4000}},
+		"nor its supplemental groups":       {gids: []string{"3000"}},
+		"two volumes of one group: once":    {gids: []string{"4000", "4000"}, want: []int64{4000}},
+		"not a number: skipped, as the kubelet skips it": {gids: []string{"staff", "4001"}, want: []int64{4001}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, extraSupplementalGroups(pod, tc.gids)); diff != "" {
+				t.Errorf("extraSupplementalGroups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

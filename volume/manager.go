@@ -136,6 +136,9 @@ type volumeState struct {
 	// PersistentVolumeClaim it mounts, if any.
 	usage usageMethod
 	claim *statsapi.PVCReference
+	// gid is a claim's volume's group annotation (see
+	// ExtraSupplementalGroups).
+	gid string
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -238,6 +241,20 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 	return paths, refreshAt, errors.Join(errs...)
 }
 
+// ExtraSupplementalGroups are the groups the pod's containers get for the
+// volumes set up for it, beyond the pod's own: the gid annotations of its
+// claims' persistent volumes, as the kubelet adds them.
+func (m *Manager) ExtraSupplementalGroups(pod *corev1.Pod) []int64 {
+	volumes := m.podVolumes(pod.UID)
+	var gids []string
+	for i := range pod.Spec.Volumes {
+		if state := volumes[pod.Spec.Volumes[i].Name]; state != nil && state.ready && state.gid != "" {
+			gids = append(gids, state.gid)
+		}
+	}
+	return extraSupplementalGroups(pod, gids)
+}
+
 // podVolumes is the pod's memory, made on first use. Only calls for that
 // pod use it, never two at once: it needs no lock of its own.
 func (m *Manager) podVolumes(uid types.UID) map[string]*volumeState {
@@ -281,6 +298,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			return err
 		}
 		dir, usage, claim = set.dir, set.usage, set.claim
+		state.gid = set.gid
 	case vol.HostPath != nil:
 		if err := checkHostPath(vol.HostPath.Path, vol.HostPath.Type); err != nil {
 			return &MountError{Volume: vol.Name, Err: err}

@@ -193,8 +193,14 @@ func TestLocalVolumeClaimKeepsDataAcrossPodsAndIsReadOnlyWhenClaimedSo(t *testin
 	f.waitForPod(t, writer, 30*time.Second, "to wait in ContainerCreating", waitingWith("app", "ContainerCreating", ""))
 
 	// The claim, pre-bound to a local volume on this node: the
-	// controller-manager binds them and the writer starts.
+	// controller-manager binds them and the writer starts. The volume
+	// names a group its users get.
 	pv, dir := f.localVolume(t, ns, "data")
+	pv.Annotations = map[string]string{"pv.beta.kubernetes.io/gid": "3456"}
+	pv, err := f.Client.CoreV1().PersistentVolumes().Update(t.Context(), pv, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -212,6 +218,9 @@ func TestLocalVolumeClaimKeepsDataAcrossPodsAndIsReadOnlyWhenClaimedSo(t *testin
 	// fsGroup, and its file belongs to the group.
 	if !slices.Contains(strings.Fields(got["GROUPS"]), "2000") || got["WROTE"] != "2000" {
 		t.Errorf("the writer printed GROUPS %q WROTE %q, want the fsGroup 2000 in both", got["GROUPS"], got["WROTE"])
+	}
+	if !slices.Contains(strings.Fields(got["GROUPS"]), "3456") {
+		t.Errorf("the writer printed GROUPS %q, want the volume's gid annotation 3456 among them", got["GROUPS"])
 	}
 	writerDir := f.podDir(writer)
 	f.deletePod(t, writer, ptr.To[int64](1))
