@@ -261,11 +261,11 @@ func TestExtraSupplementalGroups(t *testing.T) {
 		gids []string
 		want []int64
 	}{
-		"none":                              {},
-		"a volume's group":                  {gids: []string{"4000"}, want: []int64{4000}},
-		"the pod's fsGroup is not repeated": {gids: []string{"2000", "4000"}, want: []int64{4000}},
-		"nor its supplemental groups":       {gids: []string{"3000"}},
-		"two volumes of one group: once":    {gids: []string{"4000", "4000"}, want: []int64{4000}},
+		"none":                                           {},
+		"a volume's group":                               {gids: []string{"4000"}, want: []int64{4000}},
+		"the pod's fsGroup is not repeated":              {gids: []string{"2000", "4000"}, want: []int64{4000}},
+		"nor its supplemental groups":                    {gids: []string{"3000"}},
+		"two volumes of one group: once":                 {gids: []string{"4000", "4000"}, want: []int64{4000}},
 		"not a number: skipped, as the kubelet skips it": {gids: []string{"staff", "4001"}, want: []int64{4001}},
 	}
 	for name, tc := range tests {
