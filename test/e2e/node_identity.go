@@ -146,7 +146,7 @@ func boundToPod(pod *corev1.Pod) *authenticationv1.BoundObjectReference {
 // the test makes for it (createDaemonSetPod), as it keeps a running one
 // on a node that became tainted NoSchedule. OnDelete: no rolling update
 // replaces them.
-func createDaemonSet(t *testing.T, chart *appsv1.DaemonSet, nodeLabel map[string]string) *appsv1.DaemonSet {
+func (f *Framework) createDaemonSet(t *testing.T, chart *appsv1.DaemonSet, nodeLabel map[string]string) *appsv1.DaemonSet {
 	t.Helper()
 	daemonSet := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: chart.Name, Namespace: chart.Namespace},
@@ -176,7 +176,7 @@ func createDaemonSet(t *testing.T, chart *appsv1.DaemonSet, nodeLabel map[string
 // controller would adopt it). No agent runs it: it stays Pending, which a
 // token bound to it does not mind. It tolerates every taint, as the
 // controller's pods tolerate the node lifecycle's NoExecute ones.
-func createDaemonSetPod(t *testing.T, daemonSet *appsv1.DaemonSet, name, nodeName string, owned bool) *corev1.Pod {
+func (f *Framework) createDaemonSetPod(t *testing.T, daemonSet *appsv1.DaemonSet, name, nodeName string, owned bool) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: daemonSet.Namespace},

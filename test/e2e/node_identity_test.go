@@ -64,8 +64,8 @@ func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 	other := createNode(t, "e2e-identity-other-"+suffix, nodeLabel)
 	companion := host.Name + "-nodelet"
 	t.Cleanup(func() { deleteNode(t, companion) })
-	daemonSet := createDaemonSet(t, rendering.daemonSet, nodeLabel)
-	agentPod := createDaemonSetPod(t, daemonSet, daemonSet.Name+"-host", host.Name, true)
+	daemonSet := f.createDaemonSet(t, rendering.daemonSet, nodeLabel)
+	agentPod := f.createDaemonSetPod(t, daemonSet, daemonSet.Name+"-host", host.Name, true)
 	agentConfig := f.tokenConfig(t, ns, agentSA, boundToPod(agentPod))
 	agent := kubernetes.NewForConfigOrDie(agentConfig)
 	approverLog := startApprover(t, f.tokenConfig(t, ns, approverSA, nil), ns, rendering.approverArgs)
@@ -178,8 +178,8 @@ func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 // returns each CSR's name and the reason the approver must give for
 // leaving it pending.
 func requestWithTokensProvingNoPodOnTheHost(t *testing.T, ns, agentSA, companion string, host, other *corev1.Node, daemonSet *appsv1.DaemonSet) map[string]string {
-	onOther := createDaemonSetPod(t, daemonSet, daemonSet.Name+"-other", other.Name, true)
-	stray := createDaemonSetPod(t, daemonSet, "not-of-the-daemonset", host.Name, false)
+	onOther := f.createDaemonSetPod(t, daemonSet, daemonSet.Name+"-other", other.Name, true)
+	stray := f.createDaemonSetPod(t, daemonSet, "not-of-the-daemonset", host.Name, false)
 	reasons := map[*authenticationv1.BoundObjectReference]string{
 		boundToNode(host):   "not bound to a pod",
 		nil:                 "not bound to a pod",
