@@ -110,6 +110,17 @@ func (s *Store) SetResized(uid types.UID, applied map[string]corev1.ResourceRequ
 	return s.writeLocked()
 }
 
+// UIDs are the pods that have an allocation.
+func (s *Store) UIDs() []types.UID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	uids := make([]types.UID, 0, len(s.pods))
+	for uid := range s.pods {
+		uids = append(uids, uid)
+	}
+	return uids
+}
+
 // Remove forgets the pods keep does not keep, in one write.
 func (s *Store) Remove(keep func(types.UID) bool) error {
 	s.mu.Lock()

@@ -15,11 +15,35 @@ import (
 	"testing"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 const requester = "system:serviceaccount:nodelet-system:nodelet"
 
-var policy = Policy{Requester: requester, NodeNameSuffix: "-nodelet"}
+var policy = Policy{
+	Requester:            requester,
+	NodeNameSuffix:       "-nodelet",
+	DaemonSetNamespace:   "nodelet-system",
+	DaemonSetName:        "nodelet",
+	MaxExpirationSeconds: 86400,
+}
+
+// daemonSetPod is nodelet's DaemonSet pod on worker-1, as the API server
+// returns it.
+func daemonSetPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "nodelet-abcde", Namespace: "nodelet-system", UID: "pod-uid-1",
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "DaemonSet", Name: "nodelet", UID: "ds-uid", Controller: ptr.To(true),
+			}},
+		},
+		Spec:   corev1.PodSpec{NodeName: "worker-1", ServiceAccountName: "nodelet"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
 
 // csrPEM makes a CSR signed by key for the template.
 func csrPEM(t *testing.T, key crypto.Signer, template *x509.CertificateRequest) []byte {
@@ -43,18 +67,29 @@ func TestDecide(t *testing.T) {
 	smallRSAKey, _ := rsa.GenerateKey(rand.Reader, 1024)
 	goodSubject := nodeSubject("system:node:worker-1-nodelet")
 
-	// The golden request: what nodelet's DaemonSet pod on worker-1 sends.
+	// The golden request: what nodelet's DaemonSet pod on worker-1 sends,
+	// with its token bound to that pod, and the pod as read.
 	base := func() Request {
 		return Request{
 			SignerName: SignerName,
 			Username:   requester,
 			Extra: map[string][]string{
 				NodeNameExtra:                           {"worker-1"},
-				"authentication.kubernetes.io/pod-name": {"nodelet-abcde"},
+				PodNameExtra:                            {"nodelet-abcde"},
+				PodUIDExtra:                             {"pod-uid-1"},
+				"authentication.kubernetes.io/node-uid": {"node-uid-1"},
 			},
-			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-			PEM:    csrPEM(t, ecKey, &x509.CertificateRequest{Subject: goodSubject}),
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			ExpirationSeconds: ptr.To[int32](86400),
+			PEM:               csrPEM(t, ecKey, &x509.CertificateRequest{Subject: goodSubject}),
+			Pod:               daemonSetPod(),
 		}
+	}
+	// boundToNode is the extras of a token bound straight to Node
+	// worker-1: it names the node, and no pod.
+	boundToNode := map[string][]string{
+		NodeNameExtra:                           {"worker-1"},
+		"authentication.kubernetes.io/node-uid": {"node-uid-1"},
 	}
 	tamperedSignature := func() []byte {
 		block, _ := pem.Decode(base().PEM)
@@ -72,7 +107,7 @@ func TestDecide(t *testing.T) {
 		"the DaemonSet pod asks for its node's companion with an ECDSA key": {
 			mutate:      func(*Request) {},
 			wantApprove: true,
-			wantReason:  "companion of node worker-1",
+			wantReason:  "companion of node worker-1, where pod nodelet-system/nodelet-abcde of DaemonSet nodelet",
 		},
 		"an RSA key with key encipherment, as the kubelet asks": {
 			mutate: func(r *Request) {
@@ -101,7 +136,75 @@ func TestDecide(t *testing.T) {
 			mutate:     func(r *Request) { r.Username = "system:node:worker-1-nodelet" },
 			wantReason: "not by nodelet's ServiceAccount",
 		},
-		"a token bound to no node": {
+		"a token bound straight to the Node": {
+			mutate:     func(r *Request) { r.Extra, r.Pod = boundToNode, nil },
+			wantReason: "not bound to a pod",
+		},
+		"a token bound to nothing": {
+			mutate:     func(r *Request) { r.Extra, r.Pod = nil, nil },
+			wantReason: "not bound to a pod",
+		},
+		"a pod name without its UID": {
+			mutate:     func(r *Request) { delete(r.Extra, PodUIDExtra) },
+			wantReason: "not bound to a pod",
+		},
+		"two pod names": {
+			mutate:     func(r *Request) { r.Extra[PodNameExtra] = []string{"nodelet-abcde", "nodelet-fghij"} },
+			wantReason: "not bound to a pod",
+		},
+		"the pod no longer exists": {
+			mutate:     func(r *Request) { r.Pod = nil },
+			wantReason: "pod nodelet-system/nodelet-abcde, to which the requester's token is bound, does not exist",
+		},
+		"the pod was replaced by one of the same name": {
+			mutate:     func(r *Request) { r.Pod.UID = "pod-uid-2" },
+			wantReason: "it was replaced",
+		},
+		"another pod than the one named was read": {
+			mutate:     func(r *Request) { r.Pod.Name = "nodelet-fghij" },
+			wantReason: "the pod read is nodelet-system/nodelet-fghij",
+		},
+		"a pod in another namespace": {
+			mutate:     func(r *Request) { r.Pod.Namespace = "default" },
+			wantReason: "the pod read is default/nodelet-abcde",
+		},
+		"a pod of no controller": {
+			mutate:     func(r *Request) { r.Pod.OwnerReferences = nil },
+			wantReason: "not controlled by DaemonSet nodelet-system/nodelet (its controller: none)",
+		},
+		"a pod of another DaemonSet": {
+			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].Name = "other" },
+			wantReason: "its controller: DaemonSet other of apps/v1",
+		},
+		"a pod of a ReplicaSet of the same name": {
+			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].Kind = "ReplicaSet" },
+			wantReason: "not controlled by DaemonSet",
+		},
+		"a pod that names the DaemonSet as an owner but not as its controller": {
+			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].Controller = nil },
+			wantReason: "not controlled by DaemonSet",
+		},
+		"a DaemonSet of another API group": {
+			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].APIVersion = "example.com/v1" },
+			wantReason: "not controlled by DaemonSet",
+		},
+		"a pod running as another ServiceAccount": {
+			mutate:     func(r *Request) { r.Pod.Spec.ServiceAccountName = "default" },
+			wantReason: "runs as system:serviceaccount:nodelet-system:default",
+		},
+		"the pod runs on another node than the token names": {
+			mutate:     func(r *Request) { r.Pod.Spec.NodeName = "worker-2" },
+			wantReason: `runs on node "worker-2", not on worker-1`,
+		},
+		"the pod has finished": {
+			mutate:     func(r *Request) { r.Pod.Status.Phase = corev1.PodFailed },
+			wantReason: "has finished (phase Failed)",
+		},
+		"a pending pod, its nodelet not started yet, passes": {
+			mutate:      func(r *Request) { r.Pod.Status.Phase = corev1.PodPending },
+			wantApprove: true,
+		},
+		"a token bound to a pod but naming no node": {
 			mutate:     func(r *Request) { delete(r.Extra, NodeNameExtra) },
 			wantReason: "names no node",
 		},
@@ -113,7 +216,20 @@ func TestDecide(t *testing.T) {
 			mutate:     func(r *Request) { r.Extra[NodeNameExtra] = []string{""} },
 			wantReason: "names no node",
 		},
-		"another node's companion": {
+		"no expirationSeconds: the signer's default lifetime": {
+			mutate:     func(r *Request) { r.ExpirationSeconds = nil },
+			wantReason: "sets no expirationSeconds",
+		},
+		"a lifetime longer than the policy's": {
+			mutate:     func(r *Request) { r.ExpirationSeconds = ptr.To[int32](86401) },
+			wantReason: "its expirationSeconds is 86401, more than the 86400 approved",
+		},
+		"a lifetime shorter than the policy's": {
+			mutate:      func(r *Request) { r.ExpirationSeconds = ptr.To[int32](3600) },
+			wantApprove: true,
+			wantReason:  "for 3600 seconds at most",
+		},
+		"another node's companion (the pod runs on worker-1)": {
 			mutate: func(r *Request) {
 				r.PEM = csrPEM(t, ecKey, &x509.CertificateRequest{Subject: nodeSubject("system:node:worker-2-nodelet")})
 			},

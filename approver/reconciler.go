@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,11 +16,14 @@ import (
 )
 
 // The permissions of the approver's ServiceAccount: read CSRs, approve
-// those of the kubelet client signer, and hold its leader election lease.
+// those of the kubelet client signer, read (get, no more) the pods of
+// nodelet's namespace that tokens are bound to, and hold its leader
+// election lease.
 //
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client-kubelet,verbs=approve
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=system
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=system
 
@@ -30,8 +34,12 @@ const ApprovedReason = "NodeletAutoApproved"
 // pending.
 type Reconciler struct {
 	Client client.Client
-	Policy Policy
-	Log    logr.Logger
+	// PodReader reads the pod a requester's token is bound to, straight
+	// from the API server: the approver may get pods, not list or watch
+	// them, so it keeps no cache of them.
+	PodReader client.Reader
+	Policy    Policy
+	Log       logr.Logger
 }
 
 // SetupWithManager watches the CSRs of the kubelet client signer only: the
@@ -60,13 +68,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for key, values := range csr.Spec.Extra {
 		extra[key] = values
 	}
-	decision := Decide(r.Policy, Request{
-		SignerName: csr.Spec.SignerName,
-		Username:   csr.Spec.Username,
-		Extra:      extra,
-		Usages:     csr.Spec.Usages,
-		PEM:        csr.Spec.Request,
-	})
+	request := Request{
+		SignerName:        csr.Spec.SignerName,
+		Username:          csr.Spec.Username,
+		Extra:             extra,
+		Usages:            csr.Spec.Usages,
+		ExpirationSeconds: csr.Spec.ExpirationSeconds,
+		PEM:               csr.Spec.Request,
+	}
+	pod, err := r.boundPod(ctx, request)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("certificate signing request %s: %w", csr.Name, err)
+	}
+	request.Pod = pod
+	decision := Decide(r.Policy, request)
 	log := r.Log.WithValues("csr", csr.Name, "requester", csr.Spec.Username)
 	if !decision.Approve {
 		log.Info("Left the certificate signing request pending", "reason", decision.Reason)
@@ -86,6 +101,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log.Info("Approved the certificate signing request", "reason", decision.Reason)
 	return ctrl.Result{}, nil
+}
+
+// boundPod reads the pod the requester's token is bound to, in nodelet's
+// namespace: nil when there is none, or when the request is not the
+// DaemonSet ServiceAccount's (no pod of other requesters is read).
+func (r *Reconciler) boundPod(ctx context.Context, request Request) (*corev1.Pod, error) {
+	name, ok := BoundPodName(request.Extra)
+	if !ok || request.SignerName != SignerName || request.Username != r.Policy.Requester {
+		return nil, nil
+	}
+	pod := &corev1.Pod{}
+	err := r.PodReader.Get(ctx, client.ObjectKey{Namespace: r.Policy.DaemonSetNamespace, Name: name}, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s/%s, to which the requester's token is bound: %w", r.Policy.DaemonSetNamespace, name, err)
+	}
+	return pod, nil
 }
 
 // decided: approved, denied, failed or issued already.

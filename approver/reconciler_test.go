@@ -2,8 +2,11 @@ package approver
 
 // The reconciler against a real kube-apiserver and etcd (envtest): which
 // requests pass is Decide's table; this is that a CSR carries what Decide
-// reads (the API server writes the requester's user info, with the node
-// its token is bound to, into it) and that the decision reaches the API.
+// reads (the API server writes the requester's user info, with the pod
+// and node its token is bound to, into it), that the reconciler reads
+// that pod, and that the decision reaches the API. envtest runs no
+// controller-manager: the DaemonSet makes no pod, the test makes the pods
+// it owns, as its controller would.
 
 import (
 	"crypto/ecdsa"
@@ -13,22 +16,25 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/testr"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/internal/testenv"
 )
 
-func TestReconcilerApprovesTheCompanionOfTheTokensNodeOnly(t *testing.T) {
+func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
 	config := testenv.StartAPIServer(t)
 	ctx := t.Context()
 	scheme := apiruntime.NewScheme()
@@ -39,66 +45,113 @@ func TestReconcilerApprovesTheCompanionOfTheTokensNodeOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// nodelet's ServiceAccount, which may create CSRs, and the node its
-	// pod runs on.
-	for _, object := range []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nodelet", Namespace: "default"}},
-		&rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: "nodelet"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create"}}},
-		},
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "nodelet"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodelet"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "nodelet", Namespace: "default"}},
-		},
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}},
-	} {
+	create := func(object client.Object) {
+		t.Helper()
 		if err := admin.Create(ctx, object); err != nil {
 			t.Fatalf("creating %T %s: %v", object, object.GetName(), err)
 		}
 	}
-	node := &corev1.Node{}
-	if err := admin.Get(ctx, client.ObjectKey{Name: "worker-1"}, node); err != nil {
-		t.Fatal(err)
+	// nodelet's ServiceAccount, which may create CSRs, its DaemonSet, and
+	// the node its pod runs on.
+	create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nodelet", Namespace: "default"}})
+	create(&rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodelet"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create"}}},
+	})
+	create(&rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodelet"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodelet"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "nodelet", Namespace: "default"}},
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}}
+	create(node)
+	labels := map[string]string{"app": "nodelet"}
+	daemonSet := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodelet", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{ServiceAccountName: "nodelet", Containers: []corev1.Container{{Name: "nodelet", Image: "nodelet"}}},
+			},
+		},
 	}
-	adminset := kubernetes.NewForConfigOrDie(config)
-	token, err := adminset.CoreV1().ServiceAccounts("default").CreateToken(ctx, "nodelet", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-			Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID,
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a token bound to Node worker-1: %v", err)
+	create(daemonSet)
+	pod := func(name string, owned bool) *corev1.Pod {
+		t.Helper()
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+			Spec:       *daemonSet.Spec.Template.Spec.DeepCopy(),
+		}
+		p.Spec.NodeName = node.Name
+		if owned {
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(daemonSet, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
+		}
+		create(p)
+		return p
 	}
-	serviceAccountConfig := rest.AnonymousClientConfig(config)
-	serviceAccountConfig.BearerToken = token.Status.Token
-	serviceAccount := kubernetes.NewForConfigOrDie(serviceAccountConfig)
+	ofTheDaemonSet, gone, stray := pod("nodelet-abcde", true), pod("nodelet-gone", true), pod("stray", false)
 
-	request := func(name, commonName string) {
+	adminset := kubernetes.NewForConfigOrDie(config)
+	// as is a client of the ServiceAccount with a token bound to the
+	// object.
+	as := func(kind, name string, uid types.UID) kubernetes.Interface {
+		t.Helper()
+		token, err := adminset.CoreV1().ServiceAccounts("default").CreateToken(ctx, "nodelet", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: kind, APIVersion: "v1", Name: name, UID: uid,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating a token bound to %s %s: %v", kind, name, err)
+		}
+		serviceAccountConfig := rest.AnonymousClientConfig(config)
+		serviceAccountConfig.BearerToken = token.Status.Token
+		return kubernetes.NewForConfigOrDie(serviceAccountConfig)
+	}
+	request := func(as kubernetes.Interface, name, commonName string, expirationSeconds *int32) {
 		t.Helper()
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		_, err := serviceAccount.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+		_, err := as.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: certificatesv1.CertificateSigningRequestSpec{
-				Request:    csrPEM(t, key, &x509.CertificateRequest{Subject: nodeSubject(commonName)}),
-				SignerName: SignerName,
-				Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+				Request:           csrPEM(t, key, &x509.CertificateRequest{Subject: nodeSubject(commonName)}),
+				SignerName:        SignerName,
+				Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+				ExpirationSeconds: expirationSeconds,
 			},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating CSR %s as the ServiceAccount: %v", name, err)
 		}
 	}
-	request("mine", "system:node:worker-1-nodelet")
-	request("another-nodes", "system:node:worker-2-nodelet")
+	const companion = "system:node:worker-1-nodelet"
+	day := ptr.To[int32](86400)
+	podToken := as("Pod", ofTheDaemonSet.Name, ofTheDaemonSet.UID)
+	request(podToken, "mine", companion, day)
+	request(podToken, "another-nodes", "system:node:worker-2-nodelet", day)
+	request(podToken, "no-lifetime", companion, nil)
+	request(as("Node", node.Name, node.UID), "node-token", companion, day)
+	request(as("Pod", stray.Name, stray.UID), "stray-pod", companion, day)
+	request(as("Pod", gone.Name, gone.UID), "pod-gone", companion, day)
+	if err := admin.Delete(ctx, gone, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
 
 	reconciler := &Reconciler{
-		Client: admin,
-		Policy: Policy{Requester: "system:serviceaccount:default:nodelet", NodeNameSuffix: "-nodelet"},
-		Log:    testr.New(t),
+		Client:    admin,
+		PodReader: admin,
+		Policy: Policy{
+			Requester:          "system:serviceaccount:default:nodelet",
+			NodeNameSuffix:     "-nodelet",
+			DaemonSetNamespace: "default", DaemonSetName: "nodelet",
+			MaxExpirationSeconds: 86400,
+		},
+		Log: testr.New(t),
 	}
-	for name, want := range map[string]bool{"mine": true, "another-nodes": false} {
+	for name, want := range map[string]bool{
+		"mine": true, "another-nodes": false, "no-lifetime": false, "node-token": false, "stray-pod": false, "pod-gone": false,
+	} {
 		if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
 			t.Fatalf("Reconcile(%s): %v", name, err)
 		}
@@ -114,6 +167,14 @@ func TestReconcilerApprovesTheCompanionOfTheTokensNodeOnly(t *testing.T) {
 		}
 		if approved != want || (!want && len(csr.Status.Conditions) > 0) {
 			t.Errorf("CSR %s (extra %v): conditions %v, want approved = %v and nothing else", name, csr.Spec.Extra, csr.Status.Conditions, want)
+		}
+		if name == "mine" {
+			// What Decide reads of a pod-bound token.
+			for key, want := range map[string]string{PodNameExtra: ofTheDaemonSet.Name, PodUIDExtra: string(ofTheDaemonSet.UID), NodeNameExtra: node.Name} {
+				if got := csr.Spec.Extra[key]; len(got) != 1 || got[0] != want {
+					t.Errorf("CSR %s: extra %s = %q, want [%q]", name, key, got, want)
+				}
+			}
 		}
 	}
 	// Judged again, an approved CSR is left as it is.

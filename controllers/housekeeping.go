@@ -12,10 +12,13 @@ import (
 )
 
 // Housekeeping is the safety net behind events: every period it compares
-// what the node holds (runtime pods, pod folders, pod cgroups) with the Pods
-// bound to it and removes what no Pod owns — say a pod deleted while
-// nodelet was down and its event lost, or a folder left by a crash between
-// two steps.
+// what the node holds (runtime pods, pod folders, pod cgroups, pod
+// allocations) with the Pods bound to it and removes what no Pod owns —
+// say a pod deleted while nodelet was down and its event lost, or a folder
+// left by a crash between two steps. Allocations are swept once at start
+// too, as soon as the Pods are known: those of pods deleted while nodelet
+// was down would otherwise stay in the allocations file for good (nothing
+// else reconciles a pod the API server and the runtime no longer have).
 type Housekeeping struct {
 	// Reconciler is the pod reconciler (PodReconciler), through its
 	// exported API.
@@ -23,6 +26,8 @@ type Housekeeping struct {
 		OwnedPods(ctx context.Context) (map[types.UID]bool, error)
 		RemoveOrphan(ctx context.Context, uid types.UID)
 		CleanupPods(keep map[types.UID]bool)
+		AllocatedPods() []types.UID
+		ForgetAllocations(gone map[types.UID]bool) error
 	}
 	// Runtime lists the runtime's pods.
 	Runtime interface {
@@ -44,10 +49,20 @@ type Housekeeping struct {
 }
 
 // Start runs housekeeping until ctx ends; it implements manager.Runnable.
+// The manager starts it once its cache is synced, so the Pods are known:
+// the allocations of pods that are gone are dropped at once, the rest
+// waits for the first period (the pod reconcilers, started alongside,
+// look at every runtime pod meanwhile).
 func (h *Housekeeping) Start(ctx context.Context) error {
 	period := h.Period
 	if period <= 0 {
 		period = 30 * time.Second
+	}
+	allocated := h.Reconciler.AllocatedPods()
+	if owned, err := h.Reconciler.OwnedPods(ctx); err != nil {
+		h.Log.Error(err, "Failed to list pods to sweep the allocations of pods that are gone")
+	} else {
+		h.removeAllocations(allocated, owned)
 	}
 	ticker := h.Clock.NewTicker(period)
 	defer ticker.Stop()
@@ -65,10 +80,11 @@ func (h *Housekeeping) Start(ctx context.Context) error {
 func (h *Housekeeping) NeedLeaderElection() bool { return false }
 
 // Sweep runs one round. What the node holds is listed before the Pods it
-// is judged against: a pod folder, cgroup or runtime pod is only made for a
-// Pod already in the cache, so listing in this order never mistakes a pod
-// started meanwhile for a leftover.
+// is judged against: a pod folder, cgroup, runtime pod or allocation is
+// only made for a Pod already in the cache, so listing in this order never
+// mistakes a pod started meanwhile for a leftover.
 func (h *Housekeeping) Sweep(ctx context.Context) {
+	allocated := h.Reconciler.AllocatedPods()
 	folders, err := h.Volumes.ListPods()
 	if err != nil {
 		h.Log.Error(err, "Failed to list pod folders")
@@ -94,6 +110,7 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 		}
 	}
 	h.Reconciler.CleanupPods(owned)
+	h.removeAllocations(allocated, owned)
 	// Folders and cgroups of pods the runtime no longer holds either; the
 	// others go with their runtime pod.
 	leftover := func(uid types.UID) bool {
@@ -114,4 +131,24 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// removeAllocations drops the allocations, among those listed before the
+// Pods were, of the pods no Pod owns (the kubelet's RemoveOrphanedPods).
+// One made after the listing is kept: its pod was admitted meanwhile.
+func (h *Housekeeping) removeAllocations(allocated []types.UID, owned map[types.UID]bool) {
+	gone := map[types.UID]bool{}
+	for _, uid := range allocated {
+		if !owned[uid] {
+			gone[uid] = true
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	if err := h.Reconciler.ForgetAllocations(gone); err != nil {
+		h.Log.Error(err, "Failed to remove the allocations of pods that are gone")
+		return
+	}
+	h.Log.Info("Removed the allocations of pods that are gone", "pods", len(gone))
 }

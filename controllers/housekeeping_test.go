@@ -2,7 +2,8 @@ package controllers
 
 // Housekeeping against in-memory fakes: a controller-runtime fake client
 // for the Pods, plegtest.Runtime for the runtime, and recording
-// fakes for folders and cgroups.
+// fakes for folders and cgroups; the allocations in a real
+// allocation.Store in t.TempDir().
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nodelet/nodelet/allocation"
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -98,16 +100,30 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 	)}
 	folders := &podLeftovers{present: []types.UID{"a", "b", "c"}}
 	cgroups := &podLeftovers{present: []types.UID{"a", "c"}}
+	allocations, err := allocation.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []types.UID{"a", "b"} {
+		if err := allocations.Set(uid, allocation.FromPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}})); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := NewPodReconciler(&PodReconciler{
-		Client:  fake.NewClientBuilder().WithObjects(owned).Build(),
-		Runtime: rt,
-		Volumes: folders,
-		Cgroups: cgroups,
-		Clock:   clock.RealClock{},
+		Client:      fake.NewClientBuilder().WithObjects(owned).Build(),
+		Runtime:     rt,
+		Volumes:     folders,
+		Cgroups:     cgroups,
+		Allocations: allocations,
+		Clock:       clock.RealClock{},
 	})
 	h := &Housekeeping{Reconciler: r, Runtime: rt, Volumes: folders, Cgroups: cgroups, Clock: clock.RealClock{}, Log: logr.Discard()}
 
 	h.Sweep(context.Background())
+
+	if got := allocations.UIDs(); !slices.Equal(got, []types.UID{"a"}) {
+		t.Errorf("allocations of %v after the sweep, want [a]", got)
+	}
 
 	// b's runtime pod has no Pod: it is removed, with its folder and
 	// cgroup, by the orphan removal Sweep starts.
@@ -127,4 +143,64 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func TestHousekeepingDropsTheAllocationsOfPodsGoneWhileNodeletWasDown(t *testing.T) {
+	// Before the restart: pods a and gone were admitted; gone was deleted
+	// while nodelet was down, and its runtime pod went with the node's
+	// reboot, say: nothing else will ever reconcile it.
+	dir := t.TempDir()
+	before, err := allocation.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []types.UID{"a", "gone"} {
+		if err := before.Set(uid, allocation.FromPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	allocations, err := allocation.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-a", UID: "a"}}
+	rt := &removingRuntime{Runtime: plegtest.NewRuntime(pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil))}
+	r := NewPodReconciler(&PodReconciler{
+		Client:      fake.NewClientBuilder().WithObjects(owned).Build(),
+		Runtime:     rt,
+		Volumes:     &podLeftovers{},
+		Cgroups:     &podLeftovers{},
+		Allocations: allocations,
+		Clock:       clock.RealClock{},
+	})
+	h := &Housekeeping{
+		Reconciler: r, Runtime: rt, Volumes: &podLeftovers{}, Cgroups: &podLeftovers{},
+		// No periodic round during the test: the sweep at start does it.
+		Period: time.Hour, Clock: clock.RealClock{}, Log: logr.Discard(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+
+	// Dropped from the file too: a nodelet started again reads only a's.
+	await.Eventually(t, 10*time.Second, "the allocation of the pod that is gone dropped", func(context.Context) error {
+		reopened, err := allocation.Open(dir)
+		if err != nil {
+			return err
+		}
+		if got := reopened.UIDs(); !slices.Equal(got, []types.UID{"a"}) {
+			return fmt.Errorf("allocations on disk of %v, want [a]", got)
+		}
+		return nil
+	})
+	if _, ok := allocations.Get("a"); !ok {
+		t.Errorf("the allocation of pod a, still bound to the node, was dropped")
+	}
 }

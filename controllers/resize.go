@@ -143,6 +143,24 @@ func (r *PodReconciler) forgetAllocation(uid types.UID) {
 	}
 }
 
+// AllocatedPods are the pods that have an allocation; none when nodelet
+// keeps no allocations.
+func (r *PodReconciler) AllocatedPods() []types.UID {
+	if r.Allocations == nil {
+		return nil
+	}
+	return r.Allocations.UIDs()
+}
+
+// ForgetAllocations drops the allocations of pods that are gone, in one
+// write (housekeeping finds them).
+func (r *PodReconciler) ForgetAllocations(gone map[types.UID]bool) error {
+	if r.Allocations == nil {
+		return nil
+	}
+	return r.Allocations.Remove(func(uid types.UID) bool { return !gone[uid] })
+}
+
 // judgeResize decides a resize under admission's lock, beside the other
 // admitted pods at their allocations, and records an accepted one as the
 // pod's allocation before the lock is let go: a resize or an admission

@@ -1,7 +1,8 @@
 package eviction
 
-// A pod's local ephemeral storage as the kubelet counts it — its
-// containers' writable layers and logs and its local volumes — and the
+// A pod's local ephemeral storage as the kubelet counts it — its running
+// containers' writable layers (PodUsageOf), its logs and its local
+// volumes — and the
 // kubelet's per-pod local storage limits: an emptyDir past its sizeLimit,
 // a pod past its containers' total ephemeral-storage limit, a container
 // past its own. A pod over one is evicted whatever the node's pressure.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,12 +77,6 @@ func TestLocalStorageMeterMeasuresLogsAndDiskVolumes(t *testing.T) {
 	}
 }
 
-type noStats struct{}
-
-func (noStats) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
-	return nil, nil
-}
-
 func TestAPodOverItsEmptyDirSizeLimitIsEvicted(t *testing.T) {
 	withLimit := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "filler", UID: "filler"},
@@ -96,7 +90,7 @@ func TestAPodOverItsEmptyDirSizeLimitIsEvicted(t *testing.T) {
 	without.Name, without.UID, without.Spec.Volumes[0].EmptyDir.SizeLimit = "bystander", "bystander", nil
 	c := fake.NewClientBuilder().WithObjects(withLimit, without).WithStatusSubresource(&corev1.Pod{}).Build()
 	recorder := record.NewFakeRecorder(10)
-	m := New(c, noStats{}, nil, Options{
+	m := New(c, fakeStats{}, nil, Options{
 		NodeName: "node",
 		RootDir:  t.TempDir(),
 		LocalStorage: func(*corev1.Pod) (eviction.LocalStorage, error) {
@@ -136,5 +130,48 @@ func TestAPodOverItsEmptyDirSizeLimitIsEvicted(t *testing.T) {
 		if condition.Type == corev1.DisruptionTarget {
 			t.Errorf("DisruptionTarget condition %+v, want none for a pod over its own limit", condition)
 		}
+	}
+}
+
+func TestACrashLoopingPodIsNotEvictedForItsDeadInstances(t *testing.T) {
+	limited := func(name string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name:      "app",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("10Mi")}},
+			}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+	}
+	// Four dead instances of 8Mi each and the running one of 1Mi: 33Mi
+	// of layers, 1Mi of them the pod's.
+	crashLooping, filler := limited("crash-looping"), limited("filler")
+	stats := fakeStats{running: []string{"crash-looping-4", "filler-0"}}
+	for i := range 4 {
+		stats.stats = append(stats.stats, containerStat("crash-looping-"+strconv.Itoa(i), "crash-looping", "app", 0, 8<<20))
+	}
+	stats.stats = append(stats.stats,
+		containerStat("crash-looping-4", "crash-looping", "app", 1<<20, 1<<20),
+		// Over its limit with its running instance.
+		containerStat("filler-0", "filler", "app", 1<<20, 11<<20))
+	c := fake.NewClientBuilder().WithObjects(crashLooping, filler).WithStatusSubresource(&corev1.Pod{}).Build()
+	m := New(c, stats, nil, Options{
+		NodeName:     "node",
+		RootDir:      t.TempDir(),
+		LocalStorage: func(*corev1.Pod) (eviction.LocalStorage, error) { return eviction.LocalStorage{}, nil },
+		Recorder:     record.NewFakeRecorder(10),
+		Clock:        clock.RealClock{},
+		Log:          logr.Discard(),
+	})
+
+	m.synchronize(context.Background())
+
+	if order, ok := m.Eviction("crash-looping"); ok {
+		t.Errorf("the crash-looping pod was evicted (%s) for its dead instances' layers", order.Message)
+	}
+	const want = `Pod ephemeral local storage usage exceeds the total limit of containers 10Mi. `
+	if order, ok := m.Eviction("filler"); !ok || order.Message != want {
+		t.Errorf("filler's eviction = %+v (ordered: %v), want %q", order, ok, want)
 	}
 }

@@ -28,10 +28,11 @@ import (
 // with their pod's UID.
 const criPodUIDLabel = "io.kubernetes.pod.uid"
 
-// StatsService is what the manager asks the runtime for usage;
-// cri.RuntimeService has it.
+// StatsService is what the manager asks the runtime for usage, and which
+// containers are running; cri.RuntimeService has it.
 type StatsService interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 }
 
 // ImageFsService tells where the runtime keeps its images;
@@ -171,41 +172,44 @@ func imageFsMountpoint(ctx context.Context, images ImageFsService) (string, erro
 }
 
 // podUsage is the pods' usage from the runtime's container stats: each
-// container's working set and writable layer, summed per pod.
+// running container's working set and writable layer, summed per pod
+// (eviction.PodUsageOf says why dead instances do not count). Stats are
+// listed first: a container started in between counts from the next
+// round, one that died in between no longer counts.
 func podUsage(ctx context.Context, stats StatsService) (eviction.Usage, error) {
 	list, err := stats.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
 		return nil, fmt.Errorf("listing container stats: %w", err)
 	}
-	usage := eviction.Usage{}
+	running, err := stats.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing running containers: %w", err)
+	}
+	isRunning := make(map[string]bool, len(running))
+	for _, c := range running {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			isRunning[c.GetId()] = true
+		}
+	}
+	instances := make([]eviction.ContainerStats, 0, len(list))
 	for _, s := range list {
 		uid := types.UID(s.GetAttributes().GetLabels()[criPodUIDLabel])
 		if uid == "" {
 			continue
 		}
-		pod := usage[uid]
-		c := eviction.ContainerUsage{Name: s.GetAttributes().GetMetadata().GetName()}
+		c := eviction.ContainerStats{PodUID: uid, Name: s.GetAttributes().GetMetadata().GetName(), Running: isRunning[s.GetAttributes().GetId()]}
 		if ws := s.GetMemory().GetWorkingSetBytes(); ws != nil {
 			c.Memory = resource.NewQuantity(int64(ws.GetValue()), resource.BinarySI)
-			pod.Memory = addQuantity(pod.Memory, *c.Memory)
 		}
 		if used := s.GetWritableLayer().GetUsedBytes(); used != nil {
-			c.EphemeralStorage = resource.NewQuantity(int64(used.GetValue()), resource.BinarySI)
-			pod.EphemeralStorage = addQuantity(pod.EphemeralStorage, *c.EphemeralStorage)
+			c.WritableLayer = resource.NewQuantity(int64(used.GetValue()), resource.BinarySI)
 		}
 		if inodes := s.GetWritableLayer().GetInodesUsed(); inodes != nil {
-			pod.Inodes = addQuantity(pod.Inodes, *resource.NewQuantity(int64(inodes.GetValue()), resource.DecimalSI))
+			c.WritableLayerInodes = resource.NewQuantity(int64(inodes.GetValue()), resource.DecimalSI)
 		}
-		pod.Containers = append(pod.Containers, c)
-		usage[uid] = pod
+		instances = append(instances, c)
 	}
-	return usage, nil
-}
-
-func addQuantity(sum *resource.Quantity, q resource.Quantity) *resource.Quantity {
-	if sum == nil {
-		return &q
-	}
-	sum.Add(q)
-	return sum
+	return eviction.PodUsageOf(instances), nil
 }

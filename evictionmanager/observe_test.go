@@ -2,6 +2,7 @@ package evictionmanager
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -101,33 +102,56 @@ func TestPIDAvailableIsPIDMaxLessThreads(t *testing.T) {
 	}
 }
 
-type statsFunc func() []*runtimeapi.ContainerStats
-
-func (f statsFunc) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
-	return f(), nil
+// fakeStats is a runtime's container stats and the IDs of the containers
+// running.
+type fakeStats struct {
+	stats   []*runtimeapi.ContainerStats
+	running []string
 }
 
-func TestPodUsageSumsContainersByPod(t *testing.T) {
-	stat := func(uid, name string, memory, disk uint64) *runtimeapi.ContainerStats {
-		return &runtimeapi.ContainerStats{
-			Attributes:    &runtimeapi.ContainerAttributes{Metadata: &runtimeapi.ContainerMetadata{Name: name}, Labels: map[string]string{criPodUIDLabel: uid}},
-			Memory:        &runtimeapi.MemoryUsage{WorkingSetBytes: &runtimeapi.UInt64Value{Value: memory}},
-			WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: disk}},
-		}
+func (f fakeStats) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	return f.stats, nil
+}
+
+func (f fakeStats) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if filter.GetState().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, fmt.Errorf("fakeStats lists running containers only, not %v", filter)
 	}
-	usage, err := podUsage(context.Background(), statsFunc(func() []*runtimeapi.ContainerStats {
-		return []*runtimeapi.ContainerStats{
-			stat("a", "app", 100<<20, 1<<20),
-			stat("a", "sidecar", 50<<20, 2<<20),
-			stat("b", "app", 10<<20, 0),
-			{Attributes: &runtimeapi.ContainerAttributes{Metadata: &runtimeapi.ContainerMetadata{Name: "not-a-pod"}}},
-		}
-	}))
+	var list []*runtimeapi.Container
+	for _, id := range f.running {
+		list = append(list, &runtimeapi.Container{Id: id, State: runtimeapi.ContainerState_CONTAINER_RUNNING})
+	}
+	return list, nil
+}
+
+// containerStat is the stats of container instance id of the pod.
+func containerStat(id, podUID, name string, memory, disk uint64) *runtimeapi.ContainerStats {
+	return &runtimeapi.ContainerStats{
+		Attributes:    &runtimeapi.ContainerAttributes{Id: id, Metadata: &runtimeapi.ContainerMetadata{Name: name}, Labels: map[string]string{criPodUIDLabel: podUID}},
+		Memory:        &runtimeapi.MemoryUsage{WorkingSetBytes: &runtimeapi.UInt64Value{Value: memory}},
+		WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: disk}},
+	}
+}
+
+func TestPodUsageSumsRunningContainersByPod(t *testing.T) {
+	usage, err := podUsage(context.Background(), fakeStats{
+		stats: []*runtimeapi.ContainerStats{
+			containerStat("a1", "a", "app", 100<<20, 1<<20),
+			containerStat("a2", "a", "sidecar", 50<<20, 2<<20),
+			// A dead instance of app: its layer is not pod a's usage.
+			containerStat("a0", "a", "app", 0, 40<<20),
+			containerStat("b1", "b", "app", 10<<20, 0),
+			// Pod c's only instance is dead: measured, using nothing.
+			containerStat("c0", "c", "app", 0, 5<<20),
+			{Attributes: &runtimeapi.ContainerAttributes{Id: "x", Metadata: &runtimeapi.ContainerMetadata{Name: "not-a-pod"}}},
+		},
+		running: []string{"a1", "a2", "b1", "x"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(usage) != 2 {
-		t.Fatalf("usage of %d pods, want 2: %v", len(usage), usage)
+	if len(usage) != 3 {
+		t.Fatalf("usage of %d pods, want 3: %v", len(usage), usage)
 	}
 	a := usage["a"]
 	if a.Memory.Value() != 150<<20 || a.EphemeralStorage.Value() != 3<<20 || len(a.Containers) != 2 {
@@ -135,5 +159,8 @@ func TestPodUsageSumsContainersByPod(t *testing.T) {
 	}
 	if a.Containers[1].Name != "sidecar" || a.Containers[1].Memory.Value() != 50<<20 {
 		t.Errorf("pod a's sidecar: %+v", a.Containers[1])
+	}
+	if c := usage["c"]; c.EphemeralStorage != nil || c.Memory != nil || len(c.Containers) != 0 {
+		t.Errorf("pod c, its only instance dead: %+v, want no usage", c)
 	}
 }

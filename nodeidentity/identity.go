@@ -8,7 +8,8 @@
 //
 // Every request, renewals included, is made with the bootstrap
 // credentials (the pod's bound service account token, whose user info
-// carries the name of the node the pod runs on), never with the
+// carries the pod's name and UID and the name of the node it runs on),
+// for a lifetime of CertificateLifetimeSeconds, never with the
 // certificate being renewed: the approver (package approver) then has one
 // kind of request to judge, and a nodelet whose certificate expired while
 // it was down gets a new one by itself.
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -43,6 +45,14 @@ const (
 	// nodelet-client-current.pem (key and certificate) links to the newest
 	// nodelet-client-<time>.pem, as the kubelet's kubelet-client-*.
 	CertificatePrefix = "nodelet-client"
+	// CertificateLifetimeSeconds is the lifetime requested
+	// (spec.expirationSeconds): a day. The approver approves no request
+	// without one, nor one longer than it allows (this by default): a
+	// certificate cannot be revoked, so it should not outlive by much the
+	// pod it was granted to. kube-controller-manager's signer honours it,
+	// shortened to its --cluster-signing-duration; renewal at 70 to 90%
+	// of it makes a request every 17 to 22 hours per node.
+	CertificateLifetimeSeconds = 24 * 60 * 60
 )
 
 // Username is the user a node's client certificate names.
@@ -111,11 +121,12 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 		GetTemplate: func() *x509.CertificateRequest {
 			return CertificateRequest(opts.NodeName)
 		},
-		SignerName:       SignerName,
-		GetUsages:        certificate.DefaultKubeletClientGetUsages,
-		CertificateStore: store,
-		Name:             "nodelet client",
-		Ctx:              &managerCtx,
+		SignerName:                   SignerName,
+		RequestedCertificateLifetime: ptr.To(CertificateLifetimeSeconds * time.Second),
+		GetUsages:                    certificate.DefaultKubeletClientGetUsages,
+		CertificateStore:             store,
+		Name:                         "nodelet client",
+		Ctx:                          &managerCtx,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node %s: starting the client certificate manager: %w", opts.NodeName, err)

@@ -29,12 +29,19 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelet/nodelet/approver"
+	"github.com/nodelet/nodelet/nodeidentity"
 )
+
+// minExpirationSeconds is the least spec.expirationSeconds the API server
+// accepts.
+const minExpirationSeconds = 600
 
 type options struct {
 	kubeconfig              string
 	serviceAccount          string
+	daemonSet               string
 	nodeNameSuffix          string
+	maxExpirationSeconds    int32
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -63,6 +70,7 @@ func main() {
 func parseOptions(args []string, goFlags *flag.FlagSet) (options, error) {
 	o := options{
 		nodeNameSuffix:          "-nodelet",
+		maxExpirationSeconds:    nodeidentity.CertificateLifetimeSeconds,
 		leaderElect:             true,
 		leaderElectionNamespace: os.Getenv("POD_NAMESPACE"),
 		leaderElectionID:        "nodelet-approver",
@@ -72,6 +80,8 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (options, error) {
 	fs := pflag.NewFlagSet("nodelet-approver", pflag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the approver's identity (default: in-cluster, or $KUBECONFIG).")
 	fs.StringVar(&o.serviceAccount, "service-account", "", "NAMESPACE:NAME of nodelet's DaemonSet ServiceAccount, the only requester whose CSRs are approved (required).")
+	fs.StringVar(&o.daemonSet, "daemonset", "", "NAMESPACE/NAME of nodelet's DaemonSet, in the ServiceAccount's namespace: only a token bound to a pod it controls, on the node whose companion is asked for, is trusted (required).")
+	fs.Int32Var(&o.maxExpirationSeconds, "max-expiration-seconds", o.maxExpirationSeconds, "The longest certificate lifetime approved: a CSR must set spec.expirationSeconds to at most this (nodelet asks for its default).")
 	fs.StringVar(&o.nodeNameSuffix, "node-name-suffix", o.nodeNameSuffix, "Appended to the requester's node's name to make the only node name its certificate may carry (nodelet's companion node).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Decide only while holding the leader election lease, so replicas never race.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", o.leaderElectionNamespace, "Namespace of the lease (default: $POD_NAMESPACE).")
@@ -85,6 +95,17 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (options, error) {
 	namespace, name, ok := strings.Cut(o.serviceAccount, ":")
 	if !ok || namespace == "" || name == "" || strings.Contains(name, ":") {
 		return o, fmt.Errorf("--service-account %q: want NAMESPACE:NAME", o.serviceAccount)
+	}
+	dsNamespace, dsName, ok := strings.Cut(o.daemonSet, "/")
+	if !ok || dsNamespace == "" || dsName == "" || strings.Contains(dsName, "/") {
+		return o, fmt.Errorf("--daemonset %q: want NAMESPACE/NAME", o.daemonSet)
+	}
+	if dsNamespace != namespace {
+		// A pod runs as a ServiceAccount of its own namespace.
+		return o, fmt.Errorf("--daemonset %q is not in the namespace of --service-account %q", o.daemonSet, o.serviceAccount)
+	}
+	if o.maxExpirationSeconds < minExpirationSeconds {
+		return o, fmt.Errorf("--max-expiration-seconds %d: the API server refuses a CSR asking for less than %d", o.maxExpirationSeconds, minExpirationSeconds)
 	}
 	if o.nodeNameSuffix == "" {
 		// The node's own name belongs to its kubelet.
@@ -115,7 +136,7 @@ func run(opts options) error {
 	leaseDuration, renewDeadline := 30*time.Second, 20*time.Second
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,
-		// Only CSRs are read, from the cache; the approval is written.
+		// Only CSRs are read from the cache; the approval is written.
 		Cache:                         cache.Options{ByObject: map[client.Object]cache.ByObject{&certificatesv1.CertificateSigningRequest{}: {}}},
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              opts.leaderElectionID,
@@ -130,11 +151,18 @@ func run(opts options) error {
 		return fmt.Errorf("building the manager: %w", err)
 	}
 	namespace, name, _ := strings.Cut(opts.serviceAccount, ":")
+	dsNamespace, dsName, _ := strings.Cut(opts.daemonSet, "/")
 	reconciler := &approver.Reconciler{
 		Client: mgr.GetClient(),
+		// Pods are read one at a time, uncached: the approver may only get
+		// them.
+		PodReader: mgr.GetAPIReader(),
 		Policy: approver.Policy{
-			Requester:      "system:serviceaccount:" + namespace + ":" + name,
-			NodeNameSuffix: opts.nodeNameSuffix,
+			Requester:            "system:serviceaccount:" + namespace + ":" + name,
+			NodeNameSuffix:       opts.nodeNameSuffix,
+			DaemonSetNamespace:   dsNamespace,
+			DaemonSetName:        dsName,
+			MaxExpirationSeconds: opts.maxExpirationSeconds,
 		},
 		Log: ctrl.Log.WithName("approver"),
 	}
@@ -147,6 +175,7 @@ func run(opts options) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting nodelet-approver", "requester", reconciler.Policy.Requester, "nodeNameSuffix", opts.nodeNameSuffix, "signer", approver.SignerName)
+	ctrl.Log.Info("Starting nodelet-approver", "requester", reconciler.Policy.Requester, "daemonSet", opts.daemonSet,
+		"nodeNameSuffix", opts.nodeNameSuffix, "maxExpirationSeconds", opts.maxExpirationSeconds, "signer", approver.SignerName)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

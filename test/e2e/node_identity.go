@@ -23,6 +23,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodelet/nodelet/nodeidentity"
 )
 
 // chartRendering is the Helm chart of this repository rendered for a
@@ -42,6 +45,8 @@ type chartRendering struct {
 	objects []byte
 	// approverArgs are the approver Deployment's container arguments.
 	approverArgs []string
+	// daemonSet is nodelet's DaemonSet, not applied.
+	daemonSet *appsv1.DaemonSet
 }
 
 // renderChart renders charts/nodelet with the helm that
@@ -68,6 +73,10 @@ func renderChart(t *testing.T, release, namespace string) chartRendering {
 		switch object.GetKind() {
 		case "":
 		case "DaemonSet":
+			rendering.daemonSet = &appsv1.DaemonSet{}
+			if err := yaml.Unmarshal([]byte(doc), rendering.daemonSet); err != nil {
+				t.Fatalf("decoding nodelet's DaemonSet: %v", err)
+			}
 		case "Deployment":
 			deployment := &appsv1.Deployment{}
 			if err := yaml.Unmarshal([]byte(doc), deployment); err != nil {
@@ -78,8 +87,8 @@ func renderChart(t *testing.T, release, namespace string) chartRendering {
 			rendering.objects = append(rendering.objects, []byte("---\n"+strings.TrimSpace(doc)+"\n")...)
 		}
 	}
-	if rendering.approverArgs == nil {
-		t.Fatal("the chart rendered no approver Deployment")
+	if rendering.approverArgs == nil || rendering.daemonSet == nil {
+		t.Fatal("the chart rendered no approver Deployment or no DaemonSet")
 	}
 	return rendering
 }
@@ -101,15 +110,13 @@ func (f *Framework) applyRendering(t *testing.T, objects []byte) {
 }
 
 // tokenConfig is a client configuration for the stack's API server with a
-// token of the ServiceAccount, bound to the Node when node is not nil (the
-// API server then names the node in the token and in the user info of the
-// requests made with it, as for a token bound to a pod on that node).
-func (f *Framework) tokenConfig(t *testing.T, namespace, serviceAccount string, node *corev1.Node) *rest.Config {
+// token of the ServiceAccount, bound to the object when bound is not nil:
+// the API server then names, in the token and in the user info of the
+// requests made with it, the node (of a Node, or of a pod on one) and the
+// pod (of a pod), as for a DaemonSet pod's projected token.
+func (f *Framework) tokenConfig(t *testing.T, namespace, serviceAccount string, bound *authenticationv1.BoundObjectReference) *rest.Config {
 	t.Helper()
-	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if node != nil {
-		request.Spec.BoundObjectRef = &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
-	}
+	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: bound}}
 	token, err := f.Client.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), serviceAccount, request, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating a token for ServiceAccount %s/%s: %v", namespace, serviceAccount, err)
@@ -120,6 +127,77 @@ func (f *Framework) tokenConfig(t *testing.T, namespace, serviceAccount string, 
 		BearerToken:     token.Status.Token,
 		UserAgent:       "nodelet-e2e/" + serviceAccount,
 	}
+}
+
+func boundToNode(node *corev1.Node) *authenticationv1.BoundObjectReference {
+	return &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID}
+}
+
+func boundToPod(pod *corev1.Pod) *authenticationv1.BoundObjectReference {
+	return &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+}
+
+// createDaemonSet creates a DaemonSet named as the chart's, with its
+// selector and ServiceAccount, whose pods land only on nodes with the
+// label and tolerate none of their taints. The chart's own would need a
+// kubelet to run its pods and the scheduler to place them on Nodes that
+// have no capacity (no agent reports it); on the test's tainted,
+// agentless Nodes this one's controller makes no pod, and keeps the pods
+// the test makes for it (createDaemonSetPod), as it keeps a running one
+// on a node that became tainted NoSchedule. OnDelete: no rolling update
+// replaces them.
+func (f *Framework) createDaemonSet(t *testing.T, chart *appsv1.DaemonSet, nodeLabel map[string]string) *appsv1.DaemonSet {
+	t.Helper()
+	daemonSet := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: chart.Name, Namespace: chart.Namespace},
+		Spec: appsv1.DaemonSetSpec{
+			Selector:       chart.Spec.Selector,
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: chart.Spec.Template.Labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: chart.Spec.Template.Spec.ServiceAccountName,
+					NodeSelector:       nodeLabel,
+					Containers:         []corev1.Container{{Name: "nodelet", Image: busyboxImage}},
+				},
+			},
+		},
+	}
+	created, err := f.Client.AppsV1().DaemonSets(chart.Namespace).Create(t.Context(), daemonSet, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating DaemonSet %s/%s: %v", chart.Namespace, chart.Name, err)
+	}
+	return created
+}
+
+// createDaemonSetPod creates a pod of the DaemonSet's template on the
+// node, controlled by the DaemonSet when owned (as its controller makes
+// them), and otherwise an orphan its selector does not match (else the
+// controller would adopt it). No agent runs it: it stays Pending, which a
+// token bound to it does not mind. It tolerates every taint, as the
+// controller's pods tolerate the node lifecycle's NoExecute ones.
+func (f *Framework) createDaemonSetPod(t *testing.T, daemonSet *appsv1.DaemonSet, name, nodeName string, owned bool) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: daemonSet.Namespace},
+		Spec:       *daemonSet.Spec.Template.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = nodeName
+	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	if owned {
+		pod.Labels = daemonSet.Spec.Template.Labels
+		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(daemonSet, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
+	}
+	created := f.createPod(t, pod)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := f.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting pod %s/%s: %v", pod.Namespace, name, err)
+		}
+	})
+	return created
 }
 
 // startApprover builds nodelet-approver and runs it with the arguments
@@ -182,7 +260,8 @@ func startApprover(t *testing.T, config *rest.Config, namespace string, args []s
 }
 
 // requestCertificate creates a CSR for the subject with the signer, as the
-// client's user, with the usages nodelet asks for; it returns its name.
+// client's user, with the usages and lifetime nodelet asks for; it
+// returns its name.
 func requestCertificate(ctx context.Context, client kubernetes.Interface, subject pkix.Name, signer string) (string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -195,9 +274,10 @@ func requestCertificate(ctx context.Context, client kubernetes.Interface, subjec
 	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-identity-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: signer,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName:        signer,
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+			ExpirationSeconds: ptr.To[int32](nodeidentity.CertificateLifetimeSeconds),
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {

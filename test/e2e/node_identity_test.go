@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,11 +33,13 @@ import (
 // (the stack has none): the chart's ServiceAccount, RBAC and admission
 // policy are applied from its rendering, its approver runs as a process
 // with its own ServiceAccount's token and the chart's arguments, a Node
-// stands for the host, and the bootstrap (package nodeidentity, as
-// nodelet --node-identity=csr runs it) uses a token of the ServiceAccount
-// bound to that Node, as the pod's projected token is bound to the pod on
-// it. The stack's controller-manager signs approved CSRs for two minutes,
-// so the certificate is renewed during the test.
+// stands for the host, a DaemonSet named as the chart's owns a pod on it
+// that never runs, and the bootstrap (package nodeidentity, as nodelet
+// --node-identity=csr runs it) uses a token of the ServiceAccount bound to
+// that pod, as the pod's projected token is. Tokens bound to the Node
+// only, to a pod on another node and to a pod the DaemonSet does not own
+// get no certificate. The stack's controller-manager signs approved CSRs
+// for two minutes, so the certificate is renewed during the test.
 func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -55,10 +58,15 @@ func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 	rendering := renderChart(t, release, ns)
 	f.applyRendering(t, rendering.objects)
 
-	host := createNode(t, "e2e-identity-host-"+suffix)
+	// The host and another node, where the DaemonSet's pods may be.
+	nodeLabel := map[string]string{"nodelet.dev/e2e-identity": suffix}
+	host := createNode(t, "e2e-identity-host-"+suffix, nodeLabel)
+	other := createNode(t, "e2e-identity-other-"+suffix, nodeLabel)
 	companion := host.Name + "-nodelet"
 	t.Cleanup(func() { deleteNode(t, companion) })
-	agentConfig := f.tokenConfig(t, ns, agentSA, host)
+	daemonSet := f.createDaemonSet(t, rendering.daemonSet, nodeLabel)
+	agentPod := f.createDaemonSetPod(t, daemonSet, daemonSet.Name+"-host", host.Name, true)
+	agentConfig := f.tokenConfig(t, ns, agentSA, boundToPod(agentPod))
 	agent := kubernetes.NewForConfigOrDie(agentConfig)
 	approverLog := startApprover(t, f.tokenConfig(t, ns, approverSA, nil), ns, rendering.approverArgs)
 
@@ -108,18 +116,10 @@ func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 	t.Run("as the node", func(t *testing.T) { checkConfinedAsNode(t, node, ns, host, companion) })
 	t.Run("as the ServiceAccount", func(t *testing.T) { checkConfinedAsServiceAccount(t, agent, ns, agentSA, host, policySays) })
 
-	// Requests the approver must leave pending: another node's companion,
-	// and the right subject asked with a token bound to no node.
-	otherNode, err := requestCertificate(ctx, agent, pkix.Name{CommonName: "system:node:e2e-identity-other-nodelet", Organization: []string{"system:nodes"}}, approver.SignerName)
-	if err != nil {
-		t.Fatalf("creating a CSR for another node's companion as the ServiceAccount: %v", err)
-	}
-	unbound := kubernetes.NewForConfigOrDie(f.tokenConfig(t, ns, agentSA, nil))
-	noNode, err := requestCertificate(ctx, unbound, pkix.Name{CommonName: "system:node:" + companion, Organization: []string{"system:nodes"}}, approver.SignerName)
-	if err != nil {
-		t.Fatalf("creating a CSR with a token bound to no node: %v", err)
-	}
-	for csr, reason := range map[string]string{otherNode: "not exactly CN=system:node:" + companion, noNode: "names no node"} {
+	// Requests for the host's companion the approver must leave pending,
+	// each for its reason.
+	pendingCSRs := requestWithTokensProvingNoPodOnTheHost(t, ns, agentSA, companion, host, other, daemonSet)
+	for csr, reason := range pendingCSRs {
 		await.Eventually(t, time.Minute, "the approver to leave CSR "+csr+" pending", func(context.Context) error {
 			for _, line := range strings.Split(approverLog.String(), "\n") {
 				if strings.Contains(line, "Left the certificate signing request pending") && strings.Contains(line, csr) && strings.Contains(line, reason) {
@@ -160,15 +160,42 @@ func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 
 	// Still pending, minutes after: neither the approver nor the
 	// controller-manager's approver approved them.
-	for _, name := range []string{otherNode, noNode} {
+	for name := range pendingCSRs {
 		csr, err := f.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok, reason := approved(csr); ok {
-			t.Errorf("CSR %s (%s, node extra %v) was approved (%s); it must stay pending", name, csr.Spec.Username, csr.Spec.Extra[approver.NodeNameExtra], reason)
+		if ok, reason := approved(csr); ok || len(csr.Status.Certificate) > 0 {
+			t.Errorf("CSR %s (%s, extra %v) was approved (%s) or issued; it must stay pending", name, csr.Spec.Username, csr.Spec.Extra, reason)
 		}
 	}
+}
+
+// requestWithTokensProvingNoPodOnTheHost requests the host's companion's
+// certificate, as nodelet does, with tokens of nodelet's ServiceAccount
+// bound to: the host Node alone, nothing, a pod of the DaemonSet on the
+// other node, and a pod on the host that the DaemonSet does not own. It
+// returns each CSR's name and the reason the approver must give for
+// leaving it pending.
+func requestWithTokensProvingNoPodOnTheHost(t *testing.T, ns, agentSA, companion string, host, other *corev1.Node, daemonSet *appsv1.DaemonSet) map[string]string {
+	onOther := f.createDaemonSetPod(t, daemonSet, daemonSet.Name+"-other", other.Name, true)
+	stray := f.createDaemonSetPod(t, daemonSet, "not-of-the-daemonset", host.Name, false)
+	reasons := map[*authenticationv1.BoundObjectReference]string{
+		boundToNode(host):   "not bound to a pod",
+		nil:                 "not bound to a pod",
+		boundToPod(onOther): "not exactly CN=system:node:" + other.Name + "-nodelet,O=system:nodes (the requester's pod runs on node " + other.Name + ")",
+		boundToPod(stray):   "pod " + ns + "/" + stray.Name + " is not controlled by DaemonSet " + ns + "/" + daemonSet.Name,
+	}
+	csrs := map[string]string{}
+	for bound, reason := range reasons {
+		client := kubernetes.NewForConfigOrDie(f.tokenConfig(t, ns, agentSA, bound))
+		name, err := requestCertificate(t.Context(), client, pkix.Name{CommonName: "system:node:" + companion, Organization: []string{"system:nodes"}}, approver.SignerName)
+		if err != nil {
+			t.Fatalf("creating a CSR for %s with a token bound to %v: %v", companion, bound, err)
+		}
+		csrs[name] = reason
+	}
+	return csrs
 }
 
 // checkNodeCertificate: exactly the companion node's client identity,
@@ -321,9 +348,11 @@ func agentlessNode(name string) *corev1.Node {
 	}
 }
 
-func createNode(t *testing.T, name string) *corev1.Node {
+func createNode(t *testing.T, name string, labels map[string]string) *corev1.Node {
 	t.Helper()
-	node, err := f.Client.CoreV1().Nodes().Create(t.Context(), agentlessNode(name), metav1.CreateOptions{})
+	node := agentlessNode(name)
+	node.Labels = labels
+	node, err := f.Client.CoreV1().Nodes().Create(t.Context(), node, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating Node %s: %v", name, err)
 	}
