@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 )
@@ -317,5 +318,44 @@ func TestSetUpPodMountsAGenericEphemeralVolumeOnlyWhenThePodOwnsItsClaim(t *test
 	}
 	if got := mountsUnderDir(t, e.m.PodDir(podUID)); len(got) != 0 {
 		t.Errorf("mounts left: %+v", got)
+	}
+}
+
+// A teardown renames the pod's folder before it unmounts and removes it,
+// so that a set-up still under way cannot mount into the tree being
+// removed. A folder a dead nodelet left renamed, with a local volume still
+// bind-mounted in it, names its pod to the orphan sweep, and its teardown
+// unmounts the volume before it removes anything: the volume keeps its
+// data.
+func TestTearDownPodFinishesAFolderLeftHalfRemoved(t *testing.T) {
+	requireRoot(t)
+	source := t.TempDir()
+	writeFile(t, filepath.Join(source, "kept"), 0o644)
+	e := claimEnv(t, source)
+	setUp(t, e, claimVolumePod(false))
+
+	left := filepath.Join(e.root, "pods", ".removing-"+string(podUID)+"-1")
+	if err := os.Rename(e.m.PodDir(podUID), left); err != nil {
+		t.Fatal(err)
+	}
+	e.restart()
+	uids, err := e.m.ListPods()
+	if err != nil || !cmp.Equal(uids, []types.UID{podUID}) {
+		t.Fatalf("ListPods = %v, %v; want the pod whose folder is left", uids, err)
+	}
+	if err := e.m.TearDownPod(context.Background(), podUID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(left); !os.IsNotExist(err) {
+		t.Errorf("the folder left half removed is still there (err %v)", err)
+	}
+	if got := mountsUnderDir(t, filepath.Join(e.root, "pods")); len(got) != 0 {
+		t.Errorf("mounts left: %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(source, "kept")); err != nil {
+		t.Errorf("the volume lost its data: %v", err)
+	}
+	if uids, err := e.m.ListPods(); err != nil || len(uids) != 0 {
+		t.Errorf("ListPods after the teardown = %v, %v; want none", uids, err)
 	}
 }
