@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
@@ -196,8 +197,8 @@ func TestLocalVolumeClaimKeepsDataAcrossPodsAndIsReadOnlyWhenClaimedSo(t *testin
 	// controller-manager binds them and the writer starts. The volume
 	// names a group its users get.
 	pv, dir := f.localVolume(t, ns, "data")
-	pv.Annotations = map[string]string{"pv.beta.kubernetes.io/gid": "3456"}
-	pv, err := f.Client.CoreV1().PersistentVolumes().Update(t.Context(), pv, metav1.UpdateOptions{})
+	gid := []byte(`{"metadata":{"annotations":{"pv.beta.kubernetes.io/gid":"3456"}}}`)
+	pv, err := f.Client.CoreV1().PersistentVolumes().Patch(t.Context(), pv.Name, types.MergePatchType, gid, metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
