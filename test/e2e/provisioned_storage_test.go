@@ -120,7 +120,8 @@ func TestStatefulSetKeepsItsDataAcrossRecreationAndANodeletKill(t *testing.T) {
 	if _, err := apps.Create(t.Context(), statefulSet(ns, name, replicas), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pod := range f.waitForStatefulPods(t, ns, name, replicas) {
+	second := f.waitForStatefulPods(t, ns, name, replicas)
+	for _, pod := range second {
 		want := "FOUND " + pod.Name
 		line := f.waitForLogLine(t, pod, "app", time.Minute, "what it wrote before", func(line string) bool {
 			return strings.HasPrefix(line, "FOUND ") || strings.HasPrefix(line, "WROTE ")
@@ -128,6 +129,42 @@ func TestStatefulSetKeepsItsDataAcrossRecreationAndANodeletKill(t *testing.T) {
 		if line != want {
 			t.Errorf("pod %s printed %q, want %q: its claim lost its data", pod.Name, line, want)
 		}
+	}
+
+	// The provisioner removes a released volume with a pod of its own:
+	// done here, before the tests that follow, which may count the pods
+	// that start.
+	if err := apps.Delete(t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range second {
+		f.waitForPodGone(t, pod, time.Minute)
+	}
+	f.deleteClaimsAndTheirVolumes(t, ns)
+}
+
+// deleteClaimsAndTheirVolumes deletes every claim of the namespace, whose
+// pods are gone, and waits until the provisioner has removed their
+// volumes.
+func (f *Framework) deleteClaimsAndTheirVolumes(t *testing.T, ns string) {
+	t.Helper()
+	claims, err := f.Client.CoreV1().PersistentVolumeClaims(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, claim := range claims.Items {
+		if err := f.Client.CoreV1().PersistentVolumeClaims(ns).Delete(t.Context(), claim.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, claim := range claims.Items {
+		if claim.Spec.VolumeName == "" {
+			continue
+		}
+		await.Eventually(t, claimTimeout, "volume "+claim.Spec.VolumeName+" to be removed by the provisioner", await.Condition(func(ctx context.Context) (bool, error) {
+			_, err := f.Client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}))
 	}
 }
 
