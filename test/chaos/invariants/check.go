@@ -94,7 +94,9 @@ type podTrack struct {
 //   - a container of a pod not being deleted restarts only by its own
 //     exit (an exit code other than 137 and 143, which are the signals
 //     nodelet stops containers with) or because it has a liveness or
-//     startup probe, and never under restartPolicy Never;
+//     startup probe, and never under restartPolicy Never; an instance
+//     that never ran (its creation or start failed: no terminated last
+//     state) is retried, not restarted;
 //   - a pod seen deleted is gone within its grace period plus
 //     DeletionSlack;
 //   - after FaultsStopped, every pod not being deleted reaches the state
@@ -180,7 +182,7 @@ func (c *checker) pod(i int, e Event) {
 			c.violate(i, p, RuleDeletion, "gone %s past its deadline (grace period plus %s)", e.At.Sub(p.deadline).Round(time.Millisecond), c.bounds.DeletionSlack)
 		}
 	}
-	if !p.converge.IsZero() && p.convergedAt.IsZero() && converged(pod) {
+	if !p.converge.IsZero() && p.convergedAt.IsZero() && Converged(pod) {
 		p.convergedAt = e.At
 	}
 	p.last = pod
@@ -224,7 +226,7 @@ func nodeletRestart(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 	last := cs.LastTerminationState.Terminated
 	switch {
 	case last == nil:
-		return "no last termination state"
+		return ""
 	case last.Reason == "ContainerStatusUnknown":
 		return "its last instance was lost (ContainerStatusUnknown)"
 	case last.ExitCode == 137 || last.ExitCode == 143:
@@ -244,9 +246,9 @@ func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-// converged tells whether the pod is in the state its ConvergesTo
+// Converged tells whether the pod is in the state its ConvergesTo
 // annotation names; a pod without it is taken as converged.
-func converged(pod *corev1.Pod) bool {
+func Converged(pod *corev1.Pod) bool {
 	switch pod.Annotations[ConvergesTo] {
 	case "":
 		return true
@@ -266,7 +268,7 @@ func (c *checker) faultsStopped(at time.Time) {
 			continue
 		}
 		p.converge, p.convergedAt = at, time.Time{}
-		if converged(p.last) {
+		if Converged(p.last) {
 			p.convergedAt = at
 		}
 	}

@@ -127,6 +127,19 @@ func TestCheck(t *testing.T) {
 					restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})))),
 			},
 		},
+		"a new instance after one that never ran (created, its start failed) is a retry": {
+			// Seen in a chaos run: CreateContainer's reply lost, the
+			// created instance left, a new one made.
+			trace: []Event{
+				seen(0, pod(func(p *corev1.Pod) {
+					p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+				})),
+				seen(1, pod(func(p *corev1.Pod) {
+					p.Status.ContainerStatuses[0].RestartCount = 1
+					p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
+				})),
+			},
+		},
 		"a restart of a lost container (ContainerStatusUnknown) is nodelet's": {
 			trace:     []Event{seen(0, basePod()), seen(1, pod(restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown"})))},
 			wantRules: []string{RuleRestartedByNodelet},
