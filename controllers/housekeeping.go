@@ -12,7 +12,8 @@ import (
 )
 
 // Housekeeping is the safety net behind events: every period it compares
-// what the node holds (runtime pods, pod folders, pod cgroups) with the Pods
+// what the node holds (runtime pods, pod folders, pod cgroups, pod log
+// folders) with the Pods
 // bound to it and removes what no Pod owns — say a pod deleted while
 // nodelet was down and its event lost, or a folder left by a crash between
 // two steps.
@@ -24,9 +25,11 @@ type Housekeeping struct {
 		RemoveOrphan(ctx context.Context, uid types.UID)
 		CleanupPods(keep map[types.UID]bool)
 	}
-	// Runtime lists the runtime's pods.
+	// Runtime lists the runtime's pods and the pods' log folders.
 	Runtime interface {
 		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
+		ListPodLogs() ([]noderuntime.PodLogs, error)
+		RemovePodLogs(namespace, name string, uid types.UID) error
 	}
 	// Volumes and Cgroups list the pod folders and pod cgroups present.
 	Volumes interface {
@@ -77,6 +80,10 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 	if err != nil {
 		h.Log.Error(err, "Failed to list pod cgroups")
 	}
+	podLogs, err := h.Runtime.ListPodLogs()
+	if err != nil {
+		h.Log.Error(err, "Failed to list pod log folders")
+	}
 	runtimePods, err := h.Runtime.ListPods(ctx)
 	if err != nil {
 		h.Log.Error(err, "Failed to list runtime pods for housekeeping")
@@ -94,8 +101,8 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 		}
 	}
 	h.Reconciler.CleanupPods(owned)
-	// Folders and cgroups of pods the runtime no longer holds either; the
-	// others go with their runtime pod.
+	// Folders, cgroups and log folders of pods the runtime no longer
+	// holds either; the others go with their runtime pod.
 	leftover := func(uid types.UID) bool {
 		_, inRuntime := runtimePods[uid]
 		return !owned[uid] && !inRuntime
@@ -111,6 +118,13 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 		if leftover(uid) {
 			if err := h.Cgroups.RemovePod(uid); err != nil {
 				h.Log.Error(err, "Failed to remove cgroup of a pod that is gone", "podUID", uid)
+			}
+		}
+	}
+	for _, logs := range podLogs {
+		if leftover(logs.UID) {
+			if err := h.Runtime.RemovePodLogs(logs.Namespace, logs.Name, logs.UID); err != nil {
+				h.Log.Error(err, "Failed to remove log folder of a pod that is gone", "podUID", logs.UID)
 			}
 		}
 	}
