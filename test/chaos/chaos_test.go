@@ -89,16 +89,20 @@ func TestChaos(t *testing.T) {
 	}
 	start := time.Now()
 	until := start.Add(*duration)
-	injected := make(chan error, 1)
-	go func() { injected <- inject.run(ctx, until) }()
-	churn.run(ctx, until)
-	if err := <-injected; err != nil {
+	// The churn stops with the faults: from then on the pods there must
+	// converge.
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	churned := make(chan struct{})
+	go func() { churn.run(churnCtx, until); close(churned) }()
+	err = inject.run(ctx, until)
+	stopChurn()
+	<-churned
+	if err != nil {
 		t.Fatalf("the faults could not be injected (or undone): %v", err)
 	}
 
-	// Every pod converges (the churn went on after the last fault); the
-	// bound is the checker's, this wait only gives it time to see them
-	// do so.
+	// Every pod converges; the bound is the checker's, this wait only
+	// gives it time to see them do so.
 	_ = await.Poll(ctx, *converge+30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
 		pods, err := fw.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -172,20 +172,38 @@ func (c *checker) pod(i int, e Event) {
 		}
 		p.deadline = e.At.Add(time.Duration(grace)*time.Second + c.bounds.DeletionSlack)
 	}
-	if pod.DeletionTimestamp != nil {
-		p.converge = time.Time{}
-	}
 	if e.Kind == PodGone {
 		p.gone = true
-		p.converge = time.Time{}
 		if !p.deadline.IsZero() && e.At.After(p.deadline) {
 			c.violate(i, p, RuleDeletion, "gone %s past its deadline (grace period plus %s)", e.At.Sub(p.deadline).Round(time.Millisecond), c.bounds.DeletionSlack)
 		}
 	}
-	if !p.converge.IsZero() && p.convergedAt.IsZero() && Converged(pod) {
+	if pod.DeletionTimestamp != nil {
+		// Deleted: converged or not, it is judged now.
+		c.settle(i, p, e.At, pod.Annotations[ConvergesTo], false)
+	} else if !p.converge.IsZero() && p.convergedAt.IsZero() && Converged(pod) {
 		p.convergedAt = e.At
 	}
 	p.last = pod
+}
+
+// settle judges a pod's convergence when it is deleted or the trace ends:
+// it must have reached its state within the bound; a pod deleted before
+// the bound passed and before it got there is not judged.
+func (c *checker) settle(i int, p *podTrack, at time.Time, want string, end bool) {
+	if p.converge.IsZero() {
+		return
+	}
+	switch took := p.convergedAt.Sub(p.converge); {
+	case !p.convergedAt.IsZero():
+		c.convergedAfter = max(c.convergedAfter, p.convergedAt.Sub(c.stoppedAt))
+		if took > c.bounds.Converge {
+			c.violate(i, p, RuleConvergence, "%s only %s after the faults stopped (bound %s)", want, took.Round(time.Millisecond), c.bounds.Converge)
+		}
+	case end || at.Sub(p.converge) > c.bounds.Converge:
+		c.violate(i, p, RuleConvergence, "not %s %s after the faults stopped (bound %s)", want, at.Sub(p.converge).Round(time.Millisecond), c.bounds.Converge)
+	}
+	p.converge = time.Time{}
 }
 
 // containers checks the pod's containers against their previous states.
@@ -281,19 +299,7 @@ func (c *checker) end(i int, at time.Time) {
 		if !p.gone && !p.deadline.IsZero() && at.After(p.deadline) {
 			c.violate(i, p, RuleDeletion, "still there at the end, %s past its deadline (grace period plus %s)", at.Sub(p.deadline).Round(time.Millisecond), c.bounds.DeletionSlack)
 		}
-		if p.converge.IsZero() {
-			continue
-		}
-		want := p.last.Annotations[ConvergesTo]
-		switch {
-		case p.convergedAt.IsZero():
-			c.violate(i, p, RuleConvergence, "not %s at the end, %s after the faults stopped", want, at.Sub(p.converge).Round(time.Millisecond))
-		case p.convergedAt.Sub(p.converge) > c.bounds.Converge:
-			c.violate(i, p, RuleConvergence, "%s only %s after the faults stopped (bound %s)", want, p.convergedAt.Sub(p.converge).Round(time.Millisecond), c.bounds.Converge)
-		}
-		if !p.convergedAt.IsZero() {
-			c.convergedAfter = max(c.convergedAfter, p.convergedAt.Sub(c.stoppedAt))
-		}
+		c.settle(i, p, at, p.last.Annotations[ConvergesTo], true)
 	}
 }
 

@@ -175,7 +175,14 @@ func TestCheck(t *testing.T) {
 			trace:     []Event{seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""), mark(60, End, "")},
 			wantRules: []string{RuleConvergence},
 		},
-		"a pod deleted after the faults stopped need not converge": {
+		"a pod never Ready and deleted 40s after the faults stopped": {
+			trace: []Event{
+				seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""),
+				seen(45, pod(all(phase(corev1.PodPending), deleting(1)))), gone(47, pod(deleting(1))), mark(60, End, ""),
+			},
+			wantRules: []string{RuleConvergence},
+		},
+		"a pod deleted soon after the faults stopped need not have converged": {
 			trace: []Event{
 				seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""),
 				seen(6, pod(all(phase(corev1.PodPending), deleting(1)))), gone(8, pod(deleting(1))), mark(60, End, ""),
@@ -204,9 +211,12 @@ func TestCheck(t *testing.T) {
 
 func TestCheckMeasuresConvergence(t *testing.T) {
 	other := pod(func(p *corev1.Pod) { p.Name, p.UID = "q", "u2" })
+	// As the driver ends a run: every pod deleted before the end.
 	trace := []Event{
 		seen(0, pod(phase(corev1.PodPending))), seen(0, other), mark(5, FaultsStopped, ""),
-		seen(17, basePod()), mark(60, End, ""),
+		seen(17, basePod()), seen(40, pod(deleting(2))), seen(40, pod(all(deleting(2), func(p *corev1.Pod) { p.Name, p.UID = "q", "u2" }))),
+		gone(43, pod(deleting(2))), gone(43, pod(all(deleting(2), func(p *corev1.Pod) { p.Name, p.UID = "q", "u2" }))),
+		mark(60, End, ""),
 	}
 	result := Check(trace, bounds)
 	if len(result.Violations) != 0 || result.Pods != 2 || result.ConvergedAfter != 12*time.Second {
