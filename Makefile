@@ -16,6 +16,11 @@ PROFILE ?= up
 UP_FLAGS ?=
 DOWN_FLAGS ?=
 BENCH_FLAGS ?=
+# `make chaos`: how long it churns pods and injects faults, its seed, more
+# flags (`go test ./test/chaos -args -h`). `make test` runs a 2m one.
+CHAOS_DURATION ?= 30m
+CHAOS_SEED ?= 1
+CHAOS_FLAGS ?=
 # How long `make fuzz` runs each fuzz target (go test -fuzztime).
 FUZZTIME ?= 10s
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
@@ -72,6 +77,10 @@ test-unit: ## Unit and envtest tests with -race (builds envtest's binaries if mi
 .PHONY: fuzz
 fuzz: ## Every fuzz target for FUZZTIME each (default 10s; `make fuzz FUZZTIME=5m`); crashers go to the package's testdata/fuzz/.
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
+.PHONY: chaos
+chaos: ## The chaos run: pods churned while faults are injected, then invariants and leaks checked (root; CHAOS_DURATION=30m CHAOS_SEED=1 CHAOS_FLAGS=...).
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) CHAOS_FLAGS="$(CHAOS_FLAGS)" hack/test.sh setup chaos
 
 .PHONY: test-e2e
 test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).

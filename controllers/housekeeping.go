@@ -12,13 +12,14 @@ import (
 )
 
 // Housekeeping is the safety net behind events: every period it compares
-// what the node holds (runtime pods, pod folders, pod cgroups, pod
-// allocations) with the Pods bound to it and removes what no Pod owns —
-// say a pod deleted while nodelet was down and its event lost, or a folder
-// left by a crash between two steps. Allocations are swept once at start
-// too, as soon as the Pods are known: those of pods deleted while nodelet
-// was down would otherwise stay in the allocations file for good (nothing
-// else reconciles a pod the API server and the runtime no longer have).
+// what the node holds (runtime pods, pod folders, pod cgroups, pod log
+// folders, pod allocations) with the Pods bound to it and removes what no
+// Pod owns — say a pod deleted while nodelet was down and its event lost,
+// or a folder left by a crash between two steps. Allocations are swept
+// once at start too, as soon as the Pods are known: those of pods deleted
+// while nodelet was down would otherwise stay in the allocations file for
+// good (nothing else reconciles a pod the API server and the runtime no
+// longer have).
 type Housekeeping struct {
 	// Reconciler is the pod reconciler (PodReconciler), through its
 	// exported API.
@@ -29,9 +30,11 @@ type Housekeeping struct {
 		AllocatedPods() []types.UID
 		ForgetAllocations(gone map[types.UID]bool) error
 	}
-	// Runtime lists the runtime's pods.
+	// Runtime lists the runtime's pods and the pods' log folders.
 	Runtime interface {
 		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
+		ListPodLogs() ([]noderuntime.PodLogs, error)
+		RemovePodLogs(namespace, name string, uid types.UID) error
 	}
 	// Volumes and Cgroups list the pod folders and pod cgroups present.
 	Volumes interface {
@@ -93,6 +96,10 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 	if err != nil {
 		h.Log.Error(err, "Failed to list pod cgroups")
 	}
+	podLogs, err := h.Runtime.ListPodLogs()
+	if err != nil {
+		h.Log.Error(err, "Failed to list pod log folders")
+	}
 	runtimePods, err := h.Runtime.ListPods(ctx)
 	if err != nil {
 		h.Log.Error(err, "Failed to list runtime pods for housekeeping")
@@ -111,8 +118,8 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 	}
 	h.Reconciler.CleanupPods(owned)
 	h.removeAllocations(allocated, owned)
-	// Folders and cgroups of pods the runtime no longer holds either; the
-	// others go with their runtime pod.
+	// Folders, cgroups and log folders of pods the runtime no longer
+	// holds either; the others go with their runtime pod.
 	leftover := func(uid types.UID) bool {
 		_, inRuntime := runtimePods[uid]
 		return !owned[uid] && !inRuntime
@@ -128,6 +135,13 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 		if leftover(uid) {
 			if err := h.Cgroups.RemovePod(uid); err != nil {
 				h.Log.Error(err, "Failed to remove cgroup of a pod that is gone", "podUID", uid)
+			}
+		}
+	}
+	for _, logs := range podLogs {
+		if leftover(logs.UID) {
+			if err := h.Runtime.RemovePodLogs(logs.Namespace, logs.Name, logs.UID); err != nil {
+				h.Log.Error(err, "Failed to remove log folder of a pod that is gone", "podUID", logs.UID)
 			}
 		}
 	}

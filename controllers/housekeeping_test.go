@@ -29,11 +29,25 @@ import (
 )
 
 // removingRuntime is plegtest.Runtime that records which pods it killed and
-// removed.
+// removed, with pod log folders it lists and records the removal of.
 type removingRuntime struct {
 	*plegtest.Runtime
-	mu      sync.Mutex
-	removed []types.UID
+	mu          sync.Mutex
+	removed     []types.UID
+	podLogs     []noderuntime.PodLogs
+	removedLogs []types.UID
+}
+
+func (r *removingRuntime) ListPodLogs() ([]noderuntime.PodLogs, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.podLogs), nil
+}
+func (r *removingRuntime) RemovePodLogs(_, _ string, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removedLogs = append(r.removedLogs, uid)
+	return nil
 }
 
 func (r *removingRuntime) SyncPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
@@ -98,6 +112,10 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 		pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil),
 		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
 	)}
+	// b's logs go with its runtime pod (RemovePod), c's by themselves:
+	// c's removal may have ended in an error after the runtime removed
+	// it all.
+	rt.podLogs = []noderuntime.PodLogs{{Namespace: "ns", Name: "pod-a", UID: "a"}, {Namespace: "ns", Name: "pod-b", UID: "b"}, {Namespace: "ns", Name: "pod-c", UID: "c"}}
 	folders := &podLeftovers{present: []types.UID{"a", "b", "c"}}
 	cgroups := &podLeftovers{present: []types.UID{"a", "c"}}
 	allocations, err := allocation.Open(t.TempDir())
@@ -140,6 +158,11 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 		slices.Sort(gotCgroups)
 		if !slices.Equal(gotFolders, []types.UID{"b", "c"}) || !slices.Equal(gotCgroups, []types.UID{"b", "c"}) {
 			return fmt.Errorf("removed folders %v and cgroups %v, want [b c] each", gotFolders, gotCgroups)
+		}
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if !slices.Equal(rt.removedLogs, []types.UID{"c"}) {
+			return fmt.Errorf("removed log folders %v, want [c]", rt.removedLogs)
 		}
 		return nil
 	})

@@ -2,8 +2,8 @@
 # Runs nodelet's test suites, printing each one's wall time, and fails if
 # any failed (all of them run regardless, so one report shows everything).
 #
-#   hack/test.sh                 setup, lint, unit, e2e (what `make test` runs)
-#   hack/test.sh SUITE...        only those: setup lint unit e2e
+#   hack/test.sh                 setup, lint, unit, e2e, chaos (what `make test` runs)
+#   hack/test.sh SUITE...        only those: setup lint unit e2e chaos
 #
 # setup  installs missing packages, builds the tools and images when missing
 # lint   gofmt check, go vet, golangci-lint with .golangci.yml (built into
@@ -20,6 +20,9 @@
 #        starts nodelet itself) and always stops the stack; then the same
 #        with the stack in the agent network mode, for the TestNetwork
 #        cases only
+# chaos  starts the e2e stack without nodelet or add-ons and runs the chaos
+#        run (test/chaos) for CHAOS_DURATION (2m) with CHAOS_SEED (1): it
+#        fails on any invariant violated or anything leaked
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT" || exit
@@ -71,7 +74,7 @@ UNIT_FUZZTIME=${UNIT_FUZZTIME:-3s}
 suite_unit() {
 	local packages
 	# hack/lint tests the lint configuration: the lint suite runs it.
-	packages=$(go list ./... | grep -v -e '/test/e2e' -e '/hack/lint$') || return 1
+	packages=$(go list ./... | grep -v -e '/test/e2e' -e '/test/chaos$' -e '/hack/lint$') || return 1
 	# shellcheck disable=SC2086
 	KUBEBUILDER_ASSETS=$BIN_DIR go test -race -count=1 $packages || return 1
 	# The benchmark harness's own figures and parsing (hack/tools module).
@@ -140,11 +143,39 @@ e2e_on_stack() {
 	return $rc
 }
 
+# The chaos run: how long it churns pods and injects faults, with which
+# seed, and more of its flags (`go test ./test/chaos -args -h`).
+# `make chaos` runs a long one.
+CHAOS_DURATION=${CHAOS_DURATION:-2m}
+CHAOS_SEED=${CHAOS_SEED:-1}
+CHAOS_FLAGS=${CHAOS_FLAGS:-}
+
+suite_chaos() {
+	local rc=0
+	log "--- chaos run for $CHAOS_DURATION with seed $CHAOS_SEED"
+	NETWORK_MODE=runtime
+	profile_load "$E2E_PROFILE"
+	E2E_STACK_UP=true
+	# Without kube-proxy and CoreDNS: the node's two cores go to the run.
+	ADDONS=false NETWORK_MODE=runtime "$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || rc=$?
+	if ((rc == 0)) && [[ -z $NODELET_BIN_GIVEN ]]; then
+		log "Building nodelet"
+		build_nodelet || rc=$?
+	fi
+	if ((rc == 0)); then
+		# shellcheck disable=SC2086
+		NODELET_E2E_ENV=$ENV_FILE go test -timeout 0 -count=1 -v -run '^TestChaos$' ./test/chaos/ \
+			-args -duration="$CHAOS_DURATION" -seed="$CHAOS_SEED" $CHAOS_FLAGS || rc=$?
+	fi
+	stop_e2e_stack || rc=$?
+	return $rc
+}
+
 main() {
 	local suites=("$@") suite started rc failed=0 report=()
-	((${#suites[@]} > 0)) || suites=(setup lint unit e2e)
+	((${#suites[@]} > 0)) || suites=(setup lint unit e2e chaos)
 	for suite in "${suites[@]}"; do
-		declare -F "suite_$suite" >/dev/null || die "unknown suite $suite (want setup, lint, unit or e2e)"
+		declare -F "suite_$suite" >/dev/null || die "unknown suite $suite (want setup, lint, unit, e2e or chaos)"
 	done
 	for suite in "${suites[@]}"; do
 		log "=== $suite"

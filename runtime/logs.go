@@ -126,6 +126,37 @@ func (m *Manager) RemovePodLogs(namespace, name string, uid types.UID) error {
 	return errors.Join(errs...)
 }
 
+// PodLogs names a pod that has a log folder.
+type PodLogs struct {
+	Namespace, Name string
+	UID             types.UID
+}
+
+// ListPodLogs lists the pods that have a log folder, read from the
+// folders' names (<namespace>_<name>_<uid>: neither names nor UIDs hold
+// an underscore). Housekeeping removes those of pods that are gone: a
+// pod whose runtime objects were removed but whose removal reported an
+// error (a reply lost, a call timed out after the runtime did it) has no
+// runtime record left to remove its logs by.
+func (m *Manager) ListPodLogs() ([]PodLogs, error) {
+	entries, err := os.ReadDir(m.config.PodLogDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing pod log folders: %w", err)
+	}
+	var pods []PodLogs
+	for _, entry := range entries {
+		parts := strings.Split(entry.Name(), "_")
+		if !entry.IsDir() || len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			continue
+		}
+		pods = append(pods, PodLogs{Namespace: parts[0], Name: parts[1], UID: types.UID(parts[2])})
+	}
+	return pods, nil
+}
+
 func within(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))

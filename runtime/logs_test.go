@@ -169,3 +169,29 @@ func TestRemovePodLogs(t *testing.T) {
 		t.Errorf("RemovePodLogs() of a pod without logs: error = %v", err)
 	}
 }
+
+func TestListPodLogs(t *testing.T) {
+	e := newLogTestEnv(t)
+	if got, err := e.m.ListPodLogs(); err != nil || len(got) != 0 {
+		t.Fatalf("ListPodLogs() before any log = %v, %v; want none", got, err)
+	}
+	for _, pod := range []*corev1.Pod{logTestPod("web", "uid-1"), logTestPod("web-2", "uid-2")} {
+		e.writeLog(t, pod, "app", 0)
+	}
+	// Not a pod's log folder: a file, and a folder named otherwise.
+	if err := os.WriteFile(filepath.Join(e.podLogDir, "default_web_uid-3"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(e.podLogDir, "lost+found"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.m.ListPodLogs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In the folders' order: "-" sorts before "_".
+	want := []PodLogs{{Namespace: "default", Name: "web-2", UID: "uid-2"}, {Namespace: "default", Name: "web", UID: "uid-1"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListPodLogs() (-want +got):\n%s", diff)
+	}
+}
