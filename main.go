@@ -53,6 +53,7 @@ import (
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtimeclass"
 	"github.com/nodelet/nodelet/server"
+	"github.com/nodelet/nodelet/userns"
 	"github.com/nodelet/nodelet/volume"
 )
 
@@ -175,6 +176,24 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	podVolumes := volume.NewManager(volume.Options{
+		RootDir:         opts.RootDir,
+		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
+		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
+		StatsPeriod:     opts.volumeStatsPeriod(),
+	}, clientset, clk, log.WithName("volume"))
+	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
+	// The ID ranges of pods with hostUsers: false, read back from their
+	// folders before any pod runs.
+	userNamespaces, err := userns.NewManager(userns.Options{
+		MaxPods: opts.MaxPods,
+		PodDir:  podVolumes.PodDir,
+		Pods:    podVolumes.ListPods,
+		Log:     log.WithName("userns"),
+	})
+	if err != nil {
+		return err
+	}
 	allocations := openAllocations(opts.RootDir, log)
 	runtimeConfig := noderuntime.Config{
 		PodLogDir:       opts.PodLogDir,
@@ -187,6 +206,7 @@ func run(ctx context.Context, opts Options) error {
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
 		SandboxIPs:            podNetwork.SandboxIPs(),
 		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
+		UserNamespaces:        userNamespaces,
 		Resizes:               allocations,
 	}
 
@@ -224,13 +244,6 @@ func run(ctx context.Context, opts Options) error {
 	if err := enforceNodeAllocatable(podCgroups, allocatable, recorder, opts.NodeName, log.WithName("cgroups")); err != nil {
 		return fmt.Errorf("node %s: %w", opts.NodeName, err)
 	}
-	podVolumes := volume.NewManager(volume.Options{
-		RootDir:         opts.RootDir,
-		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
-		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
-		StatsPeriod:     opts.volumeStatsPeriod(),
-	}, clientset, clk, log.WithName("volume"))
-	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
 
 	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
 		Policy:   opts.imageGCPolicy(),
@@ -312,6 +325,8 @@ func run(ctx context.Context, opts Options) error {
 		NetworkError: nodeReporter.NetworkError,
 		Eviction:     evictionOrders(evictions),
 
+		UserNamespaces: userNamespaces,
+
 		SlowPodStartThreshold: opts.SlowPodStartThreshold.Duration,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(),
@@ -331,6 +346,8 @@ func run(ctx context.Context, opts Options) error {
 		Cgroups:    podCgroups,
 		Clock:      clk,
 		Log:        log.WithName("housekeeping"),
+
+		UserNamespaces: userNamespaces,
 	}
 	plegHealthy := func() error {
 		if !podLifecycle.Healthy() {

@@ -47,6 +47,12 @@ type podVolumes interface {
 	TearDownPod(ctx context.Context, uid types.UID) error
 }
 
+// userNamespaces frees the user namespace ID range of a pod that is gone
+// (package userns).
+type userNamespaces interface {
+	Release(uid types.UID)
+}
+
 // podEnvSources reads what containers start with from the API server
 // (package podenv).
 type podEnvSources interface {
@@ -108,6 +114,10 @@ type PodReconciler struct {
 	// SlowPodStartThreshold is how long a pod may take from its creation
 	// to Ready before an event names its slowest step; zero: never.
 	SlowPodStartThreshold time.Duration
+
+	// UserNamespaces hands out the ID ranges of pods with hostUsers: false
+	// (package userns); a pod's goes when its folder does. Nil: none.
+	UserNamespaces userNamespaces
 
 	// Eviction, when set, is the eviction manager's order to evict a pod,
 	// if it gave one; nil evicts none.
@@ -449,7 +459,7 @@ func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, 
 	if _, err := r.report(ctx, pod, status, stop, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.Volumes.TearDownPod(ctx, pod.UID); err != nil {
+	if err := r.tearDownPodFolder(ctx, pod.UID); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing volumes of finished pod %s: %w", klog.KObj(pod), err)
 	}
 	if err := r.Cgroups.RemovePod(pod.UID); err != nil {
@@ -464,11 +474,23 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 	if err := r.Runtime.RemovePod(ctx, status); err != nil {
 		return err
 	}
-	if err := r.Volumes.TearDownPod(ctx, status.UID); err != nil {
+	if err := r.tearDownPodFolder(ctx, status.UID); err != nil {
 		return fmt.Errorf("removing volumes of pod %s/%s: %w", status.Namespace, status.Name, err)
 	}
 	if err := r.Cgroups.RemovePod(status.UID); err != nil {
 		return fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err)
+	}
+	return nil
+}
+
+// tearDownPodFolder removes the pod's folder, its volumes, and with them
+// its user namespace range: no container of the pod runs any more.
+func (r *PodReconciler) tearDownPodFolder(ctx context.Context, uid types.UID) error {
+	if err := r.Volumes.TearDownPod(ctx, uid); err != nil {
+		return err
+	}
+	if r.UserNamespaces != nil {
+		r.UserNamespaces.Release(uid)
 	}
 	return nil
 }

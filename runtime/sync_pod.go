@@ -53,6 +53,9 @@ type PodEnv struct {
 	// podIPs are the pod's IPs, which SyncPod fills in once the sandbox
 	// exists, for status.podIP(s) in env and the pod's hosts file.
 	podIPs []string
+	// userNamespace is the pod's own user namespace, which SyncPod fills
+	// in for a pod with hostUsers: false; nil is the host's.
+	userNamespace *runtimeapi.UserNamespace
 }
 
 // SyncResult tells what SyncPod could not do.
@@ -122,23 +125,31 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	}
 
 	// Step 3: create the sandbox. Its config is also what containers are
-	// created against, so it is made even when the sandbox is kept.
-	sandboxConfig, err := m.generateSandboxConfig(pod, actions.Attempt, env)
-	if err != nil {
+	// created against, so it is made even when the sandbox is kept. A new
+	// sandbox's handler is checked first: a pod the handler cannot give a
+	// user namespace takes no ID range.
+	sandboxFailed := func(what string, err error) SyncResult {
 		m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		result.SandboxError = err
-		result.Err = errors.Join(append(errs, fmt.Errorf("generating sandbox config of pod %s: %w", klog.KObj(pod), err))...)
+		result.Err = errors.Join(append(errs, fmt.Errorf("%s of pod %s: %w", what, klog.KObj(pod), err))...)
 		return result
+	}
+	var handler string
+	var err error
+	if actions.CreateSandbox {
+		if handler, err = m.sandboxRuntimeHandler(ctx, pod); err != nil {
+			return sandboxFailed("creating sandbox", err)
+		}
+	}
+	if env, err = m.withUserNamespace(pod, env); err != nil {
+		return sandboxFailed("creating sandbox", err)
+	}
+	sandboxConfig, err := m.generateSandboxConfig(pod, actions.Attempt, env)
+	if err != nil {
+		return sandboxFailed("generating sandbox config", err)
 	}
 	sandboxID := actions.SandboxID
 	if actions.CreateSandbox {
-		handler, err := m.sandboxRuntimeHandler(ctx, pod)
-		if err != nil {
-			m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-			result.SandboxError = err
-			result.Err = errors.Join(append(errs, fmt.Errorf("creating sandbox of pod %s: %w", klog.KObj(pod), err))...)
-			return result
-		}
 		id, err := m.createSandbox(ctx, pod, sandboxConfig, handler)
 		if err != nil {
 			result.SandboxError = err
