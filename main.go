@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -53,7 +52,6 @@ import (
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtimeclass"
 	"github.com/nodelet/nodelet/server"
-	"github.com/nodelet/nodelet/userns"
 	"github.com/nodelet/nodelet/volume"
 )
 
@@ -183,14 +181,7 @@ func run(ctx context.Context, opts Options) error {
 		StatsPeriod:     opts.volumeStatsPeriod(),
 	}, clientset, clk, log.WithName("volume"))
 	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
-	// The ID ranges of pods with hostUsers: false, read back from their
-	// folders before any pod runs.
-	userNamespaces, err := userns.NewManager(userns.Options{
-		MaxPods: opts.MaxPods,
-		PodDir:  podVolumes.PodDir,
-		Pods:    podVolumes.ListPods,
-		Log:     log.WithName("userns"),
-	})
+	userNamespaces, err := newUserNamespaces(opts, podVolumes, log)
 	if err != nil {
 		return err
 	}
@@ -453,24 +444,6 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		Clock:        clk,
 		Log:          ctrl.Log.WithName("server"),
 	})
-}
-
-// lockRootDir takes an exclusive lock on the root dir's lock file, so two
-// nodelets never share one node's state.
-func lockRootDir(rootDir string) (func(), error) {
-	if err := os.MkdirAll(rootDir, 0o750); err != nil {
-		return nil, fmt.Errorf("creating root dir: %w", err)
-	}
-	path := filepath.Join(rootDir, "nodelet.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock file: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("another nodelet holds %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }
 
 func loadRestConfig(kubeconfig string) (*rest.Config, error) {

@@ -47,12 +47,6 @@ type podVolumes interface {
 	TearDownPod(ctx context.Context, uid types.UID) error
 }
 
-// userNamespaces frees the user namespace ID range of a pod that is gone
-// (package userns).
-type userNamespaces interface {
-	Release(uid types.UID)
-}
-
 // podEnvSources reads what containers start with from the API server
 // (package podenv).
 type podEnvSources interface {
@@ -479,18 +473,6 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 	}
 	if err := r.Cgroups.RemovePod(status.UID); err != nil {
 		return fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err)
-	}
-	return nil
-}
-
-// tearDownPodFolder removes the pod's folder, its volumes, and with them
-// its user namespace range: no container of the pod runs any more.
-func (r *PodReconciler) tearDownPodFolder(ctx context.Context, uid types.UID) error {
-	if err := r.Volumes.TearDownPod(ctx, uid); err != nil {
-		return err
-	}
-	if r.UserNamespaces != nil {
-		r.UserNamespaces.Release(uid)
 	}
 	return nil
 }
