@@ -16,8 +16,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # (script/setup/runc-version in containerd's module).
 CONTAINERD_PACKAGES="github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD2_VERSION github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD2_VERSION"
 # Static, without the snapshotters this machine has no use for (btrfs
-# would need its C headers).
-CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs"
+# would need its C headers) nor OpenTelemetry tracing, which cost build
+# time.
+CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs no_tracing"
 RUNC_PACKAGE=github.com/opencontainers/runc@$RUNC_VERSION
 # seccomp needs cgo and libseccomp-dev (hack/install-deps.sh); runc's own
 # build also links libpathrs, a Rust library Debian 12 does not have,
