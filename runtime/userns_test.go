@@ -37,6 +37,7 @@ func TestSyncPodUserNamespace(t *testing.T) {
 		hostUsers *bool
 		handler   string // the RuntimeClass's
 		handlers  []*runtimeapi.RuntimeHandler
+		noRanges  bool // no userns.Manager in the config
 		// want is the sandbox's and every container's user namespace;
 		// wantEvent, when set, is the sandbox's failure instead.
 		want      *runtimeapi.UserNamespace
@@ -45,6 +46,10 @@ func TestSyncPodUserNamespace(t *testing.T) {
 		"hostUsers unset: the host's": {handlers: withUserns},
 		"hostUsers false on a handler with user namespaces: the pod's own range": {
 			hostUsers: ptr.To(false), handler: "runc-userns", handlers: withUserns, want: podRange,
+		},
+		"hostUsers false with no ranges to hand out": {
+			hostUsers: ptr.To(false), handler: "runc-userns", handlers: withUserns, noRanges: true,
+			wantEvent: "Failed to create pod sandbox: can't set `spec.hostUsers: false`, nodelet has no user namespace ID ranges to allocate",
 		},
 		"hostUsers false on a handler without them: the kubelet's refusal": {
 			hostUsers: ptr.To(false), handlers: withUserns,
@@ -69,7 +74,9 @@ func TestSyncPodUserNamespace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.m.config.UserNamespaces = ranges
+			if !tc.noRanges {
+				e.m.config.UserNamespaces = ranges
+			}
 			ctx := context.Background()
 			pod := syncTestPod()
 			pod.Spec.HostUsers = tc.hostUsers
