@@ -24,11 +24,15 @@ import (
 // idsPerPod is how many IDs each pod's user namespace maps.
 const idsPerPod = 65536
 
+// usernsFSGroup is the fsGroup of usernsPod.
+const usernsFSGroup = 1234
+
 // usernsPod is a pod in its own user namespace whose app container runs
-// until /tmp/stop exists, with an emptyDir at /data.
+// until /tmp/stop exists, with an emptyDir at /data owned by its fsGroup.
 func usernsPod(ns, name string) *corev1.Pod {
 	return newPod(ns, name).withShell("until [ -e /tmp/stop ]; do sleep 1; done").with(func(p *corev1.Pod) {
 		p.Spec.HostUsers = ptr.To(false)
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](usernsFSGroup)}
 		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	}).obj()
@@ -79,8 +83,13 @@ func TestPodUserNamespaceRangesAreThePodsOwnAndSurviveARestart(t *testing.T) {
 	}
 
 	// Volumes are idmapped as the namespace is: the pod's root writes a
-	// file the host sees owned by its own root, not by the pod's range.
+	// file the host sees owned by its own root, not by the pod's range,
+	// and the fsGroup is the same group inside and on the host.
 	f.execInContainer(t, a, "app", "touch", "/data/written")
+	want := fmt.Sprintf("0:%d", usernsFSGroup)
+	if got := strings.TrimSpace(f.execInContainer(t, a, "app", "stat", "-c", "%u:%g", "/data/written")); got != want {
+		t.Errorf("the file a's root wrote in its emptyDir is owned by %s inside, want %s (root, the fsGroup)", got, want)
+	}
 	matches, err := filepath.Glob(filepath.Join(f.podDir(a), "volumes", "*", "data", "written"))
 	if err != nil || len(matches) != 1 {
 		t.Fatalf("the file a wrote in its emptyDir, on the host: %v, %v", matches, err)
@@ -89,8 +98,8 @@ func TestPodUserNamespaceRangesAreThePodsOwnAndSurviveARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := info.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
-		t.Errorf("the file a's root wrote in its emptyDir is owned by %d:%d on the host, want 0:0 (an idmapped mount)", st.Uid, st.Gid)
+	if st := info.Sys().(*syscall.Stat_t); fmt.Sprintf("%d:%d", st.Uid, st.Gid) != want {
+		t.Errorf("the file a's root wrote in its emptyDir is owned by %d:%d on the host, want %s (an idmapped mount)", st.Uid, st.Gid, want)
 	}
 
 	// A restarted nodelet reads the ranges back: a's container, started
