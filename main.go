@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"golang.org/x/sys/unix"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -175,6 +174,17 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	podVolumes := volume.NewManager(volume.Options{
+		RootDir:         opts.RootDir,
+		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
+		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
+		StatsPeriod:     opts.volumeStatsPeriod(),
+	}, clientset, clk, log.WithName("volume"))
+	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
+	userNamespaces, err := newUserNamespaces(opts, podVolumes, log)
+	if err != nil {
+		return err
+	}
 	allocations := openAllocations(opts.RootDir, log)
 	runtimeConfig := noderuntime.Config{
 		PodLogDir:       opts.PodLogDir,
@@ -187,6 +197,7 @@ func run(ctx context.Context, opts Options) error {
 		ParallelSandboxStarts: opts.ParallelSandboxStarts,
 		SandboxIPs:            podNetwork.SandboxIPs(),
 		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
+		UserNamespaces:        userNamespaces,
 		Resizes:               allocations,
 	}
 
@@ -224,13 +235,6 @@ func run(ctx context.Context, opts Options) error {
 	if err := enforceNodeAllocatable(podCgroups, allocatable, recorder, opts.NodeName, log.WithName("cgroups")); err != nil {
 		return fmt.Errorf("node %s: %w", opts.NodeName, err)
 	}
-	podVolumes := volume.NewManager(volume.Options{
-		RootDir:         opts.RootDir,
-		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
-		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
-		StatsPeriod:     opts.volumeStatsPeriod(),
-	}, clientset, clk, log.WithName("volume"))
-	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
 
 	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
 		Policy:   opts.imageGCPolicy(),
@@ -312,6 +316,8 @@ func run(ctx context.Context, opts Options) error {
 		NetworkError: nodeReporter.NetworkError,
 		Eviction:     evictionOrders(evictions),
 
+		UserNamespaces: userNamespaces,
+
 		SlowPodStartThreshold: opts.SlowPodStartThreshold.Duration,
 		EnvSources: &podenv.Gatherer{
 			APIReader: mgr.GetAPIReader(),
@@ -331,6 +337,8 @@ func run(ctx context.Context, opts Options) error {
 		Cgroups:    podCgroups,
 		Clock:      clk,
 		Log:        log.WithName("housekeeping"),
+
+		UserNamespaces: userNamespaces,
 	}
 	plegHealthy := func() error {
 		if !podLifecycle.Healthy() {
@@ -436,24 +444,6 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		Clock:        clk,
 		Log:          ctrl.Log.WithName("server"),
 	})
-}
-
-// lockRootDir takes an exclusive lock on the root dir's lock file, so two
-// nodelets never share one node's state.
-func lockRootDir(rootDir string) (func(), error) {
-	if err := os.MkdirAll(rootDir, 0o750); err != nil {
-		return nil, fmt.Errorf("creating root dir: %w", err)
-	}
-	path := filepath.Join(rootDir, "nodelet.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock file: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("another nodelet holds %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }
 
 func loadRestConfig(kubeconfig string) (*rest.Config, error) {

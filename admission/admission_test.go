@@ -203,9 +203,10 @@ func TestCheckUserNamespace(t *testing.T) {
 		"hostUsers false on a handler the runtime does not know": {pod: hostUsers(ptr.To(false)), handler: "gone",
 			handlers: []RuntimeHandler{{Name: "", UserNamespaces: true}},
 			wantErr:  "can't set `spec.hostUsers: false`, RuntimeClass handler \"gone\" does not support user namespaces: the handler \"gone\" is not known"},
-		"hostUsers false where the runtime could: no ID ranges yet": {pod: hostUsers(ptr.To(false)),
-			handlers: []RuntimeHandler{{Name: "", UserNamespaces: true}},
-			wantErr:  "nodelet does not allocate user namespace ID ranges yet"},
+		"hostUsers false on a default handler with them": {pod: hostUsers(ptr.To(false)),
+			handlers: []RuntimeHandler{{Name: "", UserNamespaces: true}}},
+		"hostUsers false on a RuntimeClass handler with them": {pod: hostUsers(ptr.To(false)), handler: "runc-userns",
+			handlers: []RuntimeHandler{{Name: ""}, {Name: "runc-userns", UserNamespaces: true}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

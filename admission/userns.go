@@ -14,10 +14,6 @@ type RuntimeHandler struct {
 	UserNamespaces bool
 }
 
-// errNoIDRanges is why a pod whose runtime could give it a user namespace
-// still cannot have one: nodelet allocates no ID ranges for pods yet.
-var errNoIDRanges = errors.New("can't set `spec.hostUsers: false`, nodelet does not allocate user namespace ID ranges yet")
-
 // CheckUserNamespace says whether a pod's sandbox can be made under
 // handler (the runtime handler its RuntimeClass names, empty for the
 // default) as far as user namespaces go, given the runtime's handlers: a
@@ -31,7 +27,7 @@ func CheckUserNamespace(pod *corev1.Pod, handler string, handlers []RuntimeHandl
 	}
 	supported, err := handlerSupportsUserNamespaces(handler, handlers)
 	if err == nil && supported {
-		return errNoIDRanges
+		return nil
 	}
 	msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
 	if handler != "" {

@@ -45,6 +45,9 @@ type Housekeeping struct {
 		ListPods() ([]types.UID, error)
 		RemovePod(uid types.UID) error
 	}
+	// UserNamespaces frees the user namespace range of a pod whose folder
+	// goes (package userns); nil: none to free.
+	UserNamespaces userNamespaces
 	// Period defaults to 30s.
 	Period time.Duration
 	Clock  clock.WithTicker
@@ -128,6 +131,8 @@ func (h *Housekeeping) Sweep(ctx context.Context) {
 		if leftover(uid) {
 			if err := h.Volumes.TearDownPod(ctx, uid); err != nil {
 				h.Log.Error(err, "Failed to remove folder of a pod that is gone", "podUID", uid)
+			} else if h.UserNamespaces != nil {
+				h.UserNamespaces.Release(uid)
 			}
 		}
 	}

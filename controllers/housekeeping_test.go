@@ -89,6 +89,7 @@ func (l *podLeftovers) remove(uid types.UID) error {
 }
 func (l *podLeftovers) TearDownPod(_ context.Context, uid types.UID) error { return l.remove(uid) }
 func (l *podLeftovers) RemovePod(uid types.UID) error                      { return l.remove(uid) }
+func (l *podLeftovers) Release(uid types.UID)                              { _ = l.remove(uid) }
 func (l *podLeftovers) PodDir(uid types.UID) string                        { return string(uid) }
 func (l *podLeftovers) SetUpPod(context.Context, *corev1.Pod) (map[string]string, time.Time, error) {
 	panic("not used")
@@ -127,15 +128,17 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	userNamespaces := &podLeftovers{}
 	r := NewPodReconciler(&PodReconciler{
-		Client:      fake.NewClientBuilder().WithObjects(owned).Build(),
-		Runtime:     rt,
-		Volumes:     folders,
-		Cgroups:     cgroups,
-		Allocations: allocations,
-		Clock:       clock.RealClock{},
+		Client:         fake.NewClientBuilder().WithObjects(owned).Build(),
+		Runtime:        rt,
+		Volumes:        folders,
+		Cgroups:        cgroups,
+		Allocations:    allocations,
+		Clock:          clock.RealClock{},
+		UserNamespaces: userNamespaces,
 	})
-	h := &Housekeeping{Reconciler: r, Runtime: rt, Volumes: folders, Cgroups: cgroups, Clock: clock.RealClock{}, Log: logr.Discard()}
+	h := &Housekeeping{Reconciler: r, Runtime: rt, Volumes: folders, Cgroups: cgroups, UserNamespaces: userNamespaces, Clock: clock.RealClock{}, Log: logr.Discard()}
 
 	h.Sweep(context.Background())
 
@@ -151,13 +154,15 @@ func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 		}
 		return nil
 	})
-	// c has a folder and a cgroup but no runtime pod and no Pod.
+	// c has a folder and a cgroup but no runtime pod and no Pod. The
+	// user namespace ranges of both go with their folders.
 	await.Eventually(t, 10*time.Second, "leftovers removed", func(context.Context) error {
-		gotFolders, gotCgroups := folders.removedPods(), cgroups.removedPods()
+		gotFolders, gotCgroups, gotRanges := folders.removedPods(), cgroups.removedPods(), userNamespaces.removedPods()
 		slices.Sort(gotFolders)
 		slices.Sort(gotCgroups)
-		if !slices.Equal(gotFolders, []types.UID{"b", "c"}) || !slices.Equal(gotCgroups, []types.UID{"b", "c"}) {
-			return fmt.Errorf("removed folders %v and cgroups %v, want [b c] each", gotFolders, gotCgroups)
+		slices.Sort(gotRanges)
+		if !slices.Equal(gotFolders, []types.UID{"b", "c"}) || !slices.Equal(gotCgroups, []types.UID{"b", "c"}) || !slices.Equal(gotRanges, []types.UID{"b", "c"}) {
+			return fmt.Errorf("removed folders %v, cgroups %v and user namespace ranges %v, want [b c] each", gotFolders, gotCgroups, gotRanges)
 		}
 		rt.mu.Lock()
 		defer rt.mu.Unlock()

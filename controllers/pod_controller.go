@@ -110,6 +110,10 @@ type PodReconciler struct {
 	// to Ready before an event names its slowest step; zero: never.
 	SlowPodStartThreshold time.Duration
 
+	// UserNamespaces hands out the ID ranges of pods with hostUsers: false
+	// (package userns); a pod's goes when its folder does. Nil: none.
+	UserNamespaces userNamespaces
+
 	// Eviction, when set, is the eviction manager's order to evict a pod,
 	// if it gave one; nil evicts none.
 	Eviction func(uid types.UID) (PodEviction, bool)
@@ -452,7 +456,7 @@ func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, 
 	if _, err := r.report(ctx, pod, status, stop, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.Volumes.TearDownPod(ctx, pod.UID); err != nil {
+	if err := r.tearDownPodFolder(ctx, pod.UID); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing volumes of finished pod %s: %w", klog.KObj(pod), err)
 	}
 	if err := r.Cgroups.RemovePod(pod.UID); err != nil {
@@ -467,7 +471,7 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 	if err := r.Runtime.RemovePod(ctx, status); err != nil {
 		return err
 	}
-	if err := r.Volumes.TearDownPod(ctx, status.UID); err != nil {
+	if err := r.tearDownPodFolder(ctx, status.UID); err != nil {
 		return fmt.Errorf("removing volumes of pod %s/%s: %w", status.Namespace, status.Name, err)
 	}
 	if err := r.Cgroups.RemovePod(status.UID); err != nil {

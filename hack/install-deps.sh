@@ -20,6 +20,7 @@ PACKAGES=(
 	ca-certificates
 	gcc                          # cgo, which `go test -race` needs
 	libc6-dev
+	libseccomp-dev               # runc 1.2+ for the user namespace tests (build-runtime.sh)
 	make                         # .ci/run calls make test
 	python3-yaml                 # check-manifests.sh compares RBAC rules
 )

@@ -32,6 +32,11 @@ PAUSE_TAG=3.10
 COREDNS_TAG=1.14.7
 # local-path-provisioner's, as hack/build-tools.sh pins it.
 LOCAL_PATH_PROVISIONER_TAG=v0.0.30
+# The runtime of the user namespace tests (hack/build-runtime.sh): Debian
+# 12's containerd 1.6 and runc 1.1 cannot give pods user namespaces.
+CONTAINERD2_VERSION=v2.4.2
+RUNC_VERSION=v1.5.2
+CONTAINERD2_BIN_DIR="$CACHE_DIR/containerd2/bin"
 # Where Debian's containernetworking-plugins installs the CNI plugins.
 CNI_PLUGINS_DIR=/usr/lib/cni
 KUBECTL="$BIN_DIR/kubectl"
@@ -385,8 +390,12 @@ port_free() {
 # the stack's registry as a plain-HTTP mirror and its pause image, and waits
 # until it answers CRI.
 start_containerd() {
-	log "Starting containerd at $CONTAINERD_SOCK"
+	log "Starting containerd${RUNTIME:+ ($RUNTIME)} at $CONTAINERD_SOCK"
 	mkdir -p "$CONTAINERD_DIR" "$CNI_CONF_DIR"
+	if [[ ${RUNTIME:-} == containerd2 ]]; then
+		start_containerd2
+		return
+	fi
 	cat >"$CONTAINERD_CONFIG" <<EOF
 # containerd for the nodelet-local profile $PROFILE: every path under
 # $STATE_DIR, so that two profiles (and a system containerd) never meet.
@@ -447,6 +456,71 @@ disabled_plugins = [
       endpoint = ["http://$PRIVATE_REGISTRY"]
 EOF
 	start_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
+	wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
+}
+
+# start_containerd2 starts, in place of Debian's containerd 1.6, the
+# containerd 2.x and runc of hack/build-runtime.sh, which give pods user
+# namespaces (RUNTIME=containerd2: the user namespace tests' stack). The
+# same private paths and settings as start_containerd's, in containerd
+# 2's configuration format; its shim and runc come first on its PATH, so
+# Debian's are never used.
+start_containerd2() {
+	"$REPO_ROOT/hack/build-runtime.sh"
+	local registry
+	for registry in "$REGISTRY" "$PRIVATE_REGISTRY"; do
+		mkdir -p "$CONTAINERD_DIR/certs.d/$registry"
+		printf 'server = "http://%s"\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' \
+			"$registry" "$registry" >"$CONTAINERD_DIR/certs.d/$registry/hosts.toml"
+	done
+	cat >"$CONTAINERD_CONFIG" <<EOF
+# containerd 2 for the nodelet-local profile $PROFILE: every path under
+# $STATE_DIR, so that two profiles (and a system containerd) never meet.
+version = 3
+root = "$CONTAINERD_DIR/root"
+state = "$CONTAINERD_DIR/state"
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.erofs",
+]
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[metrics]
+  address = "127.0.0.1:$CONTAINERD_METRICS_PORT"
+
+[plugins]
+  [plugins."io.containerd.cri.v1.images"]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.cri.v1.images".pinned_images]
+      sandbox = "$PAUSE_IMAGE"
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = "$CONTAINERD_DIR/certs.d"
+
+  [plugins."io.containerd.cri.v1.runtime"]
+    # As start_containerd's: lowering oom_score_adj is denied here.
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    [plugins."io.containerd.cri.v1.runtime".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+          BinaryName = "$CONTAINERD2_BIN_DIR/runc"
+          SystemdCgroup = false
+          Root = "$CONTAINERD_DIR/runc"
+    [plugins."io.containerd.cri.v1.runtime".cni]
+      bin_dirs = ["$CNI_BIN_DIR"]
+      conf_dir = "$CNI_CONF_DIR"
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+EOF
+	PATH=$CONTAINERD2_BIN_DIR:$PATH start_daemon containerd "$CONTAINERD2_BIN_DIR/containerd" --config="$CONTAINERD_CONFIG" --log-level=info
 	wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
 }
 

@@ -23,6 +23,10 @@
 # NETWORK_MODE=agent has nodelet run CNI itself behind its shim plugin
 # (--network-mode=agent); the default, runtime, lets containerd run it.
 #
+# RUNTIME=containerd2 runs containerd 2 and runc 1.5 (hack/build-runtime.sh)
+# in place of Debian's containerd 1.6 and runc 1.1: a runtime that gives
+# pods user namespaces (hostUsers: false), for the tests of those.
+#
 # nodelet is built from the working tree into .cache/bin/nodelet, unless
 # $NODELET_BIN names a binary to run instead. The node is named after the
 # machine (profile up) or e2e-node (profile e2e), unless $NODE_NAME says.

@@ -19,7 +19,8 @@
 #        Helm manifests against it, builds nodelet, runs test/e2e (which
 #        starts nodelet itself) and always stops the stack; then the same
 #        with the stack in the agent network mode, for the TestNetwork
-#        cases only
+#        cases only; then on a stack whose runtime is containerd 2
+#        (hack/build-runtime.sh), for the TestPodUserNamespace cases only
 # chaos  starts the e2e stack without nodelet or add-ons and runs the chaos
 #        run (test/chaos) for CHAOS_DURATION (2m) with CHAOS_SEED (1): it
 #        fails on any invariant violated or anything leaked
@@ -97,21 +98,28 @@ trap stop_e2e_stack EXIT
 
 # The network cases run twice: with the rest of the suite on a stack whose
 # runtime runs CNI, then alone on a stack in the agent network mode.
-# The TestNetworkAgentMode cases are about the agent mode alone.
+# The TestNetworkAgentMode cases are about the agent mode alone. The
+# TestPodUserNamespace cases need a runtime that gives pods user
+# namespaces, which Debian's containerd 1.6 cannot: they run alone on a
+# stack with containerd 2 (mode "userns").
 # E2E_RUN narrows the first run to the tests it matches (go test -run), and
-# E2E_MODES to the modes named ("runtime", "agent"), to run one test while
-# working on it.
+# E2E_MODES to the modes named ("runtime", "agent", "userns"), to run one
+# test while working on it.
 E2E_RUN=${E2E_RUN:-}
 E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
-E2E_MODES=${E2E_MODES:-runtime agent}
+E2E_USERNS_RUN=^TestPodUserNamespace
+E2E_MODES=${E2E_MODES:-runtime agent userns}
 
 suite_e2e() {
 	local rc=0
 	if [[ " $E2E_MODES " == *" runtime "* ]]; then
-		e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode" || rc=$?
+		e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode|$E2E_USERNS_RUN" || rc=$?
 	fi
 	if [[ " $E2E_MODES " == *" agent "* ]]; then
 		e2e_on_stack agent "$E2E_AGENT_RUN" "" || rc=$?
+	fi
+	if [[ " $E2E_MODES " == *" userns "* ]]; then
+		RUNTIME=containerd2 e2e_on_stack runtime "$E2E_USERNS_RUN" "" || rc=$?
 	fi
 	return $rc
 }
@@ -121,7 +129,7 @@ suite_e2e() {
 # and stops it.
 e2e_on_stack() {
 	local mode=$1 run=$2 skip=$3 rc=0
-	log "--- e2e tests${run:+ matching $run} in the $mode network mode"
+	log "--- e2e tests${run:+ matching $run} in the $mode network mode${RUNTIME:+ on $RUNTIME}"
 	NETWORK_MODE=$mode
 	profile_load "$E2E_PROFILE"
 	E2E_STACK_UP=true
@@ -130,7 +138,7 @@ e2e_on_stack() {
 		log "Building nodelet"
 		build_nodelet || rc=$?
 	fi
-	if ((rc == 0)) && [[ $mode == runtime ]]; then
+	if ((rc == 0)) && [[ $mode == runtime && -z ${RUNTIME:-} ]]; then
 		# The kustomize and Helm renderings, validated by this API server.
 		local started=$SECONDS
 		"$REPO_ROOT/hack/check-manifests.sh" "$ADMIN_KUBECONFIG" || rc=$?

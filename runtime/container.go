@@ -39,7 +39,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 	if err != nil {
 		return nil, err
 	}
-	security, err := containerSecurityContext(pod, container, sc)
+	security, err := containerSecurityContext(pod, container, sc, env.userNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +139,7 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 	if mount := m.terminationMessageMount(container, restartCount, env.PodDir); mount != nil {
 		mounts = append(mounts, mount)
 	}
+	idmapMounts(mounts, env.userNamespace)
 	return mounts, nil
 }
 
@@ -312,9 +313,9 @@ func (m *Manager) imageUser(imageRef string) *imageUser {
 // security-profiles-operator) serve nodelet's pods unchanged.
 const seccompProfileRoot = "/var/lib/kubelet/seccomp"
 
-func containerSecurityContext(pod *corev1.Pod, container *corev1.Container, sc *corev1.SecurityContext) (*runtimeapi.LinuxContainerSecurityContext, error) {
+func containerSecurityContext(pod *corev1.Pod, container *corev1.Container, sc *corev1.SecurityContext, userNs *runtimeapi.UserNamespace) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	out := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions:   namespaceOptions(pod),
+		NamespaceOptions:   namespaceOptions(pod, userNs),
 		SelinuxOptions:     runtimeSELinuxOptions(sc.SELinuxOptions),
 		SupplementalGroups: podSupplementalGroups(pod.Spec.SecurityContext),
 	}

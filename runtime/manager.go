@@ -23,6 +23,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/userns"
 	"github.com/nodelet/nodelet/volume"
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	// handler its sandbox is made with; nil leaves every pod on the
 	// default handler.
 	RuntimeClasses RuntimeClasses
+	// UserNamespaces gives each pod with hostUsers: false its range of
+	// host IDs (package userns' Manager); nil refuses such pods.
+	UserNamespaces UserNamespaces
 	// ResolvConf is the host's resolver configuration that pods with the
 	// Default DNS policy (and ClusterFirst, when there is no cluster DNS)
 	// inherit. Empty gives pods none of the host's: those pods resolve
@@ -76,6 +80,11 @@ type Config struct {
 // runtimeclass).
 type RuntimeClasses interface {
 	Handler(ctx context.Context, runtimeClassName string) (string, error)
+}
+
+// UserNamespaces hands out pods' user namespace ranges (package userns).
+type UserNamespaces interface {
+	PodRange(uid types.UID) (userns.Range, error)
 }
 
 // Manager carries out pod plans through CRI. It keeps no state a restart

@@ -53,7 +53,7 @@ func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32, env *Po
 		return nil, err
 	}
 
-	security, err := sandboxSecurityContext(pod)
+	security, err := sandboxSecurityContext(pod, env.userNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +104,14 @@ func runtimeProtocol(protocol corev1.Protocol) (runtimeapi.Protocol, error) {
 }
 
 // namespaceOptions are the Linux namespaces of the pod's sandbox, and of
-// every container in it.
-func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+// every container in it; userNs is the pod's user namespace (nil: the
+// host's).
+func namespaceOptions(pod *corev1.Pod, userNs *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
 	options := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Network:       runtimeapi.NamespaceMode_POD,
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: userNs,
 	}
 	if pod.Spec.HostNetwork {
 		options.Network = runtimeapi.NamespaceMode_NODE
@@ -128,9 +130,9 @@ func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 
 // sandboxSecurityContext carries the pod-level security settings that
 // apply to the sandbox itself.
-func sandboxSecurityContext(pod *corev1.Pod) (*runtimeapi.LinuxSandboxSecurityContext, error) {
+func sandboxSecurityContext(pod *corev1.Pod, userNs *runtimeapi.UserNamespace) (*runtimeapi.LinuxSandboxSecurityContext, error) {
 	sc := &runtimeapi.LinuxSandboxSecurityContext{
-		NamespaceOptions: namespaceOptions(pod),
+		NamespaceOptions: namespaceOptions(pod, userNs),
 		// The runtime needs a privileged sandbox to run privileged
 		// containers in it.
 		Privileged: hasPrivilegedContainer(pod),

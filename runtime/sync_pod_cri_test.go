@@ -31,6 +31,18 @@ type recordingRuntime struct {
 	*critest.FakeRuntimeService
 	mu      sync.Mutex
 	configs map[string]*runtimeapi.ContainerConfig
+	// handlers are the runtime handlers Status lists (the fake lists
+	// none).
+	handlers []*runtimeapi.RuntimeHandler
+}
+
+func (r *recordingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	resp, err := r.FakeRuntimeService.Status(ctx, verbose)
+	if err != nil {
+		return nil, err
+	}
+	resp.RuntimeHandlers = r.handlers
+	return resp, nil
 }
 
 func (r *recordingRuntime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
+
+	"github.com/nodelet/nodelet/userns"
+	"github.com/nodelet/nodelet/volume"
+)
+
+// The node's state under the root dir: its lock, and what is kept in the
+// pods' folders beside their volumes.
+
+// lockRootDir takes an exclusive lock on the root dir's lock file, so two
+// nodelets never share one node's state.
+func lockRootDir(rootDir string) (func(), error) {
+	if err := os.MkdirAll(rootDir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating root dir: %w", err)
+	}
+	path := filepath.Join(rootDir, "nodelet.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another nodelet holds %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// newUserNamespaces hands out the ID ranges of pods with hostUsers: false,
+// having read back, before any pod runs, those their folders hold.
+func newUserNamespaces(opts Options, podVolumes *volume.Manager, log logr.Logger) (*userns.Manager, error) {
+	return userns.NewManager(userns.Options{
+		MaxPods: opts.MaxPods,
+		PodDir:  podVolumes.PodDir,
+		Pods:    podVolumes.ListPods,
+		Log:     log.WithName("userns"),
+	})
+}
