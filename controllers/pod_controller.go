@@ -27,7 +27,6 @@ import (
 	"github.com/nodelet/nodelet/podstart"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
-	"github.com/nodelet/nodelet/volume"
 )
 
 // podRuntime is what the reconciler asks of the container runtime; the
@@ -385,33 +384,6 @@ func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions 
 	delete(r.envFailures, pod.UID)
 	r.mu.Unlock()
 	return false
-}
-
-// preparePod makes the pod's volumes ready. A volume the pod
-// cannot have is the user's to fix: it is reported as the kubelet reports
-// it, with a FailedMount event, and the pod waits.
-func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noderuntime.PodEnv, time.Time, error) {
-	paths, refreshAt, err := r.Volumes.SetUpPod(ctx, pod)
-	if err != nil {
-		// One event per volume that failed, worded as the kubelet's.
-		failures := volume.UserErrors(err)
-		if !volume.IsUserError(err) {
-			failures = []error{err}
-		}
-		for _, failure := range failures {
-			r.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "%v", failure)
-		}
-		return nil, refreshAt, err
-	}
-	return &noderuntime.PodEnv{
-		CgroupParent: r.Cgroups.PodCgroupParent(pod),
-		PodCgroups:   r.Cgroups,
-		VolumePaths:  paths,
-		PodDir:       r.Volumes.PodDir(pod.UID),
-		HostIPs:      r.HostIPs(),
-
-		ExtraSupplementalGroups: r.Volumes.ExtraSupplementalGroups(pod),
-	}, refreshAt, nil
 }
 
 // syncTerminatingPod stops a Pod being deleted within its grace period,
