@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -77,12 +76,13 @@ func gatherNodeState(ctx context.Context, fw *e2e.Framework) (invariants.NodeSta
 		}
 	}
 
-	mounts, err := mountPoints()
+	mounts, err := e2e.NodeMounts()
 	if err != nil {
 		return state, err
 	}
 	podsDir := filepath.Join(env.NodeletRootDir, "pods") + "/"
-	for _, mount := range mounts {
+	for _, m := range mounts {
+		mount := m.Point
 		switch {
 		case strings.HasPrefix(mount, env.StateDir+"/") && strings.Contains(mount, "/netns/"):
 			state.NetworkNamespaces = append(state.NetworkNamespaces, mount)
@@ -118,20 +118,4 @@ func names(dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
-}
-
-func mountPoints() ([]string, error) {
-	file, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	var mounts []string
-	scanner := bufio.NewScanner(file)
-	for scanner.Scan() {
-		if fields := strings.Fields(scanner.Text()); len(fields) > 4 {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	return mounts, scanner.Err()
 }

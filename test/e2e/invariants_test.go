@@ -18,8 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/await"
@@ -160,38 +158,14 @@ func newStatusRecorder() *statusRecorder {
 }
 
 func (r *statusRecorder) watch(ctx context.Context, ns, resourceVersion string) error {
-	watcher, err := watchtools.NewRetryWatcherWithContext(ctx, resourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			return f.Client.CoreV1().Pods(ns).Watch(ctx, options)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer watcher.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case e, ok := <-watcher.ResultChan():
-			if !ok {
-				return fmt.Errorf("the watch ended")
-			}
-			if e.Type == watch.Error {
-				return apierrors.FromObject(e.Object)
-			}
-			pod, ok := e.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			r.mu.Lock()
-			r.states[pod.UID] = append(r.states[pod.UID], pod)
-			if e.Type == watch.Deleted {
-				r.deleted[pod.UID] = true
-			}
-			r.mu.Unlock()
+	return WatchPods(ctx, f.Client, ns, resourceVersion, func(change watch.EventType, pod *corev1.Pod) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.states[pod.UID] = append(r.states[pod.UID], pod)
+		if change == watch.Deleted {
+			r.deleted[pod.UID] = true
 		}
-	}
+	})
 }
 
 func (r *statusRecorder) deletedAll(uids []types.UID) bool {

@@ -8,7 +8,6 @@ package e2e
 // dir.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,20 +108,17 @@ func (f *Framework) bridgeVeths() ([]string, error) {
 // netnsMounts are the network namespaces the runtime keeps mounted under
 // the stack's state folder.
 func (f *Framework) netnsMounts() ([]string, error) {
-	file, err := os.Open("/proc/self/mountinfo")
+	all, err := NodeMounts()
 	if err != nil {
 		return nil, err
 	}
-	defer file.Close()
 	var mounts []string
-	scanner := bufio.NewScanner(file)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], f.Env.StateDir+"/") && strings.Contains(fields[4], "/netns/") {
-			mounts = append(mounts, fields[4])
+	for _, m := range all {
+		if strings.HasPrefix(m.Point, f.Env.StateDir+"/") && strings.Contains(m.Point, "/netns/") {
+			mounts = append(mounts, m.Point)
 		}
 	}
-	return mounts, scanner.Err()
+	return mounts, nil
 }
 
 // readySandboxes counts the runtime's ready sandboxes not on the host's

@@ -186,17 +186,7 @@ func TestClaimChurnWithNodeletKilledLeavesNothingMounted(t *testing.T) {
 		for i := range perWave {
 			claim := fmt.Sprintf("data-%d-%d", wave, i)
 			pv, dir := f.localVolume(t, ns, claim)
-			if _, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: claim},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(""),
-					VolumeName:       pv.Name,
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			f.claimVolume(t, ns, claim, pv)
 			pod := newPod(ns, fmt.Sprintf("pod-%d-%d", wave, i)).withGracePeriod(1).
 				withShell(`hostname > /data/owner && exec sleep 3600`).obj()
 			pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{

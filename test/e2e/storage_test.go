@@ -174,6 +174,23 @@ func (f *Framework) localVolume(t *testing.T, ns, claim string) (*corev1.Persist
 	return pv, dir
 }
 
+// claimVolume makes the claim ns/claim for pv, which localVolume made
+// pre-bound to it.
+func (f *Framework) claimVolume(t *testing.T, ns, claim string, pv *corev1.PersistentVolume) {
+	t.Helper()
+	if _, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLocalVolumeClaimKeepsDataAcrossPodsAndIsReadOnlyWhenClaimedSo(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
@@ -202,17 +219,7 @@ func TestLocalVolumeClaimKeepsDataAcrossPodsAndIsReadOnlyWhenClaimedSo(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To(""),
-			VolumeName:       pv.Name,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.claimVolume(t, ns, "data", pv)
 	writer = f.waitForPod(t, writer, 2*time.Minute, "to be Succeeded once its claim is bound", succeeded)
 	got := f.reportLines(t, writer, "app")
 	// The non-root user wrote into the root-owned folder through its

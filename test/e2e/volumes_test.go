@@ -592,8 +592,8 @@ func (f *Framework) mountsUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var under []string
 	for _, m := range readMounts(t) {
-		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
-			under = append(under, m.point)
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			under = append(under, m.Point)
 		}
 	}
 	return under
@@ -604,51 +604,21 @@ func (f *Framework) fsTypesAt(t *testing.T, path string) []string {
 	t.Helper()
 	var types []string
 	for _, m := range readMounts(t) {
-		if m.point == path {
-			types = append(types, m.fsType)
+		if m.Point == path {
+			types = append(types, m.FSType)
 		}
 	}
 	return types
 }
 
-type nodeMount struct{ point, fsType string }
-
-// readMounts reads the node's mount table (this process's, which is the
-// node's: the suite runs on the node).
-func readMounts(t *testing.T) []nodeMount {
+// readMounts reads the node's mount table (NodeMounts).
+func readMounts(t *testing.T) []NodeMount {
 	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := NodeMounts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mounts []nodeMount
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		for i := 6; i+1 < len(fields); i++ {
-			if fields[i] == "-" {
-				mounts = append(mounts, nodeMount{point: unescapeMountPath(fields[4]), fsType: fields[i+1]})
-				break
-			}
-		}
-	}
 	return mounts
-}
-
-// unescapeMountPath undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // A change of the pod's labels reaches its downward API files in place,
@@ -730,7 +700,7 @@ func TestSubPathSymlinkOutOfTheVolumeIsRefusedAndAnOrdinaryOneIsBound(t *testing
 	f.waitForPodGone(t, ordinary, podStartTimeout)
 	await.Eventually(t, 30*time.Second, "the pod's folder and its mounts to go", await.Condition(func(context.Context) (bool, error) {
 		for _, m := range readMounts(t) {
-			if strings.HasPrefix(m.point, resolved) {
+			if strings.HasPrefix(m.Point, resolved) {
 				return false, nil
 			}
 		}
