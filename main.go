@@ -244,24 +244,21 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	var nodeIPs []string
-	if opts.NodeIP != "" {
-		nodeIPs = []string{opts.NodeIP}
-	}
 	nodeReporter, err := node.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, node.NodeStatusOptions{
-		NodeName:        opts.NodeName,
-		NodeIPs:         nodeIPs,
-		NodeletVersion:  version,
-		KubeletPort:     int32(opts.Port),
-		MaxPods:         opts.MaxPods,
-		RootDir:         opts.RootDir,
-		Allocatable:     allocatable,
-		Images:          imageService,
-		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
-		NetworkStatus:   podNetwork.Status,
-		Pressure:        evictions.PressureConditions,
-		Clock:           clk,
-		Log:             log.WithName("node"),
+		NodeName:           opts.NodeName,
+		NodeIPs:            opts.nodeIPs(),
+		NodeletVersion:     version,
+		KubeletPort:        int32(opts.Port),
+		MaxPods:            opts.MaxPods,
+		RootDir:            opts.RootDir,
+		RegisterWithTaints: opts.RegisterWithTaints,
+		Allocatable:        allocatable,
+		Images:             imageService,
+		UpdateFrequency:    opts.NodeStatusUpdateFrequency.Duration,
+		NetworkStatus:      podNetwork.Status,
+		Pressure:           evictions.PressureConditions,
+		Clock:              clk,
+		Log:                log.WithName("node"),
 	})
 	if err != nil {
 		return err

@@ -81,6 +81,10 @@ type NodeStatusOptions struct {
 	// Allocatable is what is kept from pods: the Node's allocatable is its
 	// capacity less it. Default: nothing.
 	Allocatable AllocatableConfig
+	// RegisterWithTaints are the taints the Node is created with (the
+	// kubelet's --register-with-taints); a Node that exists keeps its
+	// own. Default: none.
+	RegisterWithTaints []corev1.Taint
 	// Images, when set, lists the runtime's images for status.images.
 	// Default: nil, status.images left as it is.
 	Images ImageLister
@@ -218,6 +222,7 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 		port:           r.opts.KubeletPort,
 		maxPods:        r.opts.MaxPods,
 		allocatable:    r.opts.Allocatable,
+		taints:         r.opts.RegisterWithTaints,
 	}
 	if err := facts.allocatable.Validate(nodeCapacity(facts)); err != nil {
 		return fmt.Errorf("node %s: %w", r.opts.NodeName, err)

@@ -61,6 +61,10 @@ type nodeFacts struct {
 	maxPods        int
 	// allocatable is what is kept from pods.
 	allocatable AllocatableConfig
+	// taints are the Node's at registration only: as the kubelet's
+	// --register-with-taints, they are never put back on a Node that
+	// exists, so an administrator may remove them.
+	taints []corev1.Taint
 }
 
 // nodeRuntimeState is the container runtime as last read successfully.
@@ -95,6 +99,9 @@ func newNode(name, hostname string, facts nodeFacts, rt nodeRuntimeState, now ti
 				LabelAgent:             "nodelet",
 			},
 		},
+	}
+	if len(facts.taints) > 0 {
+		node.Spec.Taints = slices.Clone(facts.taints)
 	}
 	node.Status, _ = nodeStatus(node, facts, rt, now, 0)
 	return node
