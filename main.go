@@ -195,7 +195,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	runtimeManager.CheckResolvConfLimits()
-	machine, err := node.ReadMachineInfo(opts.RootDir)
+	share, err := opts.readMachineShare()
 	if err != nil {
 		return err
 	}
@@ -210,13 +210,13 @@ func run(ctx context.Context, opts Options) error {
 	}
 	// Checked before the pods' cgroup is limited: a reservation over the
 	// capacity would leave the running pods nothing.
-	if err := allocatable.Validate(node.Capacity(machine, opts.MaxPods)); err != nil {
+	if err := allocatable.Validate(node.Capacity(share.machine, opts.MaxPods)); err != nil {
 		return fmt.Errorf("node %s: %w", opts.NodeName, err)
 	}
 	podCgroups, err := cgroups.New(cgroups.Options{
-		Root:            opts.CgroupRoot,
+		Root:            share.cgroupRoot,
 		PodPidsLimit:    opts.PodPidsLimit,
-		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(machine)),
+		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(share.machine)),
 	})
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
@@ -239,7 +239,7 @@ func run(ctx context.Context, opts Options) error {
 		Clock:    clk,
 		Log:      log.WithName("imagegc"),
 	})
-	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, runtimeManager, podVolumes, podCgroups, machine, imageGC, podQueue, recorder, clk, log)
+	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, runtimeManager, podVolumes, podCgroups, share, imageGC, podQueue, recorder, clk, log)
 	if err != nil {
 		return err
 	}
@@ -252,6 +252,7 @@ func run(ctx context.Context, opts Options) error {
 		MaxPods:            opts.MaxPods,
 		RootDir:            opts.RootDir,
 		RegisterWithTaints: opts.RegisterWithTaints,
+		Machine:            share.readMachine,
 		Allocatable:        allocatable,
 		Images:             imageService,
 		UpdateFrequency:    opts.NodeStatusUpdateFrequency.Duration,

@@ -40,8 +40,11 @@ type Options struct {
 	// NodeIP is the Node's InternalIP; default: the host's first
 	// non-loopback address. Flag only.
 	NodeIP string
-	// RegisterWithTaints: see options_companion.go. Flag only.
+	// RegisterWithTaints, Capacity and CgroupRootInOwnPod: see
+	// options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
+	Capacity           map[string]string
+	CgroupRootInOwnPod bool
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.
@@ -450,7 +453,7 @@ func (o *Options) validate() error {
 	if err := admission.ValidateSysctlPatterns(o.AllowedUnsafeSysctls); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
-	return nil
+	return o.validateCompanion()
 }
 
 // containerLogMaxSize is --container-log-max-size in bytes.

@@ -4,15 +4,99 @@ package main
 // the host's kubelet (see "As a DaemonSet" in the README).
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/node"
 )
 
 func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.Var(&taintsFlag{taints: &o.RegisterWithTaints}, "register-with-taints", "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"); a Node that exists keeps its own.")
+	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's DaemonSet pod's requests. Needs --cgroup-root-in-own-pod.")
+	fs.BoolVar(&o.CgroupRootInOwnPod, "cgroup-root-in-own-pod", o.CgroupRootInOwnPod, "Make --cgroup-root inside the cgroup of nodelet's own pod (the parent of the cgroup /proc/self/cgroup names; the pod must be privileged, so that it has no cgroup namespace), and measure memory.available there: a companion node's pods then count against its DaemonSet pod's requests and limits on the host.")
 }
+
+// parseCapacity is --capacity: cpu and memory, each a positive quantity.
+func parseCapacity(pairs map[string]string) (corev1.ResourceList, error) {
+	capacity := corev1.ResourceList{}
+	for name, value := range pairs {
+		if name != string(corev1.ResourceCPU) && name != string(corev1.ResourceMemory) {
+			return nil, fmt.Errorf("--capacity: %q is not cpu or memory", name)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("--capacity: %s=%q: %w", name, value, err)
+		}
+		if q.Sign() <= 0 {
+			return nil, fmt.Errorf("--capacity: %s=%s is not positive", name, value)
+		}
+		capacity[corev1.ResourceName(name)] = q
+	}
+	return capacity, nil
+}
+
+// validateCompanion checks the companion's flags: a capacity of the pod's
+// own is only true when the pods are inside the pod's cgroup, where the
+// host's kubelet holds them to it, and memory.available is measured
+// there.
+func (o *Options) validateCompanion() error {
+	if _, err := parseCapacity(o.Capacity); err != nil {
+		return err
+	}
+	if len(o.Capacity) > 0 && !o.CgroupRootInOwnPod {
+		return errors.New("--capacity needs --cgroup-root-in-own-pod: the pods must be held to it by the pod's cgroup")
+	}
+	return nil
+}
+
+// machineShare is what of the machine the node has: all of it, or a
+// companion node's DaemonSet pod's CPU, memory and cgroup.
+type machineShare struct {
+	machine node.MachineInfo
+	// cgroupRoot is --cgroup-root, inside the own pod's cgroup with
+	// --cgroup-root-in-own-pod.
+	cgroupRoot string
+	// memoryCgroup is where memory.available is measured: "" for the
+	// root, the own pod's cgroup with --cgroup-root-in-own-pod.
+	memoryCgroup string
+}
+
+// readMachineShare reads the machine's facts and, with
+// --cgroup-root-in-own-pod, nodelet's own cgroup.
+func (o *Options) readMachineShare() (machineShare, error) {
+	machine, err := node.ReadMachineInfo(o.RootDir)
+	if err != nil {
+		return machineShare{}, err
+	}
+	capacity, err := parseCapacity(o.Capacity)
+	if err != nil {
+		return machineShare{}, err
+	}
+	share := machineShare{machine: machine.Within(capacity), cgroupRoot: o.CgroupRoot}
+	if !o.CgroupRootInOwnPod {
+		return share, nil
+	}
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return machineShare{}, fmt.Errorf("--cgroup-root-in-own-pod: %w", err)
+	}
+	pod, err := cgroups.OwnPodCgroup(string(data))
+	if err != nil {
+		return machineShare{}, fmt.Errorf("--cgroup-root-in-own-pod: %w", err)
+	}
+	share.cgroupRoot, share.memoryCgroup = path.Join(pod, o.CgroupRoot), pod
+	return share, nil
+}
+
+// readMachine is the node status reporter's Machine: the share, read once.
+func (s machineShare) readMachine() (node.MachineInfo, error) { return s.machine, nil }
 
 // nodeIPs is --node-ip as the node status reporter takes it: none lets it
 // find the host's.

@@ -25,3 +25,50 @@ func TestRegisterWithTaintsFlag(t *testing.T) {
 		t.Errorf("a bad taint: error = %v, want one naming --register-with-taints", err)
 	}
 }
+
+func TestCapacityFlag(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		want    map[string]string
+		wantErr string
+	}{
+		"none": {args: nil, want: nil},
+		"the pod's cpu and memory, inside its cgroup": {
+			args: []string{"--capacity=cpu=1500m,memory=2Gi", "--cgroup-root-in-own-pod"},
+			want: map[string]string{"cpu": "1500m", "memory": "2Gi"},
+		},
+		"without the pod's cgroup": {
+			args:    []string{"--capacity=cpu=1"},
+			wantErr: "--capacity needs --cgroup-root-in-own-pod",
+		},
+		"another resource": {
+			args:    []string{"--capacity=pods=10", "--cgroup-root-in-own-pod"},
+			wantErr: `"pods" is not cpu or memory`,
+		},
+		"not a quantity": {
+			args:    []string{"--capacity=memory=lots", "--cgroup-root-in-own-pod"},
+			wantErr: `memory="lots"`,
+		},
+		"zero": {
+			args:    []string{"--capacity=cpu=0", "--cgroup-root-in-own-pod"},
+			wantErr: "cpu=0 is not positive",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			opts, err := parseOptions(append([]string{"--node-name=n"}, tc.args...), nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseOptions(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, opts.Capacity); diff != "" {
+				t.Errorf("Capacity mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -190,7 +190,7 @@ func nodeCapacity(facts nodeFacts) corev1.ResourceList {
 // Capacity is a node's own resources: the machine's and its pods.
 func Capacity(machine MachineInfo, maxPods int) corev1.ResourceList {
 	return corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(machine.MilliCPUs, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(machine.EphemeralStorageBytes, resource.BinarySI),

@@ -1,8 +1,8 @@
 package node
 
-// ParseTaints and the Node's registration with taints: a pure table test,
-// and TestRegistersWithTaintsOnce against a real API server (envtest,
-// with the CRI fake from k8s.io/cri-api/pkg/apis/testing).
+// ParseTaints and a companion Node's registration: a pure table test, and
+// TestCompanionRegistration against a real API server (envtest, with the
+// CRI fake from k8s.io/cri-api/pkg/apis/testing).
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -92,10 +93,11 @@ func TestNewNodeCarriesTheRegistrationTaints(t *testing.T) {
 	}
 }
 
-// TestRegistersWithTaintsOnce: a new Node gets the taints; a Node that
+// TestCompanionRegistration: a new Node gets the taints; a Node that
 // exists keeps its own, as the kubelet leaves an administrator's removal
-// of a registration taint alone.
-func TestRegistersWithTaintsOnce(t *testing.T) {
+// of a registration taint alone. A companion's capacity is its pod's share
+// of the machine.
+func TestCompanionRegistration(t *testing.T) {
 	cfg := testenv.StartAPIServer(t)
 	admin, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -115,6 +117,7 @@ func TestRegistersWithTaintsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeRuntime := critest.NewFakeRuntimeService()
+	podShare := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("2Gi")}
 	for _, name := range []string{"registered-now", existing.Name} {
 		reporter, err := NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), fakeRuntime, NodeStatusOptions{
 			NodeName:           name,
@@ -122,7 +125,8 @@ func TestRegistersWithTaintsOnce(t *testing.T) {
 			RootDir:            t.TempDir(),
 			RegisterWithTaints: []corev1.Taint{companion},
 			Machine: func() (MachineInfo, error) {
-				return MachineInfo{CPUs: 2, MemoryBytes: 4 << 30, EphemeralStorageBytes: 100 << 30}, nil
+				machine := MachineInfo{MilliCPUs: 8000, MemoryBytes: 32 << 30, EphemeralStorageBytes: 100 << 30}
+				return machine.Within(podShare), nil
 			},
 		})
 		if err != nil {
@@ -160,4 +164,14 @@ func TestRegistersWithTaintsOnce(t *testing.T) {
 	}
 	await.Eventually(t, 30*time.Second, "the new node tainted", taintsOf("registered-now", []corev1.Taint{companion}))
 	await.Eventually(t, 30*time.Second, "the existing node's taints kept", taintsOf(existing.Name, adminTaints))
+
+	node := &corev1.Node{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: "registered-now"}, node); err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+		if cpu, memory := list[corev1.ResourceCPU], list[corev1.ResourceMemory]; cpu.Cmp(podShare[corev1.ResourceCPU]) != 0 || memory.Cmp(podShare[corev1.ResourceMemory]) != 0 {
+			t.Errorf("cpu, memory = %s, %s; want the pod's share 1500m, 2Gi", cpu.String(), memory.String())
+		}
+	}
 }
