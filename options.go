@@ -40,11 +40,12 @@ type Options struct {
 	// NodeIP is the Node's InternalIP; default: the host's first
 	// non-loopback address. Flag only.
 	NodeIP string
-	// RegisterWithTaints, Capacity and CgroupRootInOwnPod: see
-	// options_companion.go. Flags only.
+	// RegisterWithTaints, Capacity, CgroupRootInOwnPod and
+	// HostPortsShared: see options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
 	Capacity           map[string]string
 	CgroupRootInOwnPod bool
+	HostPortsShared    bool
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.
