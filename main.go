@@ -252,6 +252,8 @@ func run(ctx context.Context, opts Options) error {
 		MaxPods:            opts.MaxPods,
 		RootDir:            opts.RootDir,
 		RegisterWithTaints: opts.RegisterWithTaints,
+		Hostname:           opts.HostnameOverride,
+		Labels:             opts.topologyLabels(),
 		Machine:            share.readMachine,
 		Allocatable:        allocatable,
 		Images:             imageService,

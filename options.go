@@ -40,9 +40,13 @@ type Options struct {
 	// NodeIP is the Node's InternalIP; default: the host's first
 	// non-loopback address. Flag only.
 	NodeIP string
-	// RegisterWithTaints, Capacity, CgroupRootInOwnPod and
-	// HostPortsShared: see options_companion.go. Flags only.
+	// RegisterWithTaints, HostnameOverride, TopologyZone, TopologyRegion,
+	// Capacity, CgroupRootInOwnPod and HostPortsShared: see
+	// options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
+	HostnameOverride   string
+	TopologyZone       string
+	TopologyRegion     string
 	Capacity           map[string]string
 	CgroupRootInOwnPod bool
 	HostPortsShared    bool

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/node"
@@ -20,8 +22,24 @@ import (
 func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.Var(&taintsFlag{taints: &o.RegisterWithTaints}, "register-with-taints", "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"); a Node that exists keeps its own.")
 	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's DaemonSet pod's requests. Needs --cgroup-root-in-own-pod.")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The Node's kubernetes.io/hostname label and Hostname address instead of its name: a companion's is its host's, the same machine.")
+	fs.StringVar(&o.TopologyZone, "topology-zone", o.TopologyZone, "The Node's topology.kubernetes.io/zone label, set when it is created; empty sets none. A companion's is its host's.")
+	fs.StringVar(&o.TopologyRegion, "topology-region", o.TopologyRegion, "The Node's topology.kubernetes.io/region label, as --topology-zone.")
 	fs.BoolVar(&o.HostPortsShared, "host-ports-shared", o.HostPortsShared, "The node's address and ports are its host's, shared with the pods of the host's own agent (a companion node without an address of its own): pods that hold host ports are refused (HostPortsNotSupported).")
 	fs.BoolVar(&o.CgroupRootInOwnPod, "cgroup-root-in-own-pod", o.CgroupRootInOwnPod, "Make --cgroup-root inside the cgroup of nodelet's own pod (the parent of the cgroup /proc/self/cgroup names; the pod must be privileged, so that it has no cgroup namespace), and measure memory.available there: a companion node's pods then count against its DaemonSet pod's requests and limits on the host.")
+}
+
+// topologyLabels are --topology-zone and --topology-region as the Node's
+// labels: an empty one is no label, as a zone named "" would be a
+// topology domain of its own.
+func (o *Options) topologyLabels() map[string]string {
+	labels := map[string]string{}
+	for key, value := range map[string]string{corev1.LabelTopologyZone: o.TopologyZone, corev1.LabelTopologyRegion: o.TopologyRegion} {
+		if value != "" {
+			labels[key] = value
+		}
+	}
+	return labels
 }
 
 // parseCapacity is --capacity: cpu and memory, each a positive quantity.
@@ -50,6 +68,16 @@ func parseCapacity(pairs map[string]string) (corev1.ResourceList, error) {
 func (o *Options) validateCompanion() error {
 	if _, err := parseCapacity(o.Capacity); err != nil {
 		return err
+	}
+	for key, value := range o.topologyLabels() {
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return fmt.Errorf("the %s label %q: %s", key, value, strings.Join(errs, "; "))
+		}
+	}
+	if o.HostnameOverride != "" {
+		if errs := validation.IsValidLabelValue(o.HostnameOverride); len(errs) > 0 {
+			return fmt.Errorf("--hostname-override %q: %s", o.HostnameOverride, strings.Join(errs, "; "))
+		}
 	}
 	if len(o.Capacity) > 0 && !o.CgroupRootInOwnPod {
 		return errors.New("--capacity needs --cgroup-root-in-own-pod: the pods must be held to it by the pod's cgroup")

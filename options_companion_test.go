@@ -97,3 +97,20 @@ func TestHostPortsSharedRefusesHostPorts(t *testing.T) {
 		}
 	}
 }
+
+func TestTopologyLabels(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--topology-zone=zone-a", "--topology-region="}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An empty region, as the downward API gives for a label the host's
+	// pod does not have, is no label.
+	if diff := cmp.Diff(map[string]string{"topology.kubernetes.io/zone": "zone-a"}, opts.topologyLabels()); diff != "" {
+		t.Errorf("topologyLabels() mismatch (-want +got):\n%s", diff)
+	}
+	for _, arg := range []string{"--topology-zone=not a label", "--topology-region=" + strings.Repeat("x", 64), "--hostname-override=a/b"} {
+		if _, err := parseOptions([]string{"--node-name=n", arg}, nil); err == nil {
+			t.Errorf("parseOptions(%s) took a value that is no label value", arg)
+		}
+	}
+}

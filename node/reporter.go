@@ -81,6 +81,10 @@ type NodeStatusOptions struct {
 	// Allocatable is what is kept from pods: the Node's allocatable is its
 	// capacity less it. Default: nothing.
 	Allocatable AllocatableConfig
+	// Labels are added to the Node's own (hostname, OS, architecture,
+	// agent) when it is created, as the kubelet's --node-labels; a Node
+	// that exists keeps its own. Default: none.
+	Labels map[string]string
 	// RegisterWithTaints are the taints the Node is created with (the
 	// kubelet's --register-with-taints); a Node that exists keeps its
 	// own. Default: none.
@@ -223,6 +227,7 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 		maxPods:        r.opts.MaxPods,
 		allocatable:    r.opts.Allocatable,
 		taints:         r.opts.RegisterWithTaints,
+		labels:         r.opts.Labels,
 	}
 	if err := facts.allocatable.Validate(nodeCapacity(facts)); err != nil {
 		return fmt.Errorf("node %s: %w", r.opts.NodeName, err)

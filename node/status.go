@@ -61,6 +61,9 @@ type nodeFacts struct {
 	maxPods        int
 	// allocatable is what is kept from pods.
 	allocatable AllocatableConfig
+	// labels are added to the Node's own at registration only, as the
+	// kubelet's --node-labels.
+	labels map[string]string
 	// taints are the Node's at registration only: as the kubelet's
 	// --register-with-taints, they are never put back on a Node that
 	// exists, so an administrator may remove them.
@@ -99,6 +102,11 @@ func newNode(name, hostname string, facts nodeFacts, rt nodeRuntimeState, now ti
 				LabelAgent:             "nodelet",
 			},
 		},
+	}
+	for key, value := range facts.labels {
+		if _, own := node.Labels[key]; !own {
+			node.Labels[key] = value
+		}
 	}
 	if len(facts.taints) > 0 {
 		node.Spec.Taints = slices.Clone(facts.taints)

@@ -7,6 +7,7 @@ package node
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -80,6 +81,26 @@ func TestParseTaints(t *testing.T) {
 	}
 }
 
+func TestNewNodeCarriesTheRegistrationLabels(t *testing.T) {
+	facts := nodeTestFacts()
+	facts.labels = map[string]string{
+		corev1.LabelTopologyZone: "zone-a",
+		// The Node's own labels are nodelet's to set.
+		corev1.LabelHostname: "other", "nodelet.dev/agent": "other",
+	}
+	got := newNode("host-a-nodelet", "host-a", facts, readyRuntimeState(nodeT0), nodeT0)
+	want := map[string]string{
+		"kubernetes.io/hostname":      "host-a",
+		"kubernetes.io/os":            goruntime.GOOS,
+		"kubernetes.io/arch":          goruntime.GOARCH,
+		"nodelet.dev/agent":           "nodelet",
+		"topology.kubernetes.io/zone": "zone-a",
+	}
+	if diff := cmp.Diff(want, got.Labels); diff != "" {
+		t.Errorf("newNode() labels mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestNewNodeCarriesTheRegistrationTaints(t *testing.T) {
 	facts := nodeTestFacts()
 	facts.taints = []corev1.Taint{{Key: "nodelet.dev/companion", Effect: corev1.TaintEffectNoSchedule}}
@@ -96,7 +117,7 @@ func TestNewNodeCarriesTheRegistrationTaints(t *testing.T) {
 // TestCompanionRegistration: a new Node gets the taints; a Node that
 // exists keeps its own, as the kubelet leaves an administrator's removal
 // of a registration taint alone. A companion's capacity is its pod's share
-// of the machine.
+// of the machine; its hostname and zone labels are its host's.
 func TestCompanionRegistration(t *testing.T) {
 	cfg := testenv.StartAPIServer(t)
 	admin, err := client.New(cfg, client.Options{})
@@ -124,6 +145,8 @@ func TestCompanionRegistration(t *testing.T) {
 			NodeIPs:            []string{"127.0.0.1"},
 			RootDir:            t.TempDir(),
 			RegisterWithTaints: []corev1.Taint{companion},
+			Hostname:           "host-a",
+			Labels:             map[string]string{corev1.LabelTopologyZone: "zone-a"},
 			Machine: func() (MachineInfo, error) {
 				machine := MachineInfo{MilliCPUs: 8000, MemoryBytes: 32 << 30, EphemeralStorageBytes: 100 << 30}
 				return machine.Within(podShare), nil
@@ -168,6 +191,9 @@ func TestCompanionRegistration(t *testing.T) {
 	node := &corev1.Node{}
 	if err := admin.Get(ctx, client.ObjectKey{Name: "registered-now"}, node); err != nil {
 		t.Fatal(err)
+	}
+	if got := node.Labels[corev1.LabelHostname] + " " + node.Labels[corev1.LabelTopologyZone]; got != "host-a zone-a" {
+		t.Errorf("hostname and zone labels = %q, want the host's, %q", got, "host-a zone-a")
 	}
 	for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
 		if cpu, memory := list[corev1.ResourceCPU], list[corev1.ResourceMemory]; cpu.Cmp(podShare[corev1.ResourceCPU]) != 0 || memory.Cmp(podShare[corev1.ResourceMemory]) != 0 {
