@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -139,10 +138,6 @@ func run(ctx context.Context, opts Options) error {
 	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
 	clk := clock.RealClock{}
 
-	var configuredPodCIDRs []string
-	if opts.PodCIDR != "" {
-		configuredPodCIDRs = strings.Split(opts.PodCIDR, ",")
-	}
 	// The pod queue comes first: the PLEG, the prober and the CNI agent
 	// feed it, the pod reconciler drains it, and none holds another.
 	podCache := pleg.NewCache()
@@ -159,7 +154,7 @@ func run(ctx context.Context, opts Options) error {
 			Bridge:      opts.CNIBridge,
 			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
 		},
-		PodCIDRs:     configuredPodCIDRs,
+		PodCIDRs:     opts.podCIDRs(),
 		StateDir:     filepath.Join(opts.RootDir, "cni"),
 		AgentConfDir: opts.CNIAgentConfDir,
 		ShimPath:     opts.CNIShimPath,
@@ -188,6 +183,7 @@ func run(ctx context.Context, opts Options) error {
 		SandboxIPs:            podNetwork.SandboxIPs(),
 		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
 		Resizes:               allocations,
+		PrepareSubPath:        volume.PrepareSubPathOnHost(opts.HostRoot, opts.RootDir),
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -226,6 +222,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 	podVolumes := volume.NewManager(volume.Options{
 		RootDir:         opts.RootDir,
+		HostRoot:        opts.HostRoot,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
 		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
 		StatsPeriod:     opts.volumeStatsPeriod(),

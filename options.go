@@ -41,7 +41,7 @@ type Options struct {
 	// non-loopback address. Flag only.
 	NodeIP string
 	// RegisterWithTaints, HostnameOverride, TopologyZone, TopologyRegion,
-	// Capacity, CgroupRootInOwnPod and HostPortsShared: see
+	// Capacity, CgroupRootInOwnPod, HostPortsShared and HostRoot: see
 	// options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
 	HostnameOverride   string
@@ -50,6 +50,7 @@ type Options struct {
 	Capacity           map[string]string
 	CgroupRootInOwnPod bool
 	HostPortsShared    bool
+	HostRoot           string
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.

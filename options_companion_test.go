@@ -114,3 +114,15 @@ func TestTopologyLabels(t *testing.T) {
 		}
 	}
 }
+
+func TestHostRootFlag(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host"}, nil)
+	if err != nil || opts.HostRoot != "/host" {
+		t.Errorf("--host-root=/host: %q, %v", opts.HostRoot, err)
+	}
+	for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
+		if _, err := parseOptions([]string{"--node-name=n", "--host-root=" + value}, nil); err == nil {
+			t.Errorf("--host-root=%s taken, want it refused", value)
+		}
+	}
+}

@@ -110,7 +110,7 @@ render() {
 		"cni.agentMode.enabled=false,cni.podCIDR=10.1.0.0/24,maxPods=50" \
 		"fullnameOverride=agent,image.tag=v9.9.9,extraArgs={--zap-devel}" \
 		"approver.enabled=false,admissionPolicy.create=false" \
-		"capacityFromPod=false,kubeReserved=,registerWithTaints=null,resources=null,ownAddress=192.0.2.10,labelsFromHost=false"; do
+		"capacityFromPod=false,kubeReserved=,registerWithTaints=null,resources=null,ownAddress=192.0.2.10,labelsFromHost=false,hostRoot="; do
 		"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" --set "$variant" >/dev/null ||
 			die "helm could not render charts/nodelet with --set $variant"
 	done
