@@ -62,10 +62,10 @@ func parseCapacity(pairs map[string]string) (corev1.ResourceList, error) {
 	return capacity, nil
 }
 
-// validateCompanion checks the companion's flags: a capacity of the pod's
+// validateCompanion checks the companion's flags. A capacity of the pod's
 // own is only true when the pods are inside the pod's cgroup, where the
-// host's kubelet holds them to it, and memory.available is measured
-// there.
+// host's kubelet holds them to it, and memory.available is measured there:
+// --capacity needs --cgroup-root-in-own-pod.
 func (o *Options) validateCompanion() error {
 	if _, err := parseCapacity(o.Capacity); err != nil {
 		return err
