@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -138,10 +137,6 @@ func run(ctx context.Context, opts Options) error {
 	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
 	clk := clock.RealClock{}
 
-	var configuredPodCIDRs []string
-	if opts.PodCIDR != "" {
-		configuredPodCIDRs = strings.Split(opts.PodCIDR, ",")
-	}
 	// The pod queue comes first: the PLEG, the prober and the CNI agent
 	// feed it, the pod reconciler drains it, and none holds another.
 	podCache := pleg.NewCache()
@@ -158,7 +153,7 @@ func run(ctx context.Context, opts Options) error {
 			Bridge:      opts.CNIBridge,
 			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
 		},
-		PodCIDRs:     configuredPodCIDRs,
+		PodCIDRs:     opts.podCIDRs(),
 		StateDir:     filepath.Join(opts.RootDir, "cni"),
 		AgentConfDir: opts.CNIAgentConfDir,
 		ShimPath:     opts.CNIShimPath,
@@ -176,6 +171,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 	podVolumes := volume.NewManager(volume.Options{
 		RootDir:         opts.RootDir,
+		HostRoot:        opts.HostRoot,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
 		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
 		StatsPeriod:     opts.volumeStatsPeriod(),
@@ -199,6 +195,7 @@ func run(ctx context.Context, opts Options) error {
 		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
 		UserNamespaces:        userNamespaces,
 		Resizes:               allocations,
+		PrepareSubPath:        volume.PrepareSubPathOnHost(opts.HostRoot, opts.RootDir),
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -206,7 +203,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	runtimeManager.CheckResolvConfLimits()
-	machine, err := node.ReadMachineInfo(opts.RootDir)
+	share, err := opts.readMachineShare()
 	if err != nil {
 		return err
 	}
@@ -221,13 +218,13 @@ func run(ctx context.Context, opts Options) error {
 	}
 	// Checked before the pods' cgroup is limited: a reservation over the
 	// capacity would leave the running pods nothing.
-	if err := allocatable.Validate(node.Capacity(machine, opts.MaxPods)); err != nil {
+	if err := allocatable.Validate(node.Capacity(share.machine, opts.MaxPods)); err != nil {
 		return fmt.Errorf("node %s: %w", opts.NodeName, err)
 	}
 	podCgroups, err := cgroups.New(cgroups.Options{
-		Root:            opts.CgroupRoot,
+		Root:            share.cgroupRoot,
 		PodPidsLimit:    opts.PodPidsLimit,
-		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(machine)),
+		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(share.machine)),
 	})
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
@@ -243,29 +240,29 @@ func run(ctx context.Context, opts Options) error {
 		Clock:    clk,
 		Log:      log.WithName("imagegc"),
 	})
-	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, runtimeManager, podVolumes, podCgroups, machine, imageGC, podQueue, recorder, clk, log)
+	evictions, err := newEvictionManager(opts, mgr.GetClient(), runtimeService, imageService, runtimeManager, podVolumes, podCgroups, share, imageGC, podQueue, recorder, clk, log)
 	if err != nil {
 		return err
 	}
 
-	var nodeIPs []string
-	if opts.NodeIP != "" {
-		nodeIPs = []string{opts.NodeIP}
-	}
 	nodeReporter, err := node.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, node.NodeStatusOptions{
-		NodeName:        opts.NodeName,
-		NodeIPs:         nodeIPs,
-		NodeletVersion:  version,
-		KubeletPort:     int32(opts.Port),
-		MaxPods:         opts.MaxPods,
-		RootDir:         opts.RootDir,
-		Allocatable:     allocatable,
-		Images:          imageService,
-		UpdateFrequency: opts.NodeStatusUpdateFrequency.Duration,
-		NetworkStatus:   podNetwork.Status,
-		Pressure:        evictions.PressureConditions,
-		Clock:           clk,
-		Log:             log.WithName("node"),
+		NodeName:           opts.NodeName,
+		NodeIPs:            opts.nodeIPs(),
+		NodeletVersion:     version,
+		KubeletPort:        int32(opts.Port),
+		MaxPods:            opts.MaxPods,
+		RootDir:            opts.RootDir,
+		RegisterWithTaints: opts.RegisterWithTaints,
+		Hostname:           opts.HostnameOverride,
+		Labels:             opts.topologyLabels(),
+		Machine:            share.readMachine,
+		Allocatable:        allocatable,
+		Images:             imageService,
+		UpdateFrequency:    opts.NodeStatusUpdateFrequency.Duration,
+		NetworkStatus:      podNetwork.Status,
+		Pressure:           evictions.PressureConditions,
+		Clock:              clk,
+		Log:                log.WithName("node"),
 	})
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/evictionmanager"
 	"github.com/nodelet/nodelet/imagegc"
-	"github.com/nodelet/nodelet/node"
 	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/volume"
@@ -24,7 +23,7 @@ import (
 // unused images under disk pressure, and has the pod reconciler carry out
 // its evictions.
 func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
-	runtimeManager *noderuntime.Manager, volumes *volume.Manager, podCgroups *cgroups.Manager, machine node.MachineInfo, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
+	runtimeManager *noderuntime.Manager, volumes *volume.Manager, podCgroups *cgroups.Manager, share machineShare, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
 	config, err := opts.evictionConfig()
 	if err != nil {
 		return nil, err
@@ -32,7 +31,8 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 	return evictionmanager.New(c, runtimeService, imageService, evictionmanager.Options{
 		Config:              config,
 		NodeName:            opts.NodeName,
-		MemoryCapacityBytes: machine.MemoryBytes,
+		MemoryCapacityBytes: share.machine.MemoryBytes,
+		MemoryCgroup:        share.memoryCgroup,
 		Cgroups:             podCgroups.Hierarchies(),
 		RootDir:             opts.RootDir,
 		Containers:          &controllers.ContainerGC{Client: c, Runtime: runtimeManager, Log: log.WithName("containergc")},

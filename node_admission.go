@@ -24,13 +24,14 @@ func openAllocations(rootDir string, log logr.Logger) *allocation.Store {
 }
 
 // newAdmitter prepares pod admission with what this node is: its OS, its
-// kernel's release (which sysctls are safe depends on it) and the unsafe
-// sysctls the options allow.
+// kernel's release (which sysctls are safe depends on it), the unsafe
+// sysctls the options allow and whether its host ports are its own.
 func newAdmitter(opts Options) (*admission.Admitter, error) {
 	admitter, err := admission.New(admission.Node{
 		OS:                   goruntime.GOOS,
 		KernelVersion:        kernelRelease(),
 		AllowedUnsafeSysctls: opts.AllowedUnsafeSysctls,
+		HostPortsShared:      opts.HostPortsShared,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up pod admission: %w", err)

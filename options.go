@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -39,6 +40,17 @@ type Options struct {
 	// NodeIP is the Node's InternalIP; default: the host's first
 	// non-loopback address. Flag only.
 	NodeIP string
+	// RegisterWithTaints, HostnameOverride, TopologyZone, TopologyRegion,
+	// Capacity, CgroupRootInOwnPod, HostPortsShared and HostRoot: see
+	// options_companion.go. Flags only.
+	RegisterWithTaints []corev1.Taint
+	HostnameOverride   string
+	TopologyZone       string
+	TopologyRegion     string
+	Capacity           map[string]string
+	CgroupRootInOwnPod bool
+	HostPortsShared    bool
+	HostRoot           string
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.
@@ -353,6 +365,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.Var(newMapFlag(&o.EvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or percentage (e.g. memory.available<1Gi,nodefs.available<10%); memory.available's and nodefs.available's are kept from the Node's allocatable. Replaces the default set whole.")
 	o.bindEvictionFlags(fs)
 	o.bindStorageFlags(fs)
+	o.bindCompanionFlags(fs)
 	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved and kube-reserved (--system-reserved-cgroup and --kube-reserved-cgroup limited to the reservations), or none.")
 	fs.StringVar(&o.SystemReservedCgroup, "system-reserved-cgroup", o.SystemReservedCgroup, "Absolute name of the existing cgroup of the system's daemons, limited to --system-reserved under --enforce-node-allocatable=system-reserved.")
 	fs.StringVar(&o.KubeReservedCgroup, "kube-reserved-cgroup", o.KubeReservedCgroup, "Absolute name of the existing cgroup of Kubernetes' daemons, limited to --kube-reserved under --enforce-node-allocatable=kube-reserved.")
@@ -446,7 +459,7 @@ func (o *Options) validate() error {
 	if err := admission.ValidateSysctlPatterns(o.AllowedUnsafeSysctls); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
-	return nil
+	return o.validateCompanion()
 }
 
 // containerLogMaxSize is --container-log-max-size in bytes.

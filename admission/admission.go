@@ -9,6 +9,8 @@
 package admission
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,6 +29,11 @@ const (
 	// dynamic resources (spec.resourceClaims), which nodelet cannot
 	// prepare; running it without them would ignore the claim.
 	ReasonDynamicResourcesNotSupported = "DynamicResourcesNotSupported"
+	// ReasonHostPortsNotSupported is nodelet's own: the pod holds host
+	// ports on a node whose address and ports are its host's, shared with
+	// another agent's pods (a companion node), which nodelet cannot see:
+	// the ports could be taken already, or be taken from under it.
+	ReasonHostPortsNotSupported = "HostPortsNotSupported"
 )
 
 // rejectedPrefix starts the message of a refused pod's status; the event
@@ -61,6 +68,10 @@ type Node struct {
 	// AllowedUnsafeSysctls are the --allowed-unsafe-sysctls patterns: a
 	// name, or a prefix ending in '*'.
 	AllowedUnsafeSysctls []string
+	// HostPortsShared is true when the node's address and ports are its
+	// host's, shared with another agent's pods: pods that hold host ports
+	// are refused.
+	HostPortsShared bool
 }
 
 // Admitter holds one node's admission rules, prepared once.
@@ -98,6 +109,13 @@ func (a *Admitter) Admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.
 		return Result{
 			Reason:  ReasonDynamicResourcesNotSupported,
 			Message: "nodelet cannot prepare dynamic resources: the pod's spec.resourceClaims cannot be honoured on this node",
+		}
+	}
+	if ports := podHostPorts(pod); a.node.HostPortsShared && len(ports) > 0 {
+		return Result{
+			Reason: ReasonHostPortsNotSupported,
+			Message: fmt.Sprintf("the node shares its host's address and ports with the host's other pods, which nodelet cannot see: the pod's host port %d/%s cannot be held on it",
+				ports[0].port, ports[0].protocol),
 		}
 	}
 	return admitOnNode(pod, node, admitted)

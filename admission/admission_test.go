@@ -100,6 +100,22 @@ func TestAdmit(t *testing.T) {
 				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpu-claim")}}
 			},
 			want: Result{Reason: "DynamicResourcesNotSupported", Message: "nodelet cannot prepare dynamic resources: the pod's spec.resourceClaims cannot be honoured on this node"}},
+		"a host port on a node that shares its host's ports is refused": {node: Node{OS: "linux", HostPortsShared: true},
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}, {ContainerPort: 53, HostPort: 5353, Protocol: corev1.ProtocolUDP}}
+			},
+			want: Result{Reason: "HostPortsNotSupported", Message: "the node shares its host's address and ports with the host's other pods, which nodelet cannot see: the pod's host port 5353/UDP cannot be held on it"}},
+		"a sidecar's host port on such a node is refused, with the protocol defaulted": {node: Node{OS: "linux", HostPortsShared: true},
+			mutate: func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Ports: []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}}}
+			},
+			want: Result{Reason: "HostPortsNotSupported", Message: "the node shares its host's address and ports with the host's other pods, which nodelet cannot see: the pod's host port 8080/TCP cannot be held on it"}},
+		"container ports alone on such a node are admitted": {node: Node{OS: "linux", HostPortsShared: true}, want: admitted,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}} }},
+		"a host port on a node with ports of its own is admitted": {node: linux, want: admitted,
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+			}},
 		"sysctls are judged before the OS": {node: linux,
 			mutate: func(p *corev1.Pod) {
 				withSysctls(p, "vm.swappiness")

@@ -59,8 +59,13 @@ type Options struct {
 	// MemoryCapacityBytes is the node's memory capacity.
 	MemoryCapacityBytes int64
 	// Cgroups are the mounted cgroup hierarchies; memory.available is
-	// read from the root of the memory one.
+	// read from the root of the memory one, or from MemoryCgroup in it.
 	Cgroups []cgroups.Hierarchy
+	// MemoryCgroup is the cgroup that holds the whole node, whose working
+	// set memory.available is measured on. Default: the root. A companion
+	// node's is its DaemonSet pod's: MemoryCapacityBytes is then that
+	// pod's share, and the host's other processes are not its own.
+	MemoryCgroup string
 	// RootDir is nodelet's state folder; its file system is nodefs.
 	RootDir string
 	// Period is how often the signals are read. Default: DefaultPeriod.
@@ -118,7 +123,7 @@ func New(c client.Client, stats StatsService, imageFs ImageFsService, opts Optio
 		opts.Clock = clock.RealClock{}
 	}
 	h := host{procDir: "/proc"}
-	h.memoryCgroup, h.memoryUnified = memoryRoot(opts.Cgroups)
+	h.memoryCgroup, h.memoryUnified = memoryRoot(opts.Cgroups, opts.MemoryCgroup)
 	return &Manager{client: c, stats: stats, imageFs: imageFs, opts: opts, host: h, orders: map[types.UID]Order{}}
 }
 

@@ -83,17 +83,18 @@ func (h host) memoryAvailable(capacityBytes int64, now time.Time) (eviction.Obse
 	return eviction.MemoryAvailable(capacityBytes, root.WorkingSet(), now), nil
 }
 
-// memoryRoot is the root memory cgroup: cgroup v1's memory hierarchy
-// where there is one (also in the hybrid layout), else the unified one.
-func memoryRoot(hierarchies []cgroups.Hierarchy) (dir string, unified bool) {
+// memoryRoot is the folder of the memory cgroup that holds the node,
+// cgroup (the root when empty), in cgroup v1's memory hierarchy where
+// there is one (also in the hybrid layout), else in the unified one.
+func memoryRoot(hierarchies []cgroups.Hierarchy, cgroup string) (dir string, unified bool) {
 	for _, h := range hierarchies {
 		if !h.Unified && slices.Contains(h.Controllers, "memory") {
-			return h.MountPoint, false
+			return filepath.Join(h.MountPoint, cgroup), false
 		}
 	}
 	for _, h := range hierarchies {
 		if h.Unified {
-			return h.MountPoint, true
+			return filepath.Join(h.MountPoint, cgroup), true
 		}
 	}
 	return "", false

@@ -83,11 +83,15 @@ func TestMemoryRootPrefersV1sMemoryHierarchy(t *testing.T) {
 		{MountPoint: "/sys/fs/cgroup/cpu,cpuacct", Controllers: []string{"cpu", "cpuacct"}},
 		{MountPoint: "/sys/fs/cgroup/memory", Controllers: []string{"memory"}},
 	}
-	if dir, unified := memoryRoot(hybrid); dir != "/sys/fs/cgroup/memory" || unified {
+	if dir, unified := memoryRoot(hybrid, ""); dir != "/sys/fs/cgroup/memory" || unified {
 		t.Errorf("hybrid: memoryRoot() = %q, %v; want v1's memory hierarchy", dir, unified)
 	}
-	if dir, unified := memoryRoot([]cgroups.Hierarchy{{MountPoint: "/sys/fs/cgroup", Unified: true, Controllers: []string{"memory"}}}); dir != "/sys/fs/cgroup" || !unified {
+	if dir, unified := memoryRoot([]cgroups.Hierarchy{{MountPoint: "/sys/fs/cgroup", Unified: true, Controllers: []string{"memory"}}}, ""); dir != "/sys/fs/cgroup" || !unified {
 		t.Errorf("v2: memoryRoot() = %q, %v; want the unified hierarchy", dir, unified)
+	}
+	// A companion node's memory is its DaemonSet pod's cgroup.
+	if dir, _ := memoryRoot(hybrid, "/kubepods/burstable/podabc"); dir != "/sys/fs/cgroup/memory/kubepods/burstable/podabc" {
+		t.Errorf("hybrid, a pod's cgroup: memoryRoot() = %q, want it in v1's memory hierarchy", dir)
 	}
 }
 

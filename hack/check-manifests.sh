@@ -4,7 +4,7 @@
 #   1. config/default renders with kustomize;
 #   2. the chart passes `helm lint --strict` and renders, with its defaults
 #      and with the values that switch parts off; an empty node name suffix
-#      is refused;
+#      and capacityFromPod without resources.requests are refused;
 #   3. the chart's roles have the same rules as config/rbac/role.yaml and
 #      config/approver/role.yaml (generated from the +kubebuilder:rbac
 #      markers);
@@ -109,7 +109,8 @@ render() {
 		"rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing" \
 		"cni.agentMode.enabled=false,cni.podCIDR=10.1.0.0/24,maxPods=50" \
 		"fullnameOverride=agent,image.tag=v9.9.9,extraArgs={--zap-devel}" \
-		"approver.enabled=false,admissionPolicy.create=false"; do
+		"approver.enabled=false,admissionPolicy.create=false" \
+		"capacityFromPod=false,kubeReserved=,registerWithTaints=null,resources=null,ownAddress=192.0.2.10,labelsFromHost=false,hostRoot="; do
 		"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" --set "$variant" >/dev/null ||
 			die "helm could not render charts/nodelet with --set $variant"
 	done
@@ -119,6 +120,11 @@ render() {
 		die "charts/nodelet rendered with an empty nodeName.suffix; it must refuse it"
 	fi
 	ok "charts/nodelet refuses an empty nodeName.suffix"
+
+	if "$HELM" template "$RELEASE" "$CHART_DIR" --set resources.requests=null >/dev/null 2>&1; then
+		die "charts/nodelet rendered capacityFromPod without resources.requests; it must refuse it"
+	fi
+	ok "charts/nodelet refuses capacityFromPod without the requests that are its capacity"
 }
 
 # compare_role KIND GENERATED NAME CHART_TEMPLATE CHART_NAME fails unless the

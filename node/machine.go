@@ -19,7 +19,9 @@ import (
 
 // MachineInfo is what the Node reports about the machine.
 type MachineInfo struct {
-	CPUs                  int
+	// MilliCPUs is the CPU in thousandths of a CPU: a companion node's
+	// share of the machine (MachineInfo.Within) need not be whole CPUs.
+	MilliCPUs             int64
 	MemoryBytes           int64
 	EphemeralStorageBytes int64
 	KernelVersion         string
@@ -40,7 +42,7 @@ type MachineInfo struct {
 // rootDir (or its nearest existing parent).
 func ReadMachineInfo(rootDir string) (MachineInfo, error) {
 	info := MachineInfo{
-		CPUs:            goruntime.NumCPU(),
+		MilliCPUs:       int64(goruntime.NumCPU()) * 1000,
 		OperatingSystem: goruntime.GOOS,
 		Architecture:    goruntime.GOARCH,
 		MachineID:       readMachineFile("/etc/machine-id"),

@@ -67,7 +67,7 @@ func TestReadMachineInfo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadMachineInfo() error = %v", err)
 	}
-	if info.CPUs < 1 || info.MemoryBytes <= 0 || info.EphemeralStorageBytes <= 0 || info.KernelVersion == "" || info.OSImage == "" || info.MaxPID <= 0 {
+	if info.MilliCPUs < 1000 || info.MemoryBytes <= 0 || info.EphemeralStorageBytes <= 0 || info.KernelVersion == "" || info.OSImage == "" || info.MaxPID <= 0 {
 		t.Errorf("ReadMachineInfo() = %+v, want CPUs, memory, storage, kernel, OS image and PID limit", info)
 	}
 }

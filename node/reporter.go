@@ -81,6 +81,14 @@ type NodeStatusOptions struct {
 	// Allocatable is what is kept from pods: the Node's allocatable is its
 	// capacity less it. Default: nothing.
 	Allocatable AllocatableConfig
+	// Labels are added to the Node's own (hostname, OS, architecture,
+	// agent) when it is created, as the kubelet's --node-labels; a Node
+	// that exists keeps its own. Default: none.
+	Labels map[string]string
+	// RegisterWithTaints are the taints the Node is created with (the
+	// kubelet's --register-with-taints); a Node that exists keeps its
+	// own. Default: none.
+	RegisterWithTaints []corev1.Taint
 	// Images, when set, lists the runtime's images for status.images.
 	// Default: nil, status.images left as it is.
 	Images ImageLister
@@ -218,6 +226,8 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 		port:           r.opts.KubeletPort,
 		maxPods:        r.opts.MaxPods,
 		allocatable:    r.opts.Allocatable,
+		taints:         r.opts.RegisterWithTaints,
+		labels:         r.opts.Labels,
 	}
 	if err := facts.allocatable.Validate(nodeCapacity(facts)); err != nil {
 		return fmt.Errorf("node %s: %w", r.opts.NodeName, err)

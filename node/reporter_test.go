@@ -39,7 +39,7 @@ var nodeT0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 func nodeTestFacts() nodeFacts {
 	return nodeFacts{
 		machine: MachineInfo{
-			CPUs:                  2,
+			MilliCPUs:             2000,
 			MemoryBytes:           4 << 30,
 			EphemeralStorageBytes: 100 << 30,
 			KernelVersion:         "6.1.0-18-amd64",
@@ -466,7 +466,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		RootDir:         t.TempDir(),
 		UpdateFrequency: 200 * time.Millisecond,
 		Machine: func() (MachineInfo, error) {
-			return MachineInfo{CPUs: 2, MemoryBytes: 4 << 30, EphemeralStorageBytes: 100 << 30}, nil
+			return MachineInfo{MilliCPUs: 2000, MemoryBytes: 4 << 30, EphemeralStorageBytes: 100 << 30}, nil
 		},
 		Allocatable: AllocatableConfig{SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
 		Images:      fakeImages,

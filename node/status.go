@@ -61,6 +61,13 @@ type nodeFacts struct {
 	maxPods        int
 	// allocatable is what is kept from pods.
 	allocatable AllocatableConfig
+	// labels are added to the Node's own at registration only, as the
+	// kubelet's --node-labels.
+	labels map[string]string
+	// taints are the Node's at registration only: as the kubelet's
+	// --register-with-taints, they are never put back on a Node that
+	// exists, so an administrator may remove them.
+	taints []corev1.Taint
 }
 
 // nodeRuntimeState is the container runtime as last read successfully.
@@ -95,6 +102,14 @@ func newNode(name, hostname string, facts nodeFacts, rt nodeRuntimeState, now ti
 				LabelAgent:             "nodelet",
 			},
 		},
+	}
+	for key, value := range facts.labels {
+		if _, own := node.Labels[key]; !own {
+			node.Labels[key] = value
+		}
+	}
+	if len(facts.taints) > 0 {
+		node.Spec.Taints = slices.Clone(facts.taints)
 	}
 	node.Status, _ = nodeStatus(node, facts, rt, now, 0)
 	return node
@@ -183,7 +198,7 @@ func nodeCapacity(facts nodeFacts) corev1.ResourceList {
 // Capacity is a node's own resources: the machine's and its pods.
 func Capacity(machine MachineInfo, maxPods int) corev1.ResourceList {
 	return corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(machine.MilliCPUs, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(machine.EphemeralStorageBytes, resource.BinarySI),

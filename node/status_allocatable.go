@@ -161,7 +161,7 @@ func (c AllocatableConfig) PodsCgroupLimits(capacity corev1.ResourceList) corev1
 // process IDs as "pid" when known.
 func PodsCgroupCapacity(machine MachineInfo) corev1.ResourceList {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(machine.CPUs), resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(machine.MilliCPUs, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(machine.MemoryBytes, resource.BinarySI),
 	}
 	if machine.MaxPID > 0 {

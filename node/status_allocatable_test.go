@@ -126,11 +126,11 @@ func TestPodsCgroupLimits(t *testing.T) {
 }
 
 func TestPodsCgroupCapacity(t *testing.T) {
-	got := PodsCgroupCapacity(MachineInfo{CPUs: 4, MemoryBytes: 8 << 30, EphemeralStorageBytes: 100 << 30, MaxPID: 32768})
+	got := PodsCgroupCapacity(MachineInfo{MilliCPUs: 4000, MemoryBytes: 8 << 30, EphemeralStorageBytes: 100 << 30, MaxPID: 32768})
 	if diff := cmp.Diff(resources("cpu", "4", "memory", "8Gi", "pid", "32768"), got, nodeQuantityEqual); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
-	if _, ok := PodsCgroupCapacity(MachineInfo{CPUs: 1, MemoryBytes: 1})[ResourcePID]; ok {
+	if _, ok := PodsCgroupCapacity(MachineInfo{MilliCPUs: 1000, MemoryBytes: 1})[ResourcePID]; ok {
 		t.Error("an unknown PID limit is in the capacity")
 	}
 }

@@ -64,13 +64,13 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 	case claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.
-		if err := checkHostPath(mount.path, mount.hostPathType); err != nil {
+		if err := checkHostPath(m.hostRoot, mount.path, mount.hostPathType); err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
 		out.dir, out.usage = mount.path, usageNone
 	case claimLocal:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
-		made, ownFS, err := ensureBindMount(mount.path, dir, mount.readOnly)
+		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly)
 		if err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}

@@ -50,7 +50,7 @@ func TestCheckHostPath(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			err := checkHostPath(tc.path, &tc.pathType)
+			err := checkHostPath("", tc.path, &tc.pathType)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)
@@ -72,7 +72,54 @@ func TestCheckHostPath(t *testing.T) {
 		})
 	}
 
-	if err := checkHostPath(missing, nil); err != nil {
+	if err := checkHostPath("", missing, nil); err != nil {
 		t.Errorf("no type: %v", err)
+	}
+}
+
+// TestCheckHostPathUnderHostRoot: a companion node sees the host's root at
+// /host; the host's path is checked and made there, and named as the
+// host's in the messages.
+func TestCheckHostPathUnderHostRoot(t *testing.T) {
+	hostRoot := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(hostRoot, "srv", "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	directory, orCreate := corev1.HostPathDirectory, corev1.HostPathDirectoryOrCreate
+	if err := checkHostPath(hostRoot, "/srv/data", &directory); err != nil {
+		t.Errorf("/srv/data on the host: %v", err)
+	}
+	if err := checkHostPath(hostRoot, "/srv/missing", &directory); err == nil || err.Error() != "hostPath type check failed: /srv/missing is not a directory" {
+		t.Errorf("/srv/missing on the host: error = %v, want the host's path named", err)
+	}
+	if err := checkHostPath(hostRoot, "/srv/new", &orCreate); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(filepath.Join(hostRoot, "srv", "new")); err != nil || !info.IsDir() {
+		t.Errorf("DirectoryOrCreate made nothing under the host root: %v", err)
+	}
+}
+
+func TestSubPathOnHost(t *testing.T) {
+	sp := SubPath{VolumeName: "v", Path: "a/b", PodDir: "/var/lib/nodelet/pods/uid", ContainerName: "c"}
+	tests := map[string]struct {
+		hostRoot, volumePath, want string
+	}{
+		"a hostPath volume is walked under the host root": {hostRoot: "/host", volumePath: "/srv/data", want: "/host/srv/data"},
+		"nodelet's own volume is the same path inside":    {hostRoot: "/host", volumePath: "/var/lib/nodelet/pods/uid/volumes/kubernetes.io~empty-dir/v", want: "/var/lib/nodelet/pods/uid/volumes/kubernetes.io~empty-dir/v"},
+		"a folder beside the root dir is the host's":      {hostRoot: "/host", volumePath: "/var/lib/nodelet-other", want: "/host/var/lib/nodelet-other"},
+		"no host root changes nothing":                    {hostRoot: "", volumePath: "/srv/data", want: "/srv/data"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sp := sp
+			sp.VolumePath = tc.volumePath
+			got := sp.OnHost(tc.hostRoot, "/var/lib/nodelet")
+			want := sp
+			want.VolumePath = tc.want
+			if got != want {
+				t.Errorf("OnHost() = %+v, want %+v", got, want)
+			}
+		})
 	}
 }

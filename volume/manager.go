@@ -85,6 +85,9 @@ type Options struct {
 	// NodeLabels returns the Node's labels, which a persistent volume's
 	// nodeAffinity must match; nil when unknown. Default: unknown.
 	NodeLabels func(context.Context) map[string]string
+	// HostRoot is where the host's root is mounted, when nodelet does not
+	// run in the host's mount namespace (a companion: /host); see OnHost.
+	HostRoot string
 	// StatsPeriod is how long a volume's measured usage is served before
 	// it is measured again (see stats.go). Default DefaultStatsPeriod;
 	// negative: volume usage is not reported.
@@ -95,6 +98,7 @@ type Options struct {
 // pods; never called concurrently for one pod.
 type Manager struct {
 	rootDir     string
+	hostRoot    string
 	syncPeriod  time.Duration
 	allocatable func(context.Context) corev1.ResourceList
 	nodeLabels  func(context.Context) map[string]string
@@ -167,6 +171,7 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	}
 	return &Manager{
 		rootDir:      opts.RootDir,
+		hostRoot:     opts.HostRoot,
 		syncPeriod:   syncPeriod,
 		allocatable:  allocatable,
 		nodeLabels:   nodeLabels,
@@ -303,7 +308,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		dir, usage, claim = set.dir, set.usage, set.claim
 		state.gid = set.gid
 	case vol.HostPath != nil:
-		if err := checkHostPath(vol.HostPath.Path, vol.HostPath.Type); err != nil {
+		if err := checkHostPath(m.hostRoot, vol.HostPath.Path, vol.HostPath.Type); err != nil {
 			return &MountError{Volume: vol.Name, Err: err}
 		}
 		dir = vol.HostPath.Path

@@ -37,3 +37,24 @@ func within(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
+
+// OnHost is the sub path as nodelet resolves it when the host's root is
+// mounted at hostRoot (see OnHost): a volume outside rootDir is one of the
+// host's folders (a hostPath volume or claim), walked under hostRoot; the
+// others are nodelet's own, the same path inside and out. The bind mount
+// it gets is under the pod's folder, which the runtime sees as it is.
+func (sp SubPath) OnHost(hostRoot, rootDir string) SubPath {
+	if !within(rootDir, sp.VolumePath) {
+		sp.VolumePath = OnHost(hostRoot, sp.VolumePath)
+	}
+	return sp
+}
+
+// PrepareSubPathOnHost is PrepareSubPath for a nodelet that sees the
+// host's root at hostRoot; PrepareSubPath itself when hostRoot is "".
+func PrepareSubPathOnHost(hostRoot, rootDir string) func(SubPath) (string, error) {
+	if hostRoot == "" {
+		return PrepareSubPath
+	}
+	return func(sp SubPath) (string, error) { return PrepareSubPath(sp.OnHost(hostRoot, rootDir)) }
+}

@@ -1,0 +1,59 @@
+package cgroups
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// OwnPodCgroup is the cgroup of the pod this process runs in, read from
+// its /proc/self/cgroup: the parent of its container's cgroup. It is the
+// unified hierarchy's path ("0::/...") when there is one, otherwise the
+// memory controller's (cgroup v1 gives each controller a line,
+// "4:memory:/..."; the kubelet puts a pod's containers in the same path in
+// all of them). The path is the host's only outside a cgroup namespace:
+// the runtime gives privileged containers none, others see "/" — and "/"
+// or a container cgroup right under the root is refused, as no pod's.
+func OwnPodCgroup(procSelfCgroup string) (string, error) {
+	var unified, memory string
+	for _, line := range strings.Split(procSelfCgroup, "\n") {
+		hierarchy, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		controllers, cgroupPath, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case hierarchy == "0" && controllers == "":
+			unified = cgroupPath
+		case containsController(controllers, "memory"):
+			memory = cgroupPath
+		}
+	}
+	own := unified
+	if own == "" {
+		own = memory
+	}
+	if own == "" {
+		return "", fmt.Errorf("no unified or memory cgroup in /proc/self/cgroup")
+	}
+	if !path.IsAbs(own) || path.Clean(own) != own {
+		return "", fmt.Errorf("own cgroup %q is not a clean absolute path", own)
+	}
+	pod := path.Dir(own)
+	if pod == "/" {
+		return "", fmt.Errorf("own cgroup %q has no pod cgroup above it: not in a pod, or in a cgroup namespace (an unprivileged container)", own)
+	}
+	return pod, nil
+}
+
+func containsController(list, controller string) bool {
+	for _, c := range strings.Split(list, ",") {
+		if c == controller {
+			return true
+		}
+	}
+	return false
+}

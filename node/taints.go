@@ -1,0 +1,74 @@
+package node
+
+// The taints a node registers with, given as the kubelet's
+// --register-with-taints: comma-separated "<key>=<value>:<effect>" or
+// "<key>:<effect>".
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ParseTaints reads a --register-with-taints value. Each taint needs a
+// qualified key, a label value (or none) and one of the effects
+// NoSchedule, PreferNoSchedule and NoExecute; no two may have the same key
+// and effect, as the API server would refuse the Node. An empty value is
+// no taint.
+func ParseTaints(spec string) ([]corev1.Taint, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	var taints []corev1.Taint
+	for _, item := range strings.Split(spec, ",") {
+		taint, err := parseTaint(item)
+		if err != nil {
+			return nil, err
+		}
+		for _, seen := range taints {
+			if seen.Key == taint.Key && seen.Effect == taint.Effect {
+				return nil, fmt.Errorf("duplicated taints with the same key and effect: %s", item)
+			}
+		}
+		taints = append(taints, taint)
+	}
+	return taints, nil
+}
+
+func parseTaint(item string) (corev1.Taint, error) {
+	keyValue, effect, ok := strings.Cut(item, ":")
+	if !ok || strings.Contains(effect, ":") {
+		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: want <key>=<value>:<effect> or <key>:<effect>", item)
+	}
+	switch corev1.TaintEffect(effect) {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: unsupported taint effect %q", item, effect)
+	}
+	key, value, _ := strings.Cut(keyValue, "=")
+	if strings.Contains(value, "=") {
+		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q", item)
+	}
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: %s", item, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: %s", item, strings.Join(errs, "; "))
+	}
+	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}, nil
+}
+
+// FormatTaints is ParseTaints' inverse, for the flag's default in --help.
+func FormatTaints(taints []corev1.Taint) string {
+	items := make([]string, 0, len(taints))
+	for _, t := range taints {
+		item := t.Key
+		if t.Value != "" {
+			item += "=" + t.Value
+		}
+		items = append(items, item+":"+string(t.Effect))
+	}
+	return strings.Join(items, ",")
+}

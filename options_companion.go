@@ -1,0 +1,171 @@
+package main
+
+// The flags of a companion node: one that runs as a DaemonSet pod beside
+// the host's kubelet (see "As a DaemonSet" in the README).
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/node"
+)
+
+func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
+	fs.Var(&taintsFlag{taints: &o.RegisterWithTaints}, "register-with-taints", "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"); a Node that exists keeps its own.")
+	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's DaemonSet pod's requests. Needs --cgroup-root-in-own-pod.")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The Node's kubernetes.io/hostname label and Hostname address instead of its name: a companion's is its host's, the same machine.")
+	fs.StringVar(&o.TopologyZone, "topology-zone", o.TopologyZone, "The Node's topology.kubernetes.io/zone label, set when it is created; empty sets none. A companion's is its host's.")
+	fs.StringVar(&o.TopologyRegion, "topology-region", o.TopologyRegion, "The Node's topology.kubernetes.io/region label, as --topology-zone.")
+	fs.StringVar(&o.HostRoot, "host-root", o.HostRoot, "Where the host's root is mounted when nodelet runs in a container (a companion node: /host): hostPath volumes and local persistent volumes are checked, made and mounted from there; the runtime, on the host, gets their paths as they are.")
+	fs.BoolVar(&o.HostPortsShared, "host-ports-shared", o.HostPortsShared, "The node's address and ports are its host's, shared with the pods of the host's own agent (a companion node without an address of its own): pods that hold host ports are refused (HostPortsNotSupported).")
+	fs.BoolVar(&o.CgroupRootInOwnPod, "cgroup-root-in-own-pod", o.CgroupRootInOwnPod, "Make --cgroup-root inside the cgroup of nodelet's own pod (the parent of the cgroup /proc/self/cgroup names; the pod must be privileged, so that it has no cgroup namespace), and measure memory.available there: a companion node's pods then count against its DaemonSet pod's requests and limits on the host.")
+}
+
+// topologyLabels are --topology-zone and --topology-region as the Node's
+// labels: an empty one is no label, as a zone named "" would be a
+// topology domain of its own.
+func (o *Options) topologyLabels() map[string]string {
+	labels := map[string]string{}
+	for key, value := range map[string]string{corev1.LabelTopologyZone: o.TopologyZone, corev1.LabelTopologyRegion: o.TopologyRegion} {
+		if value != "" {
+			labels[key] = value
+		}
+	}
+	return labels
+}
+
+// parseCapacity is --capacity: cpu and memory, each a positive quantity.
+func parseCapacity(pairs map[string]string) (corev1.ResourceList, error) {
+	capacity := corev1.ResourceList{}
+	for name, value := range pairs {
+		if name != string(corev1.ResourceCPU) && name != string(corev1.ResourceMemory) {
+			return nil, fmt.Errorf("--capacity: %q is not cpu or memory", name)
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, fmt.Errorf("--capacity: %s=%q: %w", name, value, err)
+		}
+		if q.Sign() <= 0 {
+			return nil, fmt.Errorf("--capacity: %s=%s is not positive", name, value)
+		}
+		capacity[corev1.ResourceName(name)] = q
+	}
+	return capacity, nil
+}
+
+// validateCompanion checks the companion's flags. A capacity of the pod's
+// own is only true when the pods are inside the pod's cgroup, where the
+// host's kubelet holds them to it, and memory.available is measured there:
+// --capacity needs --cgroup-root-in-own-pod.
+func (o *Options) validateCompanion() error {
+	if _, err := parseCapacity(o.Capacity); err != nil {
+		return err
+	}
+	for key, value := range o.topologyLabels() {
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return fmt.Errorf("the %s label %q: %s", key, value, strings.Join(errs, "; "))
+		}
+	}
+	if o.HostRoot != "" && (!path.IsAbs(o.HostRoot) || path.Clean(o.HostRoot) != o.HostRoot || o.HostRoot == "/") {
+		return fmt.Errorf("--host-root %q: want a clean absolute path other than /", o.HostRoot)
+	}
+	if o.HostnameOverride != "" {
+		if errs := validation.IsValidLabelValue(o.HostnameOverride); len(errs) > 0 {
+			return fmt.Errorf("--hostname-override %q: %s", o.HostnameOverride, strings.Join(errs, "; "))
+		}
+	}
+	if len(o.Capacity) > 0 && !o.CgroupRootInOwnPod {
+		return errors.New("--capacity needs --cgroup-root-in-own-pod: the pods must be held to it by the pod's cgroup")
+	}
+	return nil
+}
+
+// machineShare is what of the machine the node has: all of it, or a
+// companion node's DaemonSet pod's CPU, memory and cgroup.
+type machineShare struct {
+	machine node.MachineInfo
+	// cgroupRoot is --cgroup-root, inside the own pod's cgroup with
+	// --cgroup-root-in-own-pod.
+	cgroupRoot string
+	// memoryCgroup is where memory.available is measured: "" for the
+	// root, the own pod's cgroup with --cgroup-root-in-own-pod.
+	memoryCgroup string
+}
+
+// readMachineShare reads the machine's facts and, with
+// --cgroup-root-in-own-pod, nodelet's own cgroup.
+func (o *Options) readMachineShare() (machineShare, error) {
+	machine, err := node.ReadMachineInfo(o.RootDir)
+	if err != nil {
+		return machineShare{}, err
+	}
+	capacity, err := parseCapacity(o.Capacity)
+	if err != nil {
+		return machineShare{}, err
+	}
+	share := machineShare{machine: machine.Within(capacity), cgroupRoot: o.CgroupRoot}
+	if !o.CgroupRootInOwnPod {
+		return share, nil
+	}
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return machineShare{}, fmt.Errorf("--cgroup-root-in-own-pod: %w", err)
+	}
+	pod, err := cgroups.OwnPodCgroup(string(data))
+	if err != nil {
+		return machineShare{}, fmt.Errorf("--cgroup-root-in-own-pod: %w", err)
+	}
+	share.cgroupRoot, share.memoryCgroup = path.Join(pod, o.CgroupRoot), pod
+	return share, nil
+}
+
+// readMachine is the node status reporter's Machine: the share, read once.
+func (s machineShare) readMachine() (node.MachineInfo, error) { return s.machine, nil }
+
+// podCIDRs is --pod-cidr as a list; none takes the Node's.
+func (o *Options) podCIDRs() []string {
+	if o.PodCIDR == "" {
+		return nil
+	}
+	return strings.Split(o.PodCIDR, ",")
+}
+
+// nodeIPs is --node-ip as the node status reporter takes it: none lets it
+// find the host's.
+func (o *Options) nodeIPs() []string {
+	if o.NodeIP == "" {
+		return nil
+	}
+	return []string{o.NodeIP}
+}
+
+// taintsFlag is --register-with-taints: each time it is given it replaces
+// the list, as the kubelet's.
+type taintsFlag struct{ taints *[]corev1.Taint }
+
+func (f *taintsFlag) String() string {
+	if f.taints == nil {
+		return ""
+	}
+	return node.FormatTaints(*f.taints)
+}
+
+func (f *taintsFlag) Set(value string) error {
+	taints, err := node.ParseTaints(value)
+	if err != nil {
+		return err
+	}
+	*f.taints = taints
+	return nil
+}
+
+func (f *taintsFlag) Type() string { return "[]v1.Taint" }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestRegisterWithTaintsFlag(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--register-with-taints=a=1:NoSchedule", "--register-with-taints=nodelet.dev/companion:NoSchedule,b:NoExecute"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Given again, the flag replaces the list, as the kubelet's.
+	want := []corev1.Taint{
+		{Key: "nodelet.dev/companion", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "b", Effect: corev1.TaintEffectNoExecute},
+	}
+	if diff := cmp.Diff(want, opts.RegisterWithTaints); diff != "" {
+		t.Errorf("RegisterWithTaints mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := parseOptions([]string{"--node-name=n", "--register-with-taints=a:Never"}, nil); err == nil || !strings.Contains(err.Error(), "register-with-taints") {
+		t.Errorf("a bad taint: error = %v, want one naming --register-with-taints", err)
+	}
+}
+
+func TestCapacityFlag(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		want    map[string]string
+		wantErr string
+	}{
+		"none": {args: nil, want: nil},
+		"the pod's cpu and memory, inside its cgroup": {
+			args: []string{"--capacity=cpu=1500m,memory=2Gi", "--cgroup-root-in-own-pod"},
+			want: map[string]string{"cpu": "1500m", "memory": "2Gi"},
+		},
+		"without the pod's cgroup": {
+			args:    []string{"--capacity=cpu=1"},
+			wantErr: "--capacity needs --cgroup-root-in-own-pod",
+		},
+		"another resource": {
+			args:    []string{"--capacity=pods=10", "--cgroup-root-in-own-pod"},
+			wantErr: `"pods" is not cpu or memory`,
+		},
+		"not a quantity": {
+			args:    []string{"--capacity=memory=lots", "--cgroup-root-in-own-pod"},
+			wantErr: `memory="lots"`,
+		},
+		"zero": {
+			args:    []string{"--capacity=cpu=0", "--cgroup-root-in-own-pod"},
+			wantErr: "cpu=0 is not positive",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			opts, err := parseOptions(append([]string{"--node-name=n"}, tc.args...), nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseOptions(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, opts.Capacity); diff != "" {
+				t.Errorf("Capacity mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHostPortsSharedRefusesHostPorts(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}}}}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: nil, want: ""},
+		{args: []string{"--host-ports-shared"}, want: "HostPortsNotSupported"},
+	} {
+		opts, err := parseOptions(append([]string{"--node-name=n"}, tc.args...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitter, err := newAdmitter(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}}
+		if got := admitter.Admit(pod, node, nil); got.Reason != tc.want {
+			t.Errorf("%q: Admit() = %+v, want reason %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestTopologyLabels(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--topology-zone=zone-a", "--topology-region="}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An empty region, as the downward API gives for a label the host's
+	// pod does not have, is no label.
+	if diff := cmp.Diff(map[string]string{"topology.kubernetes.io/zone": "zone-a"}, opts.topologyLabels()); diff != "" {
+		t.Errorf("topologyLabels() mismatch (-want +got):\n%s", diff)
+	}
+	for _, arg := range []string{"--topology-zone=not a label", "--topology-region=" + strings.Repeat("x", 64), "--hostname-override=a/b"} {
+		if _, err := parseOptions([]string{"--node-name=n", arg}, nil); err == nil {
+			t.Errorf("parseOptions(%s) took a value that is no label value", arg)
+		}
+	}
+}
+
+func TestHostRootFlag(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host"}, nil)
+	if err != nil || opts.HostRoot != "/host" {
+		t.Errorf("--host-root=/host: %q, %v", opts.HostRoot, err)
+	}
+	for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
+		if _, err := parseOptions([]string{"--node-name=n", "--host-root=" + value}, nil); err == nil {
+			t.Errorf("--host-root=%s taken, want it refused", value)
+		}
+	}
+}
