@@ -150,7 +150,12 @@ func (n *Nodelet) Kill() error {
 // within timeout.
 func (n *Nodelet) Stop(timeout time.Duration) error {
 	if err := n.signalAndWait(syscall.SIGTERM, timeout); err != nil {
-		return errors.Join(err, n.Kill())
+		// A shutdown that hangs is a bug: SIGQUIT has the Go runtime
+		// write every goroutine's stack into the log, to show where.
+		if quitErr := n.signalAndWait(syscall.SIGQUIT, 10*time.Second); quitErr != nil {
+			err = errors.Join(err, n.Kill())
+		}
+		return fmt.Errorf("%w; the end of its log, with its goroutines:\n%s", err, n.LogLines("", 300))
 	}
 	return nil
 }
