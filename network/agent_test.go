@@ -7,6 +7,7 @@ package network
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -327,9 +328,14 @@ func TestAgentDelAfterTheNamespaceIsGone(t *testing.T) {
 	if got := n.allocated(t); len(got) != 0 {
 		t.Errorf("host-local still holds %v after DEL", got)
 	}
-	if links := inNS(t, n.hostNS, "ip", "-o", "link", "show", "master", n.bridge); strings.TrimSpace(links) != "" {
-		t.Errorf("veths left on the bridge: %s", links)
-	}
+	// The namespace's end takes its veth pair with it, but the kernel
+	// tears a namespace down in the background, later under load.
+	await.Eventually(t, 30*time.Second, "the namespace's veth to leave the bridge", await.Condition(func(ctx context.Context) (bool, error) {
+		if links := inNS(t, n.hostNS, "ip", "-o", "link", "show", "master", n.bridge); strings.TrimSpace(links) != "" {
+			return false, fmt.Errorf("veths left on the bridge: %s", links)
+		}
+		return true, nil
+	}))
 }
 
 func TestAgentDualStackFromTheIPRangesCapability(t *testing.T) {
