@@ -264,9 +264,19 @@ func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
+// EvictedReason is the kubelet's reason for a pod it evicted (or refused
+// under a node pressure): the pod is Failed for good.
+const EvictedReason = "Evicted"
+
 // Converged tells whether the pod is in the state its ConvergesTo
-// annotation names; a pod without it is taken as converged.
+// annotation names; a pod without it is taken as converged. A pod
+// evicted (the node's file system filled up under it) has converged to
+// what the kubelet gives it then, whatever it would have become: Failed
+// with reason Evicted, for good.
 func Converged(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == EvictedReason {
+		return true
+	}
 	switch pod.Annotations[ConvergesTo] {
 	case "":
 		return true

@@ -87,6 +87,12 @@ func all(mutations ...func(*corev1.Pod)) func(*corev1.Pod) {
 	}
 }
 
+// evicted is the kubelet's mark on a pod it evicted.
+func evicted(p *corev1.Pod) {
+	p.Status.Reason = EvictedReason
+	p.Status.Message = "The node was low on resource: ephemeral-storage. "
+}
+
 func TestCheck(t *testing.T) {
 	tests := map[string]struct {
 		trace     []Event
@@ -193,6 +199,23 @@ func TestCheck(t *testing.T) {
 				seen(0, pod(func(p *corev1.Pod) { p.Annotations[ConvergesTo] = "Succeeded" })), mark(5, FaultsStopped, ""),
 				seen(9, pod(all(func(p *corev1.Pod) { p.Annotations[ConvergesTo] = "Succeeded" }, phase(corev1.PodSucceeded)))), mark(60, End, ""),
 			},
+		},
+		"a pod evicted (Failed, Evicted) has converged, whatever it would have become": {
+			trace: []Event{
+				seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""),
+				seen(6, pod(all(phase(corev1.PodFailed), evicted, terminated(137, "Error")))), mark(60, End, ""),
+			},
+		},
+		"a pod Failed for another reason has not converged to Ready": {
+			trace: []Event{
+				seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""),
+				seen(6, pod(all(phase(corev1.PodFailed), func(p *corev1.Pod) { p.Status.Reason = "UnexpectedAdmissionError" }))), mark(60, End, ""),
+			},
+			wantRules: []string{RuleConvergence},
+		},
+		"an evicted pod that runs again has left its terminal phase": {
+			trace:     []Event{seen(0, pod(all(phase(corev1.PodFailed), evicted))), seen(1, basePod())},
+			wantRules: []string{RuleTerminalPhase},
 		},
 	}
 	for name, tc := range tests {
