@@ -96,7 +96,7 @@ type podTrack struct {
 //     nodelet stops containers with) or because it has a liveness or
 //     startup probe, and never under restartPolicy Never; an instance
 //     that never ran (its creation or start failed: no terminated last
-//     state) is retried, not restarted;
+//     state) is retried, not restarted, under any restart policy;
 //   - a pod seen deleted is gone within its grace period plus
 //     DeletionSlack;
 //   - after FaultsStopped, every pod not being deleted reaches the state
@@ -234,6 +234,15 @@ func nodeletRestart(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 	if spec == nil {
 		return "not in the pod's spec"
 	}
+	// An instance that never ran (created, its start failed or its
+	// creation's reply was lost: its last state is not terminated) is
+	// retried, under any restart policy, as the kubelet does
+	// (ShouldContainerBeRestarted: a container in the created state is
+	// always started anew).
+	last := cs.LastTerminationState.Terminated
+	if last == nil {
+		return ""
+	}
 	sidecar := spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !sidecar {
 		return "under restartPolicy Never"
@@ -241,10 +250,7 @@ func nodeletRestart(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 	if spec.LivenessProbe != nil || spec.StartupProbe != nil {
 		return ""
 	}
-	last := cs.LastTerminationState.Terminated
 	switch {
-	case last == nil:
-		return ""
 	case last.Reason == "ContainerStatusUnknown":
 		return "its last instance was lost (ContainerStatusUnknown)"
 	case last.ExitCode == 137 || last.ExitCode == 143:

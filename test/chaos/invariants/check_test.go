@@ -146,11 +146,26 @@ func TestCheck(t *testing.T) {
 				})),
 			},
 		},
+		"under restartPolicy Never too, a new instance after one that never ran is a retry": {
+			// Seen in the 30-minute run of seed 1: CreateContainer failed
+			// (CreateContainerError) under CRI faults with a created
+			// instance left, and a new one ran, as the kubelet starts a
+			// container in the created state anew under any policy.
+			trace: []Event{
+				seen(0, pod(all(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }, phase(corev1.PodPending), func(p *corev1.Pod) {
+					p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError"}}
+				}))),
+				seen(1, pod(all(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }, func(p *corev1.Pod) {
+					p.Status.ContainerStatuses[0].RestartCount = 1
+					p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
+				}))),
+			},
+		},
 		"a restart of a lost container (ContainerStatusUnknown) is nodelet's": {
 			trace:     []Event{seen(0, basePod()), seen(1, pod(restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown"})))},
 			wantRules: []string{RuleRestartedByNodelet},
 		},
-		"any restart under restartPolicy Never": {
+		"any restart of an instance that ran, under restartPolicy Never": {
 			trace: []Event{
 				seen(0, pod(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever })),
 				seen(1, pod(all(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
