@@ -192,9 +192,14 @@ profile_load() {
 	# nodelet installs its shim plugin into the runtime's CNI bin folder,
 	# which is then a folder of the profile's own holding links to the
 	# plugins (the shared plugin folder is never written to).
+	# CNI_BIN_LINKS=true gives the runtime mode such a folder too (the
+	# chaos run wraps plugins there to make them fail).
 	NETWORK_MODE=${NETWORK_MODE:-runtime}
 	case "$NETWORK_MODE" in
-	runtime) CNI_BIN_DIR=$CNI_PLUGINS_DIR ;;
+	runtime)
+		CNI_BIN_DIR=$CNI_PLUGINS_DIR
+		[[ ${CNI_BIN_LINKS:-false} != true ]] || CNI_BIN_DIR=$STATE_DIR/cni/bin
+		;;
 	agent) CNI_BIN_DIR=$STATE_DIR/cni/bin ;;
 	*) die "NETWORK_MODE must be runtime or agent, not '$NETWORK_MODE'" ;;
 	esac

@@ -86,9 +86,9 @@ mkdir -p "$PKI_DIR" "$KUBECONFIG_DIR" "$LOG_DIR" "$RUN_DIR" "$CONTAINERD_DIR" "$
 	"$NODELET_ROOT_DIR" "$POD_LOG_DIR" "$CONTAINER_LOG_DIR" "$STATE_DIR/registry" "$STATE_DIR/registry-private"
 chmod 0700 "$PKI_DIR" "$KUBECONFIG_DIR"
 mount_node_disk
-if [[ $NETWORK_MODE == agent ]]; then
+if [[ $CNI_BIN_DIR != "$CNI_PLUGINS_DIR" ]]; then
 	# The runtime's CNI bin folder: the plugins, and nodelet's shim once
-	# nodelet installs it.
+	# nodelet installs it (agent mode) or the chaos run's wrappers.
 	mkdir -p "$CNI_BIN_DIR"
 	ln -sf "$CNI_PLUGINS_DIR"/* "$CNI_BIN_DIR"/
 fi

@@ -162,10 +162,13 @@ suite_chaos() {
 	local rc=0
 	log "--- chaos run for $CHAOS_DURATION with seed $CHAOS_SEED"
 	NETWORK_MODE=runtime
+	# The runtime's CNI plugins are links in the profile's own folder,
+	# where the run wraps them to make them fail or hang.
+	CNI_BIN_LINKS=true
 	profile_load "$E2E_PROFILE"
 	E2E_STACK_UP=true
 	# Without kube-proxy and CoreDNS: the node's two cores go to the run.
-	ADDONS=false NETWORK_MODE=runtime "$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || rc=$?
+	ADDONS=false NETWORK_MODE=runtime CNI_BIN_LINKS=true "$REPO_ROOT/hack/local-up.sh" "$E2E_PROFILE" --no-nodelet || rc=$?
 	if ((rc == 0)) && [[ -z $NODELET_BIN_GIVEN ]]; then
 		log "Building nodelet"
 		build_nodelet || rc=$?

@@ -44,12 +44,32 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Stop()
+	// The runtime's CNI plugins wrapped, the node's disk found: the CNI
+	// and disk faults' places.
+	cniWrapper, err := wrapCNI(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cniWrapper.Restore(); err != nil {
+			t.Errorf("unwrapping the CNI plugins: %v", err)
+		}
+	}()
+	diskFile, err := nodeDiskFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := freeDisk(diskFile); err != nil {
+			t.Error(err)
+		}
+	}()
 	nodelet, err := e2e.NewNodelet(nodeletBin, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fw.Nodelet = nodelet
-	nodelet.SetExtraArgs([]string{"--container-runtime-endpoint=unix://" + proxySocket})
+	nodelet.SetExtraArgs(append([]string{"--container-runtime-endpoint=unix://" + proxySocket}, evictionArgs()...))
 	if err := nodelet.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +104,7 @@ func TestChaos(t *testing.T) {
 		rng: rand.New(rand.NewPCG(*seed, 1)), target: *livePods, created: map[string]int{},
 	}
 	inject := &injector{
-		env: env, nodelet: nodelet, proxy: proxy, runtime: fw.Runtime, rec: rec,
+		env: env, nodelet: nodelet, proxy: proxy, cni: cniWrapper, diskFile: diskFile, runtime: fw.Runtime, rec: rec,
 		rng: rand.New(rand.NewPCG(*seed, 2)), apiStopMax: *apiStopMax, counts: map[string]int{},
 	}
 	start := time.Now()
@@ -147,6 +167,7 @@ func TestChaos(t *testing.T) {
 	fmt.Print(figure{
 		seed: *seed, duration: *duration, pods: churn.total(), kinds: len(churn.created), apiErrors: churn.apiErrors,
 		faults: inject.counts, criFaults: faults, criCalls: calls,
+		evicted:    evictedPods(trace),
 		violations: len(result.Violations), leaks: len(leaks), crashes: samples.crashes,
 		samples: samples, convergedAfter: result.ConvergedAfter, converge: *converge,
 		faultsFor: inject.stopped.Sub(start),

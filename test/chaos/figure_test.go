@@ -108,6 +108,7 @@ type figure struct {
 	faults         map[string]int
 	criFaults      map[string]int
 	criCalls       int
+	evicted        int
 	violations     int
 	leaks          int
 	crashes        int
@@ -125,6 +126,7 @@ func (f figure) String() string {
 	row("pods churned", "%d of %d kinds (%d API calls failed)", f.pods, f.kinds, f.apiErrors)
 	row("faults injected", "%s", counts(f.faults, faultKinds))
 	row("CRI faults", "%s in %d calls", counts(f.criFaults, []string{criproxy.KindError, criproxy.KindLostReply, criproxy.KindDelay, criproxy.KindDrop}), f.criCalls)
+	row("pods evicted", "%d", f.evicted)
 	row("invariant violations", "%d", f.violations)
 	row("leaks", "%d", f.leaks)
 	row("nodelet crashes", "%d", f.crashes)
@@ -160,4 +162,15 @@ func counts(byKind map[string]int, order []string) string {
 		parts = append(parts, fmt.Sprintf("%s %d", kind, byKind[kind]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// evictedPods counts the pods the trace saw evicted.
+func evictedPods(trace []invariants.Event) int {
+	evicted := map[string]bool{}
+	for _, e := range trace {
+		if e.Pod != nil && e.Pod.Status.Reason == invariants.EvictedReason {
+			evicted[string(e.Pod.UID)] = true
+		}
+	}
+	return len(evicted)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nodelet/nodelet/internal/await"
 	"github.com/nodelet/nodelet/test/chaos/criproxy"
 	"github.com/nodelet/nodelet/test/chaos/invariants"
+	"github.com/nodelet/nodelet/test/chaos/nodefault"
 	"github.com/nodelet/nodelet/test/e2e"
 )
 
@@ -27,16 +28,21 @@ const (
 	faultContainerd = "containerd restart"
 	faultCRI        = "CRI faults"
 	faultAPIServer  = "API server stopped"
+	faultCNI        = "CNI plugins failing"
+	faultDisk       = "disk filled"
 )
 
-var faultKinds = []string{faultNodelet, faultContainerd, faultCRI, faultAPIServer}
+var faultKinds = []string{faultNodelet, faultContainerd, faultCRI, faultAPIServer, faultCNI, faultDisk}
 
 // injector injects one fault at a time, at random moments, into the stack
 // nodelet runs on, and records each in the trace.
 type injector struct {
-	env        e2e.Env
-	nodelet    *e2e.Nodelet
-	proxy      *criproxy.Proxy
+	env     e2e.Env
+	nodelet *e2e.Nodelet
+	proxy   *criproxy.Proxy
+	cni     *nodefault.CNIWrapper
+	// diskFile is the disk fault's file, on the node's own file system.
+	diskFile   string
 	runtime    cri.RuntimeService
 	rec        *recorder
 	rng        *rand.Rand
@@ -110,6 +116,10 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		stopped := 3*time.Second + time.Duration(in.rng.Int64N(int64(max(in.apiStopMax-3*time.Second, time.Second))))
 		in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s", kind, stopped.Round(time.Millisecond)))
 		return pauseDaemon(in.env.StateDir, "kube-apiserver", stopped)
+	case faultCNI:
+		return in.failCNI()
+	case faultDisk:
+		return in.fillDisk()
 	}
 	return fmt.Errorf("unknown fault %q", kind)
 }

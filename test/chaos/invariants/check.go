@@ -96,7 +96,7 @@ type podTrack struct {
 //     nodelet stops containers with) or because it has a liveness or
 //     startup probe, and never under restartPolicy Never; an instance
 //     that never ran (its creation or start failed: no terminated last
-//     state) is retried, not restarted;
+//     state) is retried, not restarted, under any restart policy;
 //   - a pod seen deleted is gone within its grace period plus
 //     DeletionSlack;
 //   - after FaultsStopped, every pod not being deleted reaches the state
@@ -234,6 +234,15 @@ func nodeletRestart(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 	if spec == nil {
 		return "not in the pod's spec"
 	}
+	// An instance that never ran (created, its start failed or its
+	// creation's reply was lost: its last state is not terminated) is
+	// retried, under any restart policy, as the kubelet does
+	// (ShouldContainerBeRestarted: a container in the created state is
+	// always started anew).
+	last := cs.LastTerminationState.Terminated
+	if last == nil {
+		return ""
+	}
 	sidecar := spec.RestartPolicy != nil && *spec.RestartPolicy == corev1.ContainerRestartPolicyAlways
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !sidecar {
 		return "under restartPolicy Never"
@@ -241,10 +250,7 @@ func nodeletRestart(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 	if spec.LivenessProbe != nil || spec.StartupProbe != nil {
 		return ""
 	}
-	last := cs.LastTerminationState.Terminated
 	switch {
-	case last == nil:
-		return ""
 	case last.Reason == "ContainerStatusUnknown":
 		return "its last instance was lost (ContainerStatusUnknown)"
 	case last.ExitCode == 137 || last.ExitCode == 143:
@@ -264,9 +270,19 @@ func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
+// EvictedReason is the kubelet's reason for a pod it evicted (or refused
+// under a node pressure): the pod is Failed for good.
+const EvictedReason = "Evicted"
+
 // Converged tells whether the pod is in the state its ConvergesTo
-// annotation names; a pod without it is taken as converged.
+// annotation names; a pod without it is taken as converged. A pod
+// evicted (the node's file system filled up under it) has converged to
+// what the kubelet gives it then, whatever it would have become: Failed
+// with reason Evicted, for good.
 func Converged(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == EvictedReason {
+		return true
+	}
 	switch pod.Annotations[ConvergesTo] {
 	case "":
 		return true

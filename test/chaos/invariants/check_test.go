@@ -87,6 +87,12 @@ func all(mutations ...func(*corev1.Pod)) func(*corev1.Pod) {
 	}
 }
 
+// evicted is the kubelet's mark on a pod it evicted.
+func evicted(p *corev1.Pod) {
+	p.Status.Reason = EvictedReason
+	p.Status.Message = "The node was low on resource: ephemeral-storage. "
+}
+
 func TestCheck(t *testing.T) {
 	tests := map[string]struct {
 		trace     []Event
@@ -140,11 +146,26 @@ func TestCheck(t *testing.T) {
 				})),
 			},
 		},
+		"under restartPolicy Never too, a new instance after one that never ran is a retry": {
+			// Seen in the 30-minute run of seed 1: CreateContainer failed
+			// (CreateContainerError) under CRI faults with a created
+			// instance left, and a new one ran, as the kubelet starts a
+			// container in the created state anew under any policy.
+			trace: []Event{
+				seen(0, pod(all(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }, phase(corev1.PodPending), func(p *corev1.Pod) {
+					p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError"}}
+				}))),
+				seen(1, pod(all(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever }, func(p *corev1.Pod) {
+					p.Status.ContainerStatuses[0].RestartCount = 1
+					p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
+				}))),
+			},
+		},
 		"a restart of a lost container (ContainerStatusUnknown) is nodelet's": {
 			trace:     []Event{seen(0, basePod()), seen(1, pod(restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown"})))},
 			wantRules: []string{RuleRestartedByNodelet},
 		},
-		"any restart under restartPolicy Never": {
+		"any restart of an instance that ran, under restartPolicy Never": {
 			trace: []Event{
 				seen(0, pod(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever })),
 				seen(1, pod(all(func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
@@ -193,6 +214,23 @@ func TestCheck(t *testing.T) {
 				seen(0, pod(func(p *corev1.Pod) { p.Annotations[ConvergesTo] = "Succeeded" })), mark(5, FaultsStopped, ""),
 				seen(9, pod(all(func(p *corev1.Pod) { p.Annotations[ConvergesTo] = "Succeeded" }, phase(corev1.PodSucceeded)))), mark(60, End, ""),
 			},
+		},
+		"a pod evicted (Failed, Evicted) has converged, whatever it would have become": {
+			trace: []Event{
+				seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""),
+				seen(6, pod(all(phase(corev1.PodFailed), evicted, terminated(137, "Error")))), mark(60, End, ""),
+			},
+		},
+		"a pod Failed for another reason has not converged to Ready": {
+			trace: []Event{
+				seen(0, pod(phase(corev1.PodPending))), mark(5, FaultsStopped, ""),
+				seen(6, pod(all(phase(corev1.PodFailed), func(p *corev1.Pod) { p.Status.Reason = "UnexpectedAdmissionError" }))), mark(60, End, ""),
+			},
+			wantRules: []string{RuleConvergence},
+		},
+		"an evicted pod that runs again has left its terminal phase": {
+			trace:     []Event{seen(0, pod(all(phase(corev1.PodFailed), evicted))), seen(1, basePod())},
+			wantRules: []string{RuleTerminalPhase},
 		},
 	}
 	for name, tc := range tests {
