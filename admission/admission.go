@@ -99,6 +99,9 @@ func New(node Node) (*Admitter, error) {
 // against the Node: resources against its allocatable, node affinity,
 // host ports, NoExecute taints.
 func (a *Admitter) Admit(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) Result {
+	if r := admitUnderPressure(pod, node); !r.Admit {
+		return r
+	}
 	if r := a.sysctls.admit(pod); !r.Admit {
 		return r
 	}
