@@ -121,7 +121,28 @@ func delegateControllers(dir string) {
 	}
 }
 
-// removeTree removes a cgroup and every cgroup below it, deepest first.
+// killProcesses SIGKILLs the processes left in the cgroup at dir, as the
+// kubelet does before it destroys a pod's cgroup: a container's processes
+// that outlived their container (its runtime restarted while it stopped
+// it, say) would otherwise hold the pod's cgroup, and the pod, for ever.
+// They are gone by a later try, if not by the rmdir that follows.
+func (m *Manager) killProcesses(dir string) {
+	if m.kill == nil {
+		return
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, field := range strings.Fields(string(data)) {
+		if pid, err := strconv.Atoi(field); err == nil && pid > 0 {
+			_ = m.kill(pid)
+		}
+	}
+}
+
+// removeTree removes a cgroup and every cgroup below it, deepest first,
+// killing what is left in each.
 func (m *Manager) removeTree(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -141,6 +162,7 @@ func (m *Manager) removeTree(dir string) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	m.killProcesses(dir)
 	err = m.rmdir(dir)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -389,4 +390,42 @@ func readFile(t *testing.T, path string) string {
 // bestEffortPod is a pod that asks for nothing.
 func bestEffortPod(uid types.UID) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
+}
+
+// A process left in a container's cgroup (one that outlived its
+// container) is killed, as the kubelet kills it, and the pod's cgroup then
+// goes: the fake kill takes the process out of the cgroup, as its exit
+// does.
+func TestRemovePodKillsWhatIsLeftInTheCgroup(t *testing.T) {
+	hierarchies := fakeV1(t)
+	m := newFakeManager(t, "/nodelet", hierarchies)
+	uid := types.UID("uid-1")
+	if err := m.EnsurePod(bestEffortPod(uid)); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hierarchies {
+		dir := filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(uid)), "container-id")
+		mustMkdir(t, dir)
+		writeFile(t, filepath.Join(dir, "cgroup.procs"), "")
+	}
+	left := filepath.Join(hierarchies[2].MountPoint, m.PodCgroupParent(bestEffortPod(uid)), "container-id", "cgroup.procs")
+	writeFile(t, left, "4242\n4343\n")
+	var killed []int
+	m.kill = func(pid int) error {
+		killed = append(killed, pid)
+		writeFile(t, left, "")
+		return nil
+	}
+
+	if err := m.RemovePod(uid); err != nil {
+		t.Fatalf("RemovePod() with processes left = %v, want them killed and the cgroup removed", err)
+	}
+	if want := []int{4242, 4343}; !slices.Equal(killed, want) {
+		t.Errorf("killed %v, want %v", killed, want)
+	}
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h.MountPoint, m.PodCgroupParent(bestEffortPod(uid)))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("pod cgroup still in %s: %v", h.MountPoint, err)
+		}
+	}
 }

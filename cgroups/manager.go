@@ -50,6 +50,9 @@ type Manager struct {
 	// rmdir removes one empty cgroup; a fake hierarchy on a plain file
 	// system replaces it.
 	rmdir func(string) error
+	// kill sends SIGKILL to a process left in a pod's cgroup; nil kills
+	// nothing (tests on fake hierarchies).
+	kill func(pid int) error
 
 	mu sync.Mutex
 	// burstable is the CPU (millicores) each Burstable pod asks for, which
@@ -72,7 +75,12 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
 	}
-	return newManager(opts, hierarchies, HostHugePageSizes(), syscall.Rmdir)
+	m, err := newManager(opts, hierarchies, HostHugePageSizes(), syscall.Rmdir)
+	if err != nil {
+		return nil, err
+	}
+	m.kill = func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+	return m, nil
 }
 
 func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rmdir func(string) error) (*Manager, error) {
