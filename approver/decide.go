@@ -5,7 +5,7 @@
 // token bound to a pod (the API server then puts the pod's name and UID
 // and its node's name in the requester's user info, which the CSR
 // carries), that pod still exists with that UID, is controlled by
-// nodelet's DaemonSet and runs on that node, and the request asks for
+// nodelet's DaemonSet (that very object, by UID) and runs on that node, and the request asks for
 // exactly that node's companion identity — system:node:<node><suffix> in
 // system:nodes, for client authentication only — for a bounded lifetime.
 // A token bound straight to a Node names a node too, but proves no
@@ -31,6 +31,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The user info extras in which the API server describes the object a
@@ -91,6 +92,11 @@ type Request struct {
 	// Pod is the pod named by PodNameExtra in the DaemonSet's namespace,
 	// nil when there is none (or no pod is named).
 	Pod *corev1.Pod
+	// DaemonSetUID is the UID of nodelet's DaemonSet as read, empty when
+	// it does not exist. A pod's controller reference is trusted only
+	// with this UID: a name alone is matched by a pod that anyone who may
+	// create pods in the namespace wrote an owner reference into.
+	DaemonSetUID types.UID
 }
 
 // Decision says whether to approve, and why (a sentence for the log and
@@ -197,8 +203,15 @@ func checkBoundPod(policy Policy, r Request) (string, Decision, bool) {
 	case string(pod.UID) != podUID:
 		return "", pending("pod %s has UID %s, not %s to which the requester's token is bound: it was replaced", key, pod.UID, podUID), false
 	}
-	if owner := metav1.GetControllerOfNoCopy(pod); owner == nil || owner.APIVersion != "apps/v1" || owner.Kind != "DaemonSet" || owner.Name != policy.DaemonSetName {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil || owner.APIVersion != "apps/v1" || owner.Kind != "DaemonSet" || owner.Name != policy.DaemonSetName {
 		return "", pending("pod %s is not controlled by DaemonSet %s/%s (its controller: %s)", key, policy.DaemonSetNamespace, policy.DaemonSetName, describeOwner(owner)), false
+	}
+	switch {
+	case r.DaemonSetUID == "":
+		return "", pending("DaemonSet %s/%s, which pod %s names as its controller, does not exist", policy.DaemonSetNamespace, policy.DaemonSetName, key), false
+	case owner.UID != r.DaemonSetUID:
+		return "", pending("pod %s names DaemonSet %s with UID %s as its controller, but the DaemonSet's UID is %s", key, policy.DaemonSetName, owner.UID, r.DaemonSetUID), false
 	}
 	if user := "system:serviceaccount:" + pod.Namespace + ":" + pod.Spec.ServiceAccountName; user != policy.Requester {
 		return "", pending("pod %s runs as %s, not as %s", key, user, policy.Requester), false

@@ -83,6 +83,7 @@ func TestDecide(t *testing.T) {
 			ExpirationSeconds: ptr.To[int32](86400),
 			PEM:               csrPEM(t, ecKey, &x509.CertificateRequest{Subject: goodSubject}),
 			Pod:               daemonSetPod(),
+			DaemonSetUID:      "ds-uid",
 		}
 	}
 	// boundToNode is the extras of a token bound straight to Node
@@ -179,6 +180,14 @@ func TestDecide(t *testing.T) {
 		"a pod of a ReplicaSet of the same name": {
 			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].Kind = "ReplicaSet" },
 			wantReason: "not controlled by DaemonSet",
+		},
+		"a pod whose controller reference names the DaemonSet with another UID": {
+			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].UID = "forged-uid" },
+			wantReason: "names DaemonSet nodelet with UID forged-uid as its controller, but the DaemonSet's UID is ds-uid",
+		},
+		"a pod controlled by a DaemonSet of that name that no longer exists": {
+			mutate:     func(r *Request) { r.DaemonSetUID = "" },
+			wantReason: "DaemonSet nodelet-system/nodelet, which pod nodelet-system/nodelet-abcde names as its controller, does not exist",
 		},
 		"a pod that names the DaemonSet as an owner but not as its controller": {
 			mutate:     func(r *Request) { r.Pod.OwnerReferences[0].Controller = nil },

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,12 +20,14 @@ import (
 // The permissions of the approver's ServiceAccount: read CSRs, approve
 // those of the kubelet client signer, read (get, no more) the pods of
 // nodelet's namespace that tokens are bound to, and hold its leader
-// election lease.
+// election lease, and read (get) nodelet's DaemonSet, whose UID the
+// pod's controller reference must carry.
 //
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client-kubelet,verbs=approve
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get,namespace=system
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get,namespace=system
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=system
 
@@ -34,10 +38,10 @@ const ApprovedReason = "NodeletAutoApproved"
 // pending.
 type Reconciler struct {
 	Client client.Client
-	// PodReader reads the pod a requester's token is bound to, straight
-	// from the API server: the approver may get pods, not list or watch
-	// them, so it keeps no cache of them.
-	PodReader client.Reader
+	// APIReader reads the pod a requester's token is bound to, and
+	// nodelet's DaemonSet, straight from the API server: the approver may
+	// get them, not list or watch them, so it keeps no cache of them.
+	APIReader client.Reader
 	Policy    Policy
 	Log       logr.Logger
 }
@@ -81,6 +85,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("certificate signing request %s: %w", csr.Name, err)
 	}
 	request.Pod = pod
+	if pod != nil {
+		if request.DaemonSetUID, err = r.daemonSetUID(ctx); err != nil {
+			return ctrl.Result{}, fmt.Errorf("certificate signing request %s: %w", csr.Name, err)
+		}
+	}
 	decision := Decide(r.Policy, request)
 	log := r.Log.WithValues("csr", csr.Name, "requester", csr.Spec.Username)
 	if !decision.Approve {
@@ -112,7 +121,7 @@ func (r *Reconciler) boundPod(ctx context.Context, request Request) (*corev1.Pod
 		return nil, nil
 	}
 	pod := &corev1.Pod{}
-	err := r.PodReader.Get(ctx, client.ObjectKey{Namespace: r.Policy.DaemonSetNamespace, Name: name}, pod)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Policy.DaemonSetNamespace, Name: name}, pod)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -120,6 +129,20 @@ func (r *Reconciler) boundPod(ctx context.Context, request Request) (*corev1.Pod
 		return nil, fmt.Errorf("reading pod %s/%s, to which the requester's token is bound: %w", r.Policy.DaemonSetNamespace, name, err)
 	}
 	return pod, nil
+}
+
+// daemonSetUID reads nodelet's DaemonSet's UID, empty when it does not
+// exist.
+func (r *Reconciler) daemonSetUID(ctx context.Context) (types.UID, error) {
+	daemonSet := &appsv1.DaemonSet{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Policy.DaemonSetNamespace, Name: r.Policy.DaemonSetName}, daemonSet)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading DaemonSet %s/%s: %w", r.Policy.DaemonSetNamespace, r.Policy.DaemonSetName, err)
+	}
+	return daemonSet.UID, nil
 }
 
 // decided: approved, denied, failed or issued already.

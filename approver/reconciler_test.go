@@ -91,6 +91,16 @@ func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
 		return p
 	}
 	ofTheDaemonSet, gone, stray := pod("nodelet-abcde", true), pod("nodelet-gone", true), pod("stray", false)
+	// A pod whose creator wrote a controller reference naming the
+	// DaemonSet, but not its UID (it cannot know it without reading it).
+	forged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "default", Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "DaemonSet", Name: daemonSet.Name, UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true),
+		}}},
+		Spec: *daemonSet.Spec.Template.Spec.DeepCopy(),
+	}
+	forged.Spec.NodeName = node.Name
+	create(forged)
 
 	adminset := kubernetes.NewForConfigOrDie(config)
 	// as is a client of the ServiceAccount with a token bound to the
@@ -134,13 +144,14 @@ func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
 	request(as("Node", node.Name, node.UID), "node-token", companion, day)
 	request(as("Pod", stray.Name, stray.UID), "stray-pod", companion, day)
 	request(as("Pod", gone.Name, gone.UID), "pod-gone", companion, day)
+	request(as("Pod", forged.Name, forged.UID), "forged-owner", companion, day)
 	if err := admin.Delete(ctx, gone, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 
 	reconciler := &Reconciler{
 		Client:    admin,
-		PodReader: admin,
+		APIReader: admin,
 		Policy: Policy{
 			Requester:          "system:serviceaccount:default:nodelet",
 			NodeNameSuffix:     "-nodelet",
@@ -150,7 +161,7 @@ func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
 		Log: testr.New(t),
 	}
 	for name, want := range map[string]bool{
-		"mine": true, "another-nodes": false, "no-lifetime": false, "node-token": false, "stray-pod": false, "pod-gone": false,
+		"mine": true, "another-nodes": false, "no-lifetime": false, "node-token": false, "stray-pod": false, "pod-gone": false, "forged-owner": false,
 	} {
 		if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
 			t.Fatalf("Reconcile(%s): %v", name, err)

@@ -156,7 +156,7 @@ func run(opts options) error {
 		Client: mgr.GetClient(),
 		// Pods are read one at a time, uncached: the approver may only get
 		// them.
-		PodReader: mgr.GetAPIReader(),
+		APIReader: mgr.GetAPIReader(),
 		Policy: approver.Policy{
 			Requester:            "system:serviceaccount:" + namespace + ":" + name,
 			NodeNameSuffix:       opts.nodeNameSuffix,
