@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelet/nodelet/nodeidentity"
@@ -41,9 +40,7 @@ func nodeRestConfig(ctx context.Context, opts Options) (*rest.Config, error) {
 		NodeName:  opts.NodeName,
 		Dir:       opts.certDir(),
 		Bootstrap: config,
-		// The approver requires a lifetime: see nodeidentity.
-		Lifetime: ptr.To(nodeidentity.CertificateLifetimeSeconds * time.Second),
-		Log:      ctrl.Log.WithName("identity"),
+		Log:       ctrl.Log.WithName("identity"),
 	})
 }
 
@@ -66,7 +63,7 @@ func hostRestConfig(ctx context.Context, opts Options) (*rest.Config, error) {
 		Dir:                   opts.certDir(),
 		Server:                creds.Server,
 		Bootstrap:             creds.Bootstrap,
-		RenewWithCertificate:  true,
+		Host:                  true,
 		InitialCertificatePEM: creds.InitialCertificatePEM,
 		InitialKeyPEM:         creds.InitialKeyPEM,
 		Log:                   log,

@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -93,14 +94,13 @@ type Options struct {
 	// valid and whose bootstrap kubeconfig is gone: once that certificate
 	// expires, nothing can request the next.
 	Bootstrap *rest.Config
-	// RenewWithCertificate makes the requests, while the node has a valid
-	// certificate, with that certificate instead of Bootstrap: the host's
-	// renewals, as the kubelet's.
-	RenewWithCertificate bool
-	// Lifetime is the lifetime requested (spec.expirationSeconds); nil
-	// leaves it to the signer (--cluster-signing-duration), as the
-	// kubelet's requests do.
-	Lifetime *time.Duration
+	// Host is the kubelet's TLS bootstrap (see host.go): Bootstrap
+	// requests a certificate only while the node has none valid, the
+	// node's certificate requests the next one, and the lifetime is the
+	// signer's (its --cluster-signing-duration), as the kubelet's.
+	// Otherwise (a DaemonSet pod) Bootstrap makes every request, for
+	// CertificateLifetimeSeconds.
+	Host bool
 	// InitialCertificatePEM and InitialKeyPEM are a certificate of the
 	// node to use when Dir holds none (a --kubeconfig's own): stored in
 	// Dir, and replaced at once, as the kubelet replaces one it did not
@@ -135,7 +135,11 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 	if opts.NodeName == "" || opts.Dir == "" || opts.Server == nil {
 		return nil, errors.New("node identity: the node name, the certificate folder and the API server (or the bootstrap credentials) are required")
 	}
-	credentials := requestCredentials{server: opts.Server, bootstrap: opts.Bootstrap, renewWithCertificate: opts.RenewWithCertificate}
+	credentials := requestCredentials{server: opts.Server, bootstrap: opts.Bootstrap, renewWithCertificate: opts.Host}
+	lifetime := ptr.To(CertificateLifetimeSeconds * time.Second)
+	if opts.Host {
+		lifetime = nil
+	}
 	logger := klog.Logger(opts.Log)
 	// The kubelet's pki folder is its own: keys are not for others.
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
@@ -158,7 +162,7 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 			return CertificateRequest(opts.NodeName)
 		},
 		SignerName:                   SignerName,
-		RequestedCertificateLifetime: opts.Lifetime,
+		RequestedCertificateLifetime: lifetime,
 		GetUsages:                    certificate.DefaultKubeletClientGetUsages,
 		CertificateStore:             store,
 		BootstrapCertificatePEM:      opts.InitialCertificatePEM,
