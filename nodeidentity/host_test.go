@@ -70,7 +70,7 @@ func TestCertificateUsable(t *testing.T) {
 		"a certificate that expires now":          {cert: expired, key: expiredKey, wantReason: "expired at 2026-11-26T12:00:00Z"},
 		"a certificate not valid yet":             {cert: future, key: futureKey, wantReason: "not valid before 2026-11-26T12:01:00Z"},
 		"another node's certificate (a new name)": {cert: another, key: anotherKey, wantReason: `is for "system:node:host-2", not "system:node:host-1"`},
-		"not PEM":                                 {cert: []byte("not PEM"), key: validKey, wantReason: "not a usable pair"},
+		"a certificate that is not PEM":           {cert: []byte("not PEM"), key: validKey, wantReason: "not a usable pair"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
