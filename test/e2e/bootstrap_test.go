@@ -144,9 +144,11 @@ func TestBootstrapTokenGivesTheNodeItsCertificate(t *testing.T) {
 		current, err := x509.ParseCertificate(block.Bytes)
 		return err == nil && current.SerialNumber.Cmp(renewed.SerialNumber) == 0, err
 	}))
-	if got := f.Nodelet.LogLines("Using the renewed node client certificate", 1); got == "" {
-		t.Errorf("nodelet's log does not tell that it closed the connections made with the first certificate")
-	}
+	// Its connections made with the first are closed (looked at every
+	// 10 s), so that it shows the renewed one from then on.
+	await.Eventually(t, 30*time.Second, "nodelet to close the connections made with the first certificate", await.Condition(func(context.Context) (bool, error) {
+		return f.Nodelet.LogLines("Using the renewed node client certificate", 1) != "", nil
+	}))
 }
 
 // checkNodeClientCSR checks that the CSR asked the kubelet client signer
