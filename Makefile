@@ -48,6 +48,10 @@ help: ## Show this list of targets.
 build: ## Build nodelet into .cache/bin/nodelet.
 	go build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN_DIR)/nodelet .
 
+.PHONY: release
+release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<arch>.tar.gz (deploy/host/INSTALL.md; GOARCH=arm64 for another).
+	hack/release.sh
+
 .PHONY: lint
 lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and the file-length budget.
 	hack/test.sh lint

@@ -155,6 +155,8 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		"a health address without a port":       {"--health-probe-bind-address=127.0.0.1"},
 		"a cluster DNS list with a name":        {"--cluster-dns=10.96.0.10,kube-dns"},
 		"an unknown node identity":              {"--node-identity=token"},
+		"a bootstrap kubeconfig, no kubeconfig": {"--bootstrap-kubeconfig=/b"},
+		"a bootstrap kubeconfig and csr":        {"--bootstrap-kubeconfig=/b", "--kubeconfig=/k", "--node-identity=csr"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -31,6 +31,10 @@ type Options struct {
 	// Kubeconfig to reach the API server as the node; default: in-cluster,
 	// or $KUBECONFIG. Flag only.
 	Kubeconfig string
+	// BootstrapKubeconfig requests the node's client certificate when
+	// Kubeconfig is missing or unusable, then writes Kubeconfig; see
+	// main_identity.go. Flag only.
+	BootstrapKubeconfig string
 	// NodeIdentity is how nodelet gets the node's credentials:
 	// NodeIdentityKubeconfig (default) or NodeIdentityCSR. Flag only.
 	NodeIdentity string
@@ -328,6 +332,7 @@ func splitBindAddress(address string) (string, int32, error) {
 // bindFlags registers a flag for every option, writing into o.
 func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig to reach the API server as the node (default: in-cluster config or $KUBECONFIG).")
+	fs.StringVar(&o.BootstrapKubeconfig, "bootstrap-kubeconfig", o.BootstrapKubeconfig, "Kubeconfig with a bootstrap token that requests the node's client certificate (a CSR for system:node:<node-name>) when --kubeconfig is missing or its certificate is unusable or expired; --kubeconfig is then written to point at the certificate in --cert-dir, which nodelet renews with itself before it expires. As the kubelet's.")
 	fs.StringVar(&o.NodeIdentity, "node-identity", o.NodeIdentity, "Where the node's credentials come from: kubeconfig (--kubeconfig, or in-cluster, is the node's) or csr (--kubeconfig, or in-cluster, is the DaemonSet pod's bound service account token, which only requests the node's client certificate through a CSR; nodelet then speaks with that certificate alone, kept in --cert-dir and renewed before it expires).")
 	fs.StringVar(&o.NodeName, "node-name", o.NodeName, "Name of the Node to register and run pods for.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The Node's InternalIP (default: the first non-loopback address).")
@@ -416,7 +421,7 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
 	opts := optionsFromConfiguration(config)
 
 	fs := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
-	fs.StringVar(&configFile, "config", configFile, "A "+configv1alpha1.Kind+" file ("+configv1alpha1.SchemeGroupVersion.String()+") with any of the settings below but --kubeconfig, --node-identity, --node-name and --node-ip; flags given on the command line win.")
+	fs.StringVar(&configFile, "config", configFile, "A "+configv1alpha1.Kind+" file ("+configv1alpha1.SchemeGroupVersion.String()+") with any of the settings below but --kubeconfig, --bootstrap-kubeconfig, --node-identity, --node-name and --node-ip; flags given on the command line win.")
 	opts.bindFlags(fs)
 	if goFlags != nil {
 		fs.AddGoFlagSet(goFlags)
@@ -448,6 +453,9 @@ func (o *Options) validate() error {
 	}
 	if o.NodeIdentity != NodeIdentityKubeconfig && o.NodeIdentity != NodeIdentityCSR {
 		return fmt.Errorf("--node-identity %q: want %s or %s", o.NodeIdentity, NodeIdentityKubeconfig, NodeIdentityCSR)
+	}
+	if err := o.validateBootstrap(); err != nil {
+		return err
 	}
 	config, err := o.configuration()
 	if err != nil {

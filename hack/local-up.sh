@@ -192,6 +192,9 @@ rules:
 - level: Metadata
 EOF
 
+# Bootstrap tokens (Secrets of type bootstrap.kubernetes.io/token in
+# kube-system) authenticate, as on a kubeadm cluster: a host's nodelet
+# requests its first certificate with one (--bootstrap-kubeconfig).
 log "Starting kube-apiserver on $API_SERVER_URL"
 start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 	--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -203,6 +206,7 @@ start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 	--tls-private-key-file="$PKI_DIR/apiserver.key" \
 	--client-ca-file="$PKI_DIR/ca.crt" \
 	--token-auth-file="$PKI_DIR/tokens.csv" \
+	--enable-bootstrap-token-auth \
 	--service-account-key-file="$PKI_DIR/sa.pub" \
 	--service-account-signing-key-file="$PKI_DIR/sa.key" \
 	--service-account-issuer=https://kubernetes.default.svc \

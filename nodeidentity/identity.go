@@ -1,18 +1,26 @@
-// Package nodeidentity gives a nodelet run as a DaemonSet pod its node's
-// identity: a client certificate for system:node:<node> in system:nodes,
-// requested through a CertificateSigningRequest with the
-// kubernetes.io/kube-apiserver-client-kubelet signer, kept in a folder,
-// renewed before it expires, and the API client built from it alone. The
-// Node authorizer and NodeRestriction then confine nodelet as they confine
-// a kubelet.
+// Package nodeidentity gives nodelet its node's identity: a client
+// certificate for system:node:<node> in system:nodes, requested through a
+// CertificateSigningRequest with the kubernetes.io/kube-apiserver-client-kubelet
+// signer, kept in a folder, renewed before it expires, and the API client
+// built from it alone. The Node authorizer and NodeRestriction then confine
+// nodelet as they confine a kubelet.
 //
-// Every request, renewals included, is made with the bootstrap
-// credentials (the pod's bound service account token, whose user info
-// carries the pod's name and UID and the name of the node it runs on),
-// for a lifetime of CertificateLifetimeSeconds, never with the
-// certificate being renewed: the approver (package approver) then has one
-// kind of request to judge, and a nodelet whose certificate expired while
-// it was down gets a new one by itself.
+// Two paths share it, and differ in the credentials requests are made with:
+//
+//   - a DaemonSet pod (--node-identity=csr) makes every request, renewals
+//     included, with its bound service account token (whose user info
+//     carries the pod's name and UID and its node's name), for a lifetime
+//     of CertificateLifetimeSeconds, never with the certificate being
+//     renewed: the approver (package approver) then has one kind of
+//     request to judge, and a nodelet whose certificate expired while it
+//     was down gets a new one by itself;
+//   - a host (--bootstrap-kubeconfig, the kubelet's TLS bootstrap, see
+//     host.go) makes its first request with a bootstrap token and renews
+//     with the node's own certificate, as the kubelet does: the
+//     controller-manager's approver approves the first for the
+//     bootstrappers' group and the renewals for the node itself, and the
+//     token may have expired long before. The bootstrap credentials are
+//     used again only when the node's certificate has expired.
 package nodeidentity
 
 import (
@@ -22,6 +30,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -45,7 +54,7 @@ const (
 	// nodelet-client-current.pem (key and certificate) links to the newest
 	// nodelet-client-<time>.pem, as the kubelet's kubelet-client-*.
 	CertificatePrefix = "nodelet-client"
-	// CertificateLifetimeSeconds is the lifetime requested
+	// CertificateLifetimeSeconds is the lifetime a DaemonSet pod requests
 	// (spec.expirationSeconds): a day. The approver approves no request
 	// without one, nor one longer than it allows (this by default): a
 	// certificate cannot be revoked, so it should not outlive by much the
@@ -75,11 +84,29 @@ type Options struct {
 	// Dir holds the key and certificate (CertificatePrefix); a valid one
 	// found there at start is used without a new request.
 	Dir string
+	// Server is the API server and the CA that checks it; its
+	// credentials are not used. Default: Bootstrap's.
+	Server *rest.Config
 	// Bootstrap reaches the API server with the credentials that request
 	// certificates: in a DaemonSet pod, its service account token (read
-	// from its file at each request, as the kubelet rotates it).
+	// from its file at each request, as the kubelet rotates it); on a
+	// host, the bootstrap token. Nil on a host whose node certificate is
+	// valid and whose bootstrap kubeconfig is gone: once that certificate
+	// expires, nothing can request the next.
 	Bootstrap *rest.Config
-	Log       logr.Logger
+	// Host is the kubelet's TLS bootstrap (see host.go): Bootstrap
+	// requests a certificate only while the node has none valid, the
+	// node's certificate requests the next one, and the lifetime is the
+	// signer's (its --cluster-signing-duration), as the kubelet's.
+	// Otherwise (a DaemonSet pod) Bootstrap makes every request, for
+	// CertificateLifetimeSeconds.
+	Host bool
+	// InitialCertificatePEM and InitialKeyPEM are a certificate of the
+	// node to use when Dir holds none (a --kubeconfig's own): stored in
+	// Dir, and replaced at once, as the kubelet replaces one it did not
+	// request.
+	InitialCertificatePEM, InitialKeyPEM []byte
+	Log                                  logr.Logger
 }
 
 // Identity keeps the node's client certificate: the one in use, the next
@@ -88,10 +115,11 @@ type Options struct {
 type Identity struct {
 	// username is the subject the certificate must name: one kept in the
 	// folder from before a change of --node-name is not this node's.
-	username  string
-	manager   certificate.Manager
-	bootstrap *rest.Config
-	log       logr.Logger
+	username string
+	manager  certificate.Manager
+	// server is the API server the node's client reaches, and its CA.
+	server *rest.Config
+	log    logr.Logger
 	// rotationCheck is how often the API client looks for a renewed
 	// certificate to close its connections made with the old one.
 	rotationCheck time.Duration
@@ -101,30 +129,44 @@ type Identity struct {
 // opts.Dir, and requests one when there is none, it is expired or names
 // another node; then renews it before it expires, until ctx ends.
 func Start(ctx context.Context, opts Options) (*Identity, error) {
-	if opts.NodeName == "" || opts.Dir == "" || opts.Bootstrap == nil {
-		return nil, errors.New("node identity: the node name, the certificate folder and the bootstrap credentials are required")
+	if opts.Server == nil {
+		opts.Server = opts.Bootstrap
 	}
-	client, err := kubernetes.NewForConfig(opts.Bootstrap)
-	if err != nil {
-		return nil, fmt.Errorf("building the bootstrap API client: %w", err)
+	if opts.NodeName == "" || opts.Dir == "" || opts.Server == nil {
+		return nil, errors.New("node identity: the node name, the certificate folder and the API server (or the bootstrap credentials) are required")
+	}
+	credentials := requestCredentials{server: opts.Server, bootstrap: opts.Bootstrap, renewWithCertificate: opts.Host}
+	lifetime := ptr.To(CertificateLifetimeSeconds * time.Second)
+	if opts.Host {
+		lifetime = nil
 	}
 	logger := klog.Logger(opts.Log)
+	// The kubelet's pki folder is its own: keys are not for others.
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the node certificate folder %s: %w", opts.Dir, err)
+	}
 	store, err := certificate.NewFileStoreWithLogger(logger, CertificatePrefix, opts.Dir, opts.Dir, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("opening the node certificate store in %s: %w", opts.Dir, err)
 	}
 	managerCtx := klog.NewContext(ctx, logger)
 	manager, err := certificate.NewManager(&certificate.Config{
-		// Always the bootstrap credentials, not the current certificate:
-		// see the package comment.
-		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) { return client, nil },
+		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
+			config, err := credentials.configFor(current)
+			if err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfig(config)
+		},
 		GetTemplate: func() *x509.CertificateRequest {
 			return CertificateRequest(opts.NodeName)
 		},
 		SignerName:                   SignerName,
-		RequestedCertificateLifetime: ptr.To(CertificateLifetimeSeconds * time.Second),
+		RequestedCertificateLifetime: lifetime,
 		GetUsages:                    certificate.DefaultKubeletClientGetUsages,
 		CertificateStore:             store,
+		BootstrapCertificatePEM:      opts.InitialCertificatePEM,
+		BootstrapKeyPEM:              opts.InitialKeyPEM,
 		Name:                         "nodelet client",
 		Ctx:                          &managerCtx,
 	})
@@ -136,7 +178,7 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 		<-ctx.Done()
 		manager.Stop()
 	}()
-	return &Identity{manager: manager, username: Username(opts.NodeName), bootstrap: opts.Bootstrap, log: opts.Log, rotationCheck: 10 * time.Second}, nil
+	return &Identity{manager: manager, username: Username(opts.NodeName), server: opts.Server, log: opts.Log, rotationCheck: 10 * time.Second}, nil
 }
 
 // Current is the certificate in use; nil before the first one is issued

@@ -235,7 +235,7 @@ func TestRenewsBeforeExpiryAndTheClientUsesTheNewCertificate(t *testing.T) {
 
 	// The node's client, against a server that tells which certificate
 	// it was shown.
-	identity.bootstrap = echoServer(t, signer.ca)
+	identity.server = echoServer(t, signer.ca)
 	nodeConfig, err := identity.RESTConfig(ctx)
 	if err != nil {
 		t.Fatalf("RESTConfig: %v", err)

@@ -14,16 +14,16 @@ import (
 	"k8s.io/client-go/util/connrotation"
 )
 
-// RESTConfig is the API client configuration of the node: the bootstrap
-// configuration's server and CA, and the node's current certificate as
+// RESTConfig is the API client configuration of the node: the server and
+// CA of Options.Server, and the node's current certificate as
 // its only credential. A TLS connection shows the certificate it was made
 // with for as long as it lives, so once a renewed certificate is in use
 // the connections made with the old one are closed; requests then open
 // new ones with the new certificate. That check runs until ctx ends.
 func (i *Identity) RESTConfig(ctx context.Context) (*rest.Config, error) {
-	// The server and the CA that checks it, without the bootstrap
+	// The server and the CA that checks it, without any other
 	// credentials.
-	config := rest.AnonymousClientConfig(i.bootstrap)
+	config := rest.AnonymousClientConfig(i.server)
 	tlsConfig, err := rest.TLSConfigFor(config)
 	if err != nil {
 		return nil, fmt.Errorf("building the node's TLS configuration: %w", err)

@@ -10,7 +10,7 @@
 // TestPendingResizeSurvivesANodeletRestart,
 // TestStatefulSetKeepsItsDataAcrossRecreationAndANodeletKill and
 // TestClaimChurnWithNodeletKilledLeavesNothingMounted, which kill nodelet, the ones
-// that restart it with other flags, the 100 MB log, the burst of the
+// that restart it with other flags (TestBootstrapTokenGivesTheNodeItsCertificate among them), the 100 MB log, the burst of the
 // status invariants checker, the two termination tests that time what
 // they check, and the pod start metric's, which counts starts while no
 // other test starts pods — always run alone.
