@@ -76,8 +76,8 @@ type csiPlugin struct {
 
 // startCSIPlugin runs the plugin and its registrar until the test ends,
 // with the driver's CSIDriver object (attachRequired: false,
-// podInfoOnMount: true).
-func (f *Framework) startCSIPlugin(t *testing.T) *csiPlugin {
+// podInfoOnMount: true, then mutate's changes).
+func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDriverSpec)) *csiPlugin {
 	t.Helper()
 	bin := buildCSIPlugin(t)
 	dir := filepath.Join(f.Env.StateDir, "csi-"+namespacePrefix(t.Name()))
@@ -102,6 +102,9 @@ func (f *Framework) startCSIPlugin(t *testing.T) *csiPlugin {
 	driver := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: mockDriver},
 		Spec:       storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true)},
+	}
+	if mutate != nil {
+		mutate(&driver.Spec)
 	}
 	drivers := f.Client.StorageV1().CSIDrivers()
 	_ = drivers.Delete(t.Context(), mockDriver, metav1.DeleteOptions{})
@@ -259,7 +262,7 @@ func (f *Framework) csiClaim(t *testing.T, ns, handle string) string {
 
 // csiPod is a pod that writes its name into the claim and reads it back.
 func csiPod(ns, name string) *corev1.Pod {
-	pod := newPod(ns, name).withGracePeriod(1).withShell(`echo "$HOSTNAME" > /data/owner && echo "WROTE $(cat /data/owner)"; exec sleep 3600`).obj()
+	pod := newPod(ns, name).withGracePeriod(1).withShell(`hostname > /data/owner && echo "WROTE $(cat /data/owner)"; exec sleep 3600`).obj()
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},

@@ -2,15 +2,23 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/await"
 )
@@ -23,7 +31,7 @@ import (
 // no t.Parallel.
 
 func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
-	plugin := f.startCSIPlugin(t)
+	plugin := f.startCSIPlugin(t, nil)
 	ns := f.NewNamespace(t)
 
 	await.Eventually(t, time.Minute, "the CSINode to list the driver with its node ID", await.Condition(func(ctx context.Context) (bool, error) {
@@ -74,7 +82,7 @@ func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
 }
 
 func TestCSIVolumeCallsStayInOrderAcrossNodeletKills(t *testing.T) {
-	plugin := f.startCSIPlugin(t)
+	plugin := f.startCSIPlugin(t, nil)
 	ns := f.NewNamespace(t)
 	const handle = "vol-kills"
 	f.csiClaim(t, ns, handle)
@@ -123,5 +131,60 @@ func (f *Framework) expectPodFolderGone(t *testing.T, dir string) {
 	await.Eventually(t, time.Minute, "the pod's folder and mounts to be gone", await.Condition(func(context.Context) (bool, error) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err) && len(f.mountsUnder(t, dir)) == 0, nil
+	}))
+}
+
+// With attachRequired, the pod waits for the attach/detach controller's
+// VolumeAttachment to be attached (the test attaches it, as a driver's
+// external-attacher would), the Node lists the volume in volumesInUse
+// while it is used, and the controller detaches it once it is no longer.
+func TestCSIVolumeWaitsForItsAttachment(t *testing.T) {
+	plugin := f.startCSIPlugin(t, func(s *storagev1.CSIDriverSpec) { s.AttachRequired = ptr.To(true) })
+	ns := f.NewNamespace(t)
+	const handle = "vol-attach"
+	f.csiClaim(t, ns, handle)
+	uniqueName := corev1.UniqueVolumeName("kubernetes.io/csi/" + mockDriver + "^" + handle)
+	sum := sha256.Sum256([]byte(handle + mockDriver + f.Env.NodeName))
+	attachment := fmt.Sprintf("csi-%x", sum)
+
+	pod := f.createPod(t, csiPod(ns, "writer"))
+	f.waitForEvent(t, pod, "FailedMount", "volume "+handle+" is not attached for volume attachment "+attachment, 2*time.Minute)
+	f.waitForVolumesInUse(t, uniqueName, true)
+	attachments := f.Client.StorageV1().VolumeAttachments()
+	va, err := attachments.Get(t.Context(), attachment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the attach/detach controller made no VolumeAttachment %s: %v", attachment, err)
+	}
+	va.Status.Attached = true
+	if _, err := attachments.UpdateStatus(t.Context(), va, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod = f.waitForPod(t, pod, 2*time.Minute, "to be Running and Ready once its volume is attached", runningAndReady)
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
+		t.Errorf("calls on start (-want +got):\n%s", diff)
+	}
+
+	f.deletePod(t, pod, nil)
+	f.waitForPodGone(t, pod, 2*time.Minute)
+	f.waitForVolumesInUse(t, uniqueName, false)
+	await.Eventually(t, 2*time.Minute, "the attach/detach controller to detach the volume", await.Condition(func(ctx context.Context) (bool, error) {
+		_, err := attachments.Get(ctx, attachment, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}))
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// waitForVolumesInUse waits until the Node's status.volumesInUse lists
+// the volume (in) or no longer does.
+func (f *Framework) waitForVolumesInUse(t *testing.T, name corev1.UniqueVolumeName, in bool) {
+	t.Helper()
+	await.Eventually(t, time.Minute, fmt.Sprintf("volumesInUse to list %s: %t", name, in), await.Condition(func(ctx context.Context) (bool, error) {
+		node, err := f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return slices.Contains(node.Status.VolumesInUse, name) == in, nil
 	}))
 }
