@@ -448,3 +448,24 @@ func TestCSIVolumeWaitsForItsAttachment(t *testing.T) {
 		t.Errorf("volumes in use after teardown: %v", got)
 	}
 }
+
+func TestCSIInlineVolumeIsPublishedWithoutStaging(t *testing.T) {
+	drivers := &fakeCSIDrivers{node: &fakeCSINode{}, registered: true}
+	driver := csiDriverObject(func(s *storagev1.CSIDriverSpec) {
+		s.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecycleEphemeral}
+	})
+	e := newTestEnv(t, Options{CSI: drivers, NodeName: "node-1"}, driver)
+	pod := makePod(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "mock.csi"}}})
+	handle := csiEphemeralHandle(pod.UID, "scratch")
+
+	paths, _ := setUp(t, e, pod)
+	if want := filepath.Join(e.root, "pods", string(podUID), "volumes/kubernetes.io~csi/scratch/mount"); paths["scratch"] != want {
+		t.Errorf("path = %s, want %s", paths["scratch"], want)
+	}
+	if err := e.m.TearDownPod(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"NodePublishVolume " + handle, "NodeUnpublishVolume " + handle}, drivers.node.takeCalls()); diff != "" {
+		t.Errorf("calls: an ephemeral volume is never staged (-want +got):\n%s", diff)
+	}
+}
