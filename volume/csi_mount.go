@@ -143,11 +143,11 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 			return fail("MountVolume.MountDevice", err)
 		}
 	}
-	stageSecrets, err := m.csiSecrets(ctx, mount.stageSecret)
+	stageSecrets, err := m.csiSecrets(ctx, "NodeStageSecretRef", mount.stageSecret)
 	if err != nil {
 		return fail("MountVolume.MountDevice", err)
 	}
-	publishSecrets, err := m.csiSecrets(ctx, mount.publishSecret)
+	publishSecrets, err := m.csiSecrets(ctx, "NodePublishSecretRef", mount.publishSecret)
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
@@ -238,14 +238,15 @@ func stagesVolumes(ctx context.Context, client csipb.NodeClient) (bool, error) {
 	return false, nil
 }
 
-// csiSecrets reads the data of the Secret ref names, nil for none.
-func (m *Manager) csiSecrets(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
+// csiSecrets reads the data of the Secret ref (the volume's field names
+// it) names, nil for none.
+func (m *Manager) csiSecrets(ctx context.Context, field string, ref *corev1.SecretReference) (map[string]string, error) {
 	if ref == nil {
 		return nil, nil
 	}
 	secret, err := m.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("fetching NodeStageSecretRef %s/%s failed: %w", ref.Namespace, ref.Name, err)
+		return nil, fmt.Errorf("fetching %s %s/%s failed: %w", field, ref.Namespace, ref.Name, err)
 	}
 	out := make(map[string]string, len(secret.Data))
 	for k, v := range secret.Data {
