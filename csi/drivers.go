@@ -81,17 +81,6 @@ func (d *Drivers) NodeClient(name string) (csipb.NodeClient, error) {
 	return driver.node, nil
 }
 
-// Names lists the registered drivers.
-func (d *Drivers) Names() []string {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	names := make([]string, 0, len(d.drivers))
-	for name := range d.drivers {
-		names = append(names, name)
-	}
-	return names
-}
-
 // add registers driver in place of any of the same name.
 func (d *Drivers) add(driver *Driver) {
 	d.mu.Lock()

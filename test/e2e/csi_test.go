@@ -125,13 +125,16 @@ func TestCSIVolumeCallsStayInOrderAcrossNodeletKills(t *testing.T) {
 }
 
 // expectPodFolderGone waits until the pod's folder and every mount under
-// it are gone.
+// it are gone, and checks nothing of the driver's is left staged.
 func (f *Framework) expectPodFolderGone(t *testing.T, dir string) {
 	t.Helper()
 	await.Eventually(t, time.Minute, "the pod's folder and mounts to be gone", await.Condition(func(context.Context) (bool, error) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err) && len(f.mountsUnder(t, dir)) == 0, nil
 	}))
+	if staged := f.mountsUnder(t, filepath.Join(f.Env.NodeletRootDir, "plugins", "kubernetes.io", "csi", mockDriver)); len(staged) > 0 {
+		t.Errorf("still mounted after NodeUnstageVolume: %v", staged)
+	}
 }
 
 // With attachRequired, the pod waits for the attach/detach controller's
@@ -174,6 +177,7 @@ func TestCSIVolumeWaitsForItsAttachment(t *testing.T) {
 	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
+	f.expectPodFolderGone(t, f.podDir(pod))
 }
 
 // waitForVolumesInUse waits until the Node's status.volumesInUse lists
