@@ -39,7 +39,7 @@ var (
 )
 
 // buildCSIPlugin builds the plugin and the registrar once per run.
-func buildCSIPlugin(t *testing.T) string {
+func (f *Framework) buildCSIPlugin(t *testing.T) string {
 	t.Helper()
 	csiBuildOnce.Do(func() {
 		root, err := repoRoot()
@@ -79,7 +79,7 @@ type csiPlugin struct {
 // podInfoOnMount: true, then mutate's changes).
 func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDriverSpec)) *csiPlugin {
 	t.Helper()
-	bin := buildCSIPlugin(t)
+	bin := f.buildCSIPlugin(t)
 	dir := filepath.Join(f.Env.StateDir, "csi-"+namespacePrefix(t.Name()))
 	p := &csiPlugin{
 		dataDir:  filepath.Join(dir, "data"),
