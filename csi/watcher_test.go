@@ -2,6 +2,7 @@ package csi
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -156,5 +157,63 @@ func TestWatcherRefusesOtherPluginTypes(t *testing.T) {
 	}
 	if len(w.registered) != 0 {
 		t.Errorf("registered %v", w.registered)
+	}
+}
+
+func TestListSocketsFindsSocketsBelowTheFolderButNotHiddenOnes(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"sub", ".hidden"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{"a.sock", "sub/b.sock", ".c.sock", ".hidden/d.sock"} {
+		listener, err := net.Listen("unix", filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { listener.Close() })
+	}
+	if err := os.WriteFile(filepath.Join(dir, "not-a-socket"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	found, err := listSockets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for path := range found {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	if diff := cmp.Diff([]string{filepath.Join(dir, "a.sock"), filepath.Join(dir, "sub/b.sock")}, paths); diff != "" {
+		t.Errorf("sockets (-want +got):\n%s", diff)
+	}
+}
+
+func TestDriversKeepsANewerRegistrationOfTheSameName(t *testing.T) {
+	drivers := NewDrivers()
+	first, err := dialDriver("mock", "/run/first.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := dialDriver("mock", "unix:///run/second.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivers.add(first)
+	drivers.add(second)
+	if drivers.remove("mock", "/run/first.sock") {
+		t.Error("the old registration's removal removed the new one")
+	}
+	if _, err := drivers.NodeClient("mock"); err != nil {
+		t.Errorf("driver gone: %v", err)
+	}
+	if !drivers.remove("mock", "unix:///run/second.sock") {
+		t.Error("the registration was not removed")
+	}
+	var notRegistered *NotRegisteredError
+	if _, err := drivers.NodeClient("mock"); !errors.As(err, &notRegistered) {
+		t.Errorf("error = %v, want NotRegisteredError", err)
 	}
 }
