@@ -72,6 +72,8 @@ type csiPlugin struct {
 	// fail-<Method> files; log is the plugin's call log.
 	dataDir, hooksDir, log string
 	nodeID                 string
+	// process is the plugin's.
+	process *hostProcess
 }
 
 // startCSIPlugin runs the plugin and its registrar until the test ends,
@@ -95,7 +97,7 @@ func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDrive
 			t.Fatal(err)
 		}
 	}
-	f.runProcess(t, p.log, filepath.Join(bin, "mockplugin"), "-v=3", "-endpoint", endpoint, "-node-id", p.nodeID, "-data-dir", p.dataDir, "-hooks-dir", p.hooksDir)
+	p.process = f.runProcess(t, p.log, filepath.Join(bin, "mockplugin"), "-v=3", "-endpoint", endpoint, "-node-id", p.nodeID, "-data-dir", p.dataDir, "-hooks-dir", p.hooksDir)
 	f.runProcess(t, filepath.Join(dir, "registrar.log"), filepath.Join(bin, "registrar"),
 		"-registration-dir", filepath.Join(f.Env.NodeletRootDir, "plugins_registry"), "-driver-name", mockDriver, "-endpoint", endpoint)
 
@@ -115,31 +117,64 @@ func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDrive
 	return p
 }
 
+// hostProcess is a host process a test runs, its output appended to a
+// log file.
+type hostProcess struct {
+	logPath, bin string
+	args         []string
+	cmd          *exec.Cmd
+	done         chan struct{}
+}
+
 // runProcess runs a host process, its output in logPath, until the test
 // ends; it is stopped with SIGTERM (a registrar then removes its socket).
-func (f *Framework) runProcess(t *testing.T, logPath, bin string, args ...string) {
+func (f *Framework) runProcess(t *testing.T, logPath, bin string, args ...string) *hostProcess {
 	t.Helper()
-	out, err := os.Create(logPath)
+	if err := os.Remove(logPath); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	p := &hostProcess{logPath: logPath, bin: bin, args: args}
+	p.start(t)
+	t.Cleanup(func() { p.stop(os.Interrupt) })
+	return p
+}
+
+func (p *hostProcess) start(t *testing.T) {
+	t.Helper()
+	out, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
+	p.cmd = exec.Command(p.bin, p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	if err := p.cmd.Start(); err != nil {
+		out.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+	p.done = make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
 		out.Close()
-	})
+		close(p.done)
+	}()
+}
+
+// stop signals the process and waits for it, killing it after 10 s.
+func (p *hostProcess) stop(sig os.Signal) {
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// restart kills the process (SIGKILL, as a crash) and starts it again.
+func (p *hostProcess) restart(t *testing.T) {
+	t.Helper()
+	p.stop(os.Kill)
+	p.start(t)
 }
 
 // setHook makes the plugin fail method while on.

@@ -81,7 +81,7 @@ func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
 	f.expectPodFolderGone(t, f.podDir(pod))
 }
 
-func TestCSIVolumeCallsStayInOrderAcrossNodeletKills(t *testing.T) {
+func TestCSIVolumeCallsStayInOrderAcrossNodeletKillsAndADriverRestart(t *testing.T) {
 	plugin := f.startCSIPlugin(t, nil)
 	ns := f.NewNamespace(t)
 	const handle = "vol-kills"
@@ -97,6 +97,10 @@ func TestCSIVolumeCallsStayInOrderAcrossNodeletKills(t *testing.T) {
 	plugin.setHook(t, "NodePublishVolume", false)
 	f.restartNodelet(t)
 	pod = f.waitForPod(t, pod, 2*time.Minute, "to be Running and Ready with its CSI volume", runningAndReady)
+
+	// The plugin crashes and comes back (its registrar stays): nodelet's
+	// client reconnects by itself.
+	plugin.process.restart(t)
 
 	// Killed between NodeUnpublishVolume and NodeUnstageVolume.
 	plugin.setHook(t, "NodeUnstageVolume", true)
