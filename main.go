@@ -40,6 +40,7 @@ import (
 
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/csi"
 	"github.com/nodelet/nodelet/imagegc"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/logs"
@@ -169,7 +170,10 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	csiDrivers := csi.NewDrivers()
 	podVolumes := volume.NewManager(volume.Options{
+		CSI:             csiDrivers,
+		NodeName:        opts.NodeName,
 		RootDir:         opts.RootDir,
 		HostRoot:        opts.HostRoot,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
@@ -261,6 +265,7 @@ func run(ctx context.Context, opts Options) error {
 		UpdateFrequency:    opts.NodeStatusUpdateFrequency.Duration,
 		NetworkStatus:      podNetwork.Status,
 		Pressure:           evictions.PressureConditions,
+		VolumesInUse:       podVolumes.VolumesInUse,
 		Clock:              clk,
 		Log:                log.WithName("node"),
 	})
@@ -356,7 +361,8 @@ func run(ctx context.Context, opts Options) error {
 		MaxFiles: opts.ContainerLogMaxFiles,
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
-	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC, evictions}
+	csiWatcher := newCSIWatcher(opts, clientset, csiDrivers, clk, log)
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC, evictions, csiWatcher}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

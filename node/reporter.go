@@ -102,6 +102,10 @@ type NodeStatusOptions struct {
 	// Pressure, when set, is the pressure conditions the eviction manager
 	// reports true. Default: nil, no pressure.
 	Pressure func() []corev1.NodeConditionType
+	// VolumesInUse, when set, lists the attachable volumes the node's pods
+	// use or are about to (status.volumesInUse, which the attach/detach
+	// controller reads before it detaches). Default: nil, left as it is.
+	VolumesInUse func() []corev1.UniqueVolumeName
 	// UpdateFrequency is how often the node's status is computed and
 	// compared with the API server's (the kubelet's
 	// nodeStatusUpdateFrequency). Default: 10s.
@@ -391,6 +395,10 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	}
 	if r.opts.Pressure != nil {
 		r.lastRuntime.pressure = r.opts.Pressure()
+	}
+	if r.opts.VolumesInUse != nil {
+		r.lastRuntime.volumesInUse = r.opts.VolumesInUse()
+		r.lastRuntime.volumesInUseRead = true
 	}
 	networkErr := networkNotReady(r.lastRuntime)
 	r.networkErr.Store(&networkErr)

@@ -325,7 +325,7 @@ func TestNewNode(t *testing.T) {
 	got := newNode("node-a", "host-a", nodeTestFacts(), readyRuntimeState(nodeT0), nodeT0)
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "node-a",
+			Name: "node-a", Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
 			Labels: map[string]string{
 				"kubernetes.io/hostname": "host-a",
 				"kubernetes.io/os":       goruntime.GOOS,

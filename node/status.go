@@ -84,7 +84,15 @@ type nodeRuntimeState struct {
 	// pressure are the pressure conditions the eviction manager reports
 	// true.
 	pressure []corev1.NodeConditionType
+	// volumesInUse are the attachable volumes in use, when
+	// volumesInUseRead.
+	volumesInUse     []corev1.UniqueVolumeName
+	volumesInUseRead bool
 }
+
+// annotationControllerManagedAttachDetach tells the attach/detach
+// controller that it manages the node's attachments.
+const annotationControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 // LabelAgent marks the Nodes nodelet runs, so that a scheduler, a
 // DaemonSet's affinity or a user can tell them from kubelet Nodes.
@@ -95,6 +103,10 @@ func newNode(name, hostname string, facts nodeFacts, rt nodeRuntimeState, now ti
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
+			// As the kubelet's default: the attach/detach controller
+			// attaches and detaches the node's volumes (a CSI driver's
+			// VolumeAttachments), nodelet only waits for them.
+			Annotations: map[string]string{annotationControllerManagedAttachDetach: "true"},
 			Labels: map[string]string{
 				corev1.LabelHostname:   hostname,
 				corev1.LabelOSStable:   goruntime.GOOS,
@@ -137,6 +149,9 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 	status.Allocatable = mergeNodeResources(status.Allocatable, allocatable)
 	if rt.imagesRead {
 		status.Images = nodeImages(rt.images)
+	}
+	if rt.volumesInUseRead {
+		status.VolumesInUse = rt.volumesInUse
 	}
 
 	status.Addresses = append([]corev1.NodeAddress(nil), facts.addresses...)

@@ -24,6 +24,7 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 const (
 	claimLocal    = "local"
 	claimHostPath = "hostPath"
+	claimCSI      = "csi"
 )
 
 // claimMount is how the pod mounts the persistent volume bound to one of
@@ -32,7 +33,7 @@ type claimMount struct {
 	// pv is the PersistentVolume's name: the kubelet names the volume by
 	// it once the claim is resolved.
 	pv string
-	// kind is claimLocal or claimHostPath.
+	// kind is claimLocal, claimHostPath or claimCSI.
 	kind string
 	// path is the volume's folder on the node.
 	path string
@@ -164,7 +165,7 @@ func claimSource(pod *corev1.Pod, vol *corev1.Volume) (source corev1.PersistentV
 }
 
 // claimMountOf is how the pod mounts pv through its volume vol on a node
-// of nodeLabels: only a local or hostPath volume, only on a node its
+// of nodeLabels: only a local, hostPath or csi volume, only on a node its
 // nodeAffinity allows (the kubelet checks it again before mounting, as
 // the scheduler may have been bypassed by setting nodeName). readOnly is
 // the claim source's.
@@ -178,6 +179,8 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 		m.kind, m.path = claimLocal, pv.Spec.Local.Path
 	case pv.Spec.HostPath != nil:
 		m.kind, m.path, m.hostPathType = claimHostPath, pv.Spec.HostPath.Path, pv.Spec.HostPath.Type
+	case pv.Spec.CSI != nil:
+		m.kind = claimCSI
 	default:
 		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: fmt.Sprintf("%s persistent volumes", orUnknown(sourceKind(pv.Spec.PersistentVolumeSource)))}
 	}
@@ -186,7 +189,8 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 	}
 	// The kubelet bind-mounts a local volume with them (noexec, nosuid,
 	// ...); nodelet does not yet, and refuses rather than mount without.
-	if len(pv.Spec.MountOptions) > 0 {
+	// A CSI driver gets them as its mount flags.
+	if len(pv.Spec.MountOptions) > 0 && m.kind != claimCSI {
 		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: "persistent volumes with mountOptions"}
 	}
 	return m, nil

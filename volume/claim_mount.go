@@ -61,6 +61,14 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}, gid: mount.gid}
 
 	switch mount.kind {
+	case claimCSI:
+		dir, err := m.setUpCSIClaim(ctx, pod, pv, mount.readOnly)
+		if err != nil {
+			return claimSetUp{}, err
+		}
+		// The kubelet asks the driver (NodeGetVolumeStats) and reports
+		// nothing for a driver without it; nodelet does not ask yet.
+		out.dir, out.usage = dir, usageNone
 	case claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.

@@ -92,6 +92,11 @@ type Options struct {
 	// it is measured again (see stats.go). Default DefaultStatsPeriod;
 	// negative: volume usage is not reported.
 	StatsPeriod time.Duration
+	// CSI are the registered CSI drivers (package csi). Default: none, so
+	// CSI volumes wait for a driver that never registers.
+	CSI CSIDrivers
+	// NodeName names the node's VolumeAttachments and CSI records.
+	NodeName string
 }
 
 // Manager materialises pod volumes. Safe for concurrent use on different
@@ -123,6 +128,14 @@ type Manager struct {
 	// statsTargets are the volumes of each pod whose usage is reported,
 	// set up; read by the node's API, apart from the pod's calls.
 	statsTargets map[types.UID][]statsTarget
+	// csiInUse are the attachable CSI volumes each pod is setting up or
+	// uses (VolumesInUse).
+	csiInUse map[types.UID][]corev1.UniqueVolumeName
+
+	csi      CSIDrivers
+	nodeName string
+	// csiLocks serialise the set-ups and teardowns of one staged volume.
+	csiLocks keyedMutex
 }
 
 type volumeState struct {
@@ -169,7 +182,13 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	if statsPeriod == 0 {
 		statsPeriod = DefaultStatsPeriod
 	}
+	csiDrivers := opts.CSI
+	if csiDrivers == nil {
+		csiDrivers = noCSIDrivers{}
+	}
 	return &Manager{
+		csi:          csiDrivers,
+		nodeName:     opts.NodeName,
 		rootDir:      opts.RootDir,
 		hostRoot:     opts.HostRoot,
 		syncPeriod:   syncPeriod,
@@ -307,6 +326,10 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		}
 		dir, usage, claim = set.dir, set.usage, set.claim
 		state.gid = set.gid
+	case vol.CSI != nil:
+		if dir, err = m.setUpCSIInline(ctx, pod, vol); err != nil {
+			return err
+		}
 	case vol.HostPath != nil:
 		if err := checkHostPath(m.hostRoot, vol.HostPath.Path, vol.HostPath.Type); err != nil {
 			return &MountError{Volume: vol.Name, Err: err}

@@ -453,7 +453,7 @@ func TestSetUpPodSkipsAnOptionalProjectedConfigMap(t *testing.T) {
 func TestSetUpPodRejectsUnsupportedVolumes(t *testing.T) {
 	e := newTestEnv(t, Options{})
 	pod := makePod(
-		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "csi.example.com"}}},
+		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs.example.com", Path: "/"}}},
 		corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	)
 
@@ -463,7 +463,7 @@ func TestSetUpPodRejectsUnsupportedVolumes(t *testing.T) {
 	if !errors.As(err, &unsupported) {
 		t.Fatalf("error %v is not an UnsupportedVolumeError", err)
 	}
-	if want := `volume "data": csi volumes are not supported by nodelet yet`; unsupported.Error() != want {
+	if want := `volume "data": nfs volumes are not supported by nodelet yet`; unsupported.Error() != want {
 		t.Errorf("error = %q, want %q", unsupported.Error(), want)
 	}
 	if !IsUserError(err) {

@@ -29,7 +29,7 @@ func checkSupported(vol *corev1.Volume) error {
 		default:
 			return unsupported(fmt.Sprintf("emptyDir volumes with medium %s", medium))
 		}
-	case "hostPath", "configMap", "secret", "downwardAPI", "persistentVolumeClaim", "ephemeral":
+	case "hostPath", "configMap", "secret", "downwardAPI", "persistentVolumeClaim", "ephemeral", "csi":
 	case "projected":
 		for _, source := range vol.Projected.Sources {
 			switch kind := sourceKind(source); kind {

@@ -42,9 +42,8 @@ func TestCheckSupported(t *testing.T) {
 		"a generic ephemeral volume is (its claim is a PVC's)": {
 			source: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}},
 		},
-		"a CSI volume is not": {
+		"a CSI volume is (its driver decides the rest)": {
 			source: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}},
-			want:   `volume "v": csi volumes are not supported by nodelet yet`,
 		},
 		"an image volume is not": {
 			source: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}},

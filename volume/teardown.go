@@ -27,6 +27,12 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	}
 	// Whatever happens next, what was remembered no longer holds.
 	m.forgetPod(uid)
+	// CSI volumes are unpublished (and unstaged) at the paths they were
+	// published at, before the folder is renamed; a driver that fails or
+	// is not registered keeps the folder for a retry.
+	if err := m.tearDownCSI(ctx, uid); err != nil {
+		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
+	}
 
 	// Folders an earlier teardown left half removed go first, so that
 	// their names are free again.

@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
+)
+
+// The node side of CSI with a real node plugin (test/csi): registration
+// into the CSINode and the Node, and a claim on a static csi
+// PersistentVolume staged and published for its pod, then unpublished
+// and unstaged, in that order, the plugin's call log the evidence.
+// They kill nodelet or run a plugin of a fixed name, so they run alone:
+// no t.Parallel.
+
+func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
+	plugin := f.startCSIPlugin(t, nil)
+	ns := f.NewNamespace(t)
+
+	await.Eventually(t, time.Minute, "the CSINode to list the driver with its node ID", await.Condition(func(ctx context.Context) (bool, error) {
+		csiNode, err := f.Client.StorageV1().CSINodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, d := range csiNode.Spec.Drivers {
+			if d.Name == mockDriver {
+				return d.NodeID == plugin.nodeID && d.Allocatable != nil && d.Allocatable.Count != nil, nil
+			}
+		}
+		return false, nil
+	}))
+	node, err := f.Client.CoreV1().Nodes().Get(t.Context(), f.Env.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids map[string]string
+	if err := json.Unmarshal([]byte(node.Annotations["csi.volume.kubernetes.io/nodeid"]), &ids); err != nil || ids[mockDriver] != plugin.nodeID {
+		t.Errorf("node annotation csi.volume.kubernetes.io/nodeid = %q (%v), want the driver's node ID %s", node.Annotations["csi.volume.kubernetes.io/nodeid"], err, plugin.nodeID)
+	}
+	if got := node.Labels["topology.mock.csi.nodelet.dev/node"]; got != plugin.nodeID {
+		t.Errorf("topology label = %q, want %s", got, plugin.nodeID)
+	}
+
+	const handle = "vol-register"
+	f.csiClaim(t, ns, handle)
+	pod := f.createPod(t, csiPod(ns, "writer"))
+	pod = f.waitForPod(t, pod, 2*time.Minute, "to be Running and Ready with its CSI volume", runningAndReady)
+	want := "WROTE writer"
+	f.waitForLogLine(t, pod, "app", time.Minute, want, func(line string) bool { return line == want })
+	// The container wrote into the driver's own folder for the volume.
+	if data, err := os.ReadFile(filepath.Join(plugin.dataDir, handle, "owner")); err != nil || string(data) != "writer\n" {
+		t.Errorf("the volume's file in the driver's folder: %q, %v", data, err)
+	}
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
+		t.Errorf("calls on start (-want +got):\n%s", diff)
+	}
+
+	f.deletePod(t, pod, nil)
+	f.waitForPodGone(t, pod, 2*time.Minute)
+	plugin.waitForCall(t, handle, "NodeUnstageVolume", true, time.Minute)
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	f.expectPodFolderGone(t, f.podDir(pod))
+}
+
+func TestCSIVolumeCallsStayInOrderAcrossNodeletKillsAndADriverRestart(t *testing.T) {
+	plugin := f.startCSIPlugin(t, nil)
+	ns := f.NewNamespace(t)
+	const handle = "vol-kills"
+	f.csiClaim(t, ns, handle)
+
+	// Killed between NodeStageVolume and NodePublishVolume.
+	plugin.setHook(t, "NodePublishVolume", true)
+	pod := f.createPod(t, csiPod(ns, "writer"))
+	plugin.waitForCall(t, handle, "NodePublishVolume", false, 2*time.Minute)
+	if err := f.Nodelet.Kill(); err != nil {
+		t.Fatalf("killing nodelet: %v", err)
+	}
+	plugin.setHook(t, "NodePublishVolume", false)
+	f.restartNodelet(t)
+	pod = f.waitForPod(t, pod, 2*time.Minute, "to be Running and Ready with its CSI volume", runningAndReady)
+
+	// The plugin crashes and comes back (its registrar stays): nodelet's
+	// client reconnects by itself.
+	plugin.process.restart(t)
+
+	// Killed between NodeUnpublishVolume and NodeUnstageVolume.
+	plugin.setHook(t, "NodeUnstageVolume", true)
+	f.deletePod(t, pod, nil)
+	plugin.waitForCall(t, handle, "NodeUnstageVolume", false, 2*time.Minute)
+	if err := f.Nodelet.Kill(); err != nil {
+		t.Fatalf("killing nodelet: %v", err)
+	}
+	plugin.setHook(t, "NodeUnstageVolume", false)
+	f.restartNodelet(t)
+	f.waitForPodGone(t, pod, 2*time.Minute)
+	plugin.waitForCall(t, handle, "NodeUnstageVolume", true, 2*time.Minute)
+
+	calls := plugin.calls(t, handle)
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(calls)); diff != "" {
+		t.Errorf("calls that succeeded, across two kills (-want +got):\n%s\nall calls: %v", diff, calls)
+	}
+	// The plugin refuses to publish what is not staged and to unstage
+	// what is published: only the test's own failures may show.
+	for _, c := range calls {
+		if !c.OK && !strings.Contains(c.Error, "injected by the test") {
+			t.Errorf("call %s failed, not by the test's doing: %s", c.Method, c.Error)
+		}
+	}
+	f.expectPodFolderGone(t, f.podDir(pod))
+}
+
+// expectPodFolderGone waits until the pod's folder and every mount under
+// it are gone, and checks nothing of the driver's is left staged.
+func (f *Framework) expectPodFolderGone(t *testing.T, dir string) {
+	t.Helper()
+	await.Eventually(t, time.Minute, "the pod's folder and mounts to be gone", await.Condition(func(context.Context) (bool, error) {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err) && len(f.mountsUnder(t, dir)) == 0, nil
+	}))
+	if staged := f.mountsUnder(t, filepath.Join(f.Env.NodeletRootDir, "plugins", "kubernetes.io", "csi", mockDriver)); len(staged) > 0 {
+		t.Errorf("still mounted after NodeUnstageVolume: %v", staged)
+	}
+}
+
+// With attachRequired, the pod waits for the attach/detach controller's
+// VolumeAttachment to be attached (the test attaches it, as a driver's
+// external-attacher would), the Node lists the volume in volumesInUse
+// while it is used, and the controller detaches it once it is no longer.
+func TestCSIVolumeWaitsForItsAttachment(t *testing.T) {
+	plugin := f.startCSIPlugin(t, func(s *storagev1.CSIDriverSpec) { s.AttachRequired = ptr.To(true) })
+	ns := f.NewNamespace(t)
+	const handle = "vol-attach"
+	f.csiClaim(t, ns, handle)
+	uniqueName := corev1.UniqueVolumeName("kubernetes.io/csi/" + mockDriver + "^" + handle)
+	sum := sha256.Sum256([]byte(handle + mockDriver + f.Env.NodeName))
+	attachment := fmt.Sprintf("csi-%x", sum)
+
+	pod := f.createPod(t, csiPod(ns, "writer"))
+	f.waitForEvent(t, pod, "FailedMount", "volume "+handle+" is not attached for volume attachment "+attachment, 2*time.Minute)
+	f.waitForVolumesInUse(t, uniqueName, true)
+	attachments := f.Client.StorageV1().VolumeAttachments()
+	va, err := attachments.Get(t.Context(), attachment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the attach/detach controller made no VolumeAttachment %s: %v", attachment, err)
+	}
+	va.Status.Attached = true
+	if _, err := attachments.UpdateStatus(t.Context(), va, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod = f.waitForPod(t, pod, 2*time.Minute, "to be Running and Ready once its volume is attached", runningAndReady)
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
+		t.Errorf("calls on start (-want +got):\n%s", diff)
+	}
+
+	f.deletePod(t, pod, nil)
+	f.waitForPodGone(t, pod, 2*time.Minute)
+	f.waitForVolumesInUse(t, uniqueName, false)
+	await.Eventually(t, 2*time.Minute, "the attach/detach controller to detach the volume", await.Condition(func(ctx context.Context) (bool, error) {
+		_, err := attachments.Get(ctx, attachment, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}))
+	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	f.expectPodFolderGone(t, f.podDir(pod))
+}
+
+// waitForVolumesInUse waits until the Node's status.volumesInUse lists
+// the volume (in) or no longer does.
+func (f *Framework) waitForVolumesInUse(t *testing.T, name corev1.UniqueVolumeName, in bool) {
+	t.Helper()
+	await.Eventually(t, time.Minute, fmt.Sprintf("volumesInUse to list %s: %t", name, in), await.Condition(func(ctx context.Context) (bool, error) {
+		node, err := f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return slices.Contains(node.Status.VolumesInUse, name) == in, nil
+	}))
+}

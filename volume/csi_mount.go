@@ -1,0 +1,447 @@
+package volume
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// CSI volumes, the calls: a volume is staged once on the node (when the
+// driver offers STAGE_UNSTAGE_VOLUME) and published into each pod's
+// folder; teardown unpublishes, then unstages once no other pod's record
+// holds the staging. A record (csiRecord) is written before the first
+// call and removed after the last, so a nodelet killed between any two
+// calls makes the reverse ones, in order, when it tears the pod down
+// again; a driver not registered (yet, after a restart) fails the
+// teardown, which is retried.
+
+// CSIDrivers hands out the node service clients of the registered CSI
+// drivers (package csi).
+type CSIDrivers interface {
+	NodeClient(driver string) (csipb.NodeClient, error)
+}
+
+// csiTimeout bounds one call to a driver, as the kubelet's.
+const csiTimeout = 2 * time.Minute
+
+// keyedMutex serialises what is done to one staging path: a set-up
+// writing its record and staging, and a teardown deciding to unstage.
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*sync.Mutex{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		k.locks[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// csiDriverObject reads the driver's CSIDriver object, nil when there is
+// none.
+func (m *Manager) csiDriverObject(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
+	driver, err := m.client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading CSIDriver %s: %w", name, err)
+	}
+	return driver, nil
+}
+
+// setUpCSIClaim mounts pv, a csi PersistentVolume, for the pod.
+func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly bool) (string, error) {
+	driver, err := m.csiDriverObject(ctx, pv.Spec.CSI.Driver)
+	if err != nil {
+		return "", &MountError{Volume: pv.Name, Err: err}
+	}
+	mount, err := csiPersistentMount(pod, pv, readOnly, driver)
+	if err != nil {
+		return "", &MountError{Volume: pv.Name, Err: err}
+	}
+	return m.setUpCSI(ctx, pod, mount)
+}
+
+// setUpCSIInline mounts the pod's inline csi volume.
+func (m *Manager) setUpCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (string, error) {
+	driver, err := m.csiDriverObject(ctx, vol.CSI.Driver)
+	if err != nil {
+		return "", &MountError{Volume: vol.Name, Err: err}
+	}
+	mount, err := csiInlineMount(pod, vol, driver)
+	if err != nil {
+		return "", &MountError{Volume: vol.Name, Err: err}
+	}
+	return m.setUpCSI(ctx, pod, mount)
+}
+
+// setUpCSI stages (when the driver stages) and publishes the volume into
+// the pod's folder and returns the published path. A volume whose record
+// says it is published and whose target is mounted is left as it is
+// (SetUpPod again after a restart).
+func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount) (string, error) {
+	dir := m.volumeDir(pod.UID, pluginCSI, mount.name)
+	target := filepath.Join(dir, "mount")
+	recordPath := filepath.Join(dir, csiVolumeDataFile)
+	if mount.attach {
+		m.markCSIInUse(pod.UID, csiUniqueName(mount.driver, mount.handle))
+	}
+	if record, err := readCSIRecord(recordPath); err == nil && !record.Unpublished {
+		if mounted, err := isMountPoint(target); err == nil && mounted {
+			return target, nil
+		}
+	}
+	fail := func(operation string, err error) (string, error) {
+		return "", &MountError{Operation: operation, Volume: mount.name, Err: err}
+	}
+
+	var publishContext map[string]string
+	attachment := ""
+	if mount.attach {
+		attachment = csiAttachmentName(mount.handle, mount.driver, m.nodeName)
+		va, err := m.client.StorageV1().VolumeAttachments().Get(ctx, attachment, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return fail("MountVolume.WaitForAttach", fmt.Errorf("volume %s has GET error for volume attachment %s: %w", mount.handle, attachment, err))
+		case !va.Status.Attached:
+			return fail("MountVolume.WaitForAttach", fmt.Errorf("volume %s is not attached for volume attachment %s", mount.handle, attachment))
+		}
+		publishContext = va.Status.AttachmentMetadata
+	}
+	client, err := m.csi.NodeClient(mount.driver)
+	if err != nil {
+		return fail("MountVolume.MountDevice", fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", err))
+	}
+	stage := false
+	if !mount.ephemeral {
+		if stage, err = stagesVolumes(ctx, client); err != nil {
+			return fail("MountVolume.MountDevice", err)
+		}
+	}
+	stageSecrets, err := m.csiSecrets(ctx, "NodeStageSecretRef", mount.stageSecret)
+	if err != nil {
+		return fail("MountVolume.MountDevice", err)
+	}
+	publishSecrets, err := m.csiSecrets(ctx, "NodePublishSecretRef", mount.publishSecret)
+	if err != nil {
+		return fail("MountVolume.SetUp", err)
+	}
+
+	record := csiRecord{
+		SpecVolumeID:        mount.name,
+		VolumeHandle:        mount.handle,
+		DriverName:          mount.driver,
+		NodeName:            m.nodeName,
+		AttachmentID:        attachment,
+		VolumeLifecycleMode: string(storagev1.VolumeLifecyclePersistent),
+		TargetPath:          target,
+	}
+	if mount.ephemeral {
+		record.VolumeLifecycleMode = string(storagev1.VolumeLifecycleEphemeral)
+	}
+	if stage {
+		record.StagingPath = csiStagingPath(m.rootDir, mount.driver, mount.handle)
+	}
+	// The record first, under the staging's lock: from then on a teardown
+	// of another pod sees this one holds the staging.
+	unlock := m.csiLocks.lock(record.StagingPath + "|" + mount.handle)
+	defer unlock()
+	if err := ensureDir(dir, 0o750); err != nil {
+		return fail("MountVolume.SetUp", err)
+	}
+	if err := writeCSIRecord(recordPath, record); err != nil {
+		return fail("MountVolume.SetUp", err)
+	}
+	capability := csiCapability(mount)
+	if stage {
+		if err := os.MkdirAll(record.StagingPath, 0o750); err != nil {
+			return fail("MountVolume.MountDevice", err)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
+		_, err := client.NodeStageVolume(callCtx, &csipb.NodeStageVolumeRequest{
+			VolumeId:          mount.handle,
+			PublishContext:    publishContext,
+			StagingTargetPath: record.StagingPath,
+			VolumeCapability:  capability,
+			Secrets:           stageSecrets,
+			VolumeContext:     mount.stageContext,
+		})
+		cancel()
+		if err != nil {
+			return fail("MountVolume.MountDevice", err)
+		}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
+	_, err = client.NodePublishVolume(callCtx, &csipb.NodePublishVolumeRequest{
+		VolumeId:          mount.handle,
+		PublishContext:    publishContext,
+		StagingTargetPath: record.StagingPath,
+		TargetPath:        target,
+		VolumeCapability:  capability,
+		Readonly:          mount.readOnly,
+		Secrets:           publishSecrets,
+		VolumeContext:     mount.context,
+	})
+	cancel()
+	if err != nil {
+		return fail("MountVolume.SetUp", err)
+	}
+	m.log.V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "volume", mount.name, "driver", mount.driver, "handle", mount.handle, "staged", stage)
+	if mount.fsGroup {
+		if o := claimOwnership(pod.Spec.SecurityContext, mount.readOnly, true); o != nil {
+			if err := m.changeOwnership(pod, mount.name, target, *o); err != nil {
+				return fail("MountVolume.SetUp", err)
+			}
+		}
+	}
+	return target, nil
+}
+
+// stagesVolumes asks the driver whether it stages volumes.
+func stagesVolumes(ctx context.Context, client csipb.NodeClient) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, csiTimeout)
+	defer cancel()
+	caps, err := client.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range caps.GetCapabilities() {
+		if c.GetRpc().GetType() == csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// csiSecrets reads the data of the Secret ref (the volume's field names
+// it) names, nil for none.
+func (m *Manager) csiSecrets(ctx context.Context, field string, ref *corev1.SecretReference) (map[string]string, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	secret, err := m.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s %s/%s failed: %w", field, ref.Namespace, ref.Name, err)
+	}
+	out := make(map[string]string, len(secret.Data))
+	for k, v := range secret.Data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+// tearDownCSI unpublishes the pod's CSI volumes, and unstages those no
+// other pod holds, in the order the records say is next. It stops at the
+// first failure, keeping the records for the retry.
+func (m *Manager) tearDownCSI(ctx context.Context, uid types.UID) error {
+	paths, err := filepath.Glob(filepath.Join(m.PodDir(uid), "volumes", pluginCSI, "*", csiVolumeDataFile))
+	if err != nil {
+		return err
+	}
+	for _, path := range paths {
+		if err := m.tearDownCSIVolume(ctx, path); err != nil {
+			return err
+		}
+	}
+	m.forgetCSIInUse(uid)
+	return nil
+}
+
+func (m *Manager) tearDownCSIVolume(ctx context.Context, recordPath string) error {
+	record, err := readCSIRecord(recordPath)
+	if err != nil {
+		return err
+	}
+	client, err := m.csi.NodeClient(record.DriverName)
+	if err != nil {
+		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %w", record.SpecVolumeID, err)
+	}
+	if nextCSITeardownStep(record, nil) == csiUnpublish {
+		callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
+		_, err := client.NodeUnpublishVolume(callCtx, &csipb.NodeUnpublishVolumeRequest{VolumeId: record.VolumeHandle, TargetPath: record.TargetPath})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %w", record.SpecVolumeID, err)
+		}
+		record.Unpublished = true
+		if err := writeCSIRecord(recordPath, record); err != nil {
+			return err
+		}
+		m.log.V(2).Info("Unpublished CSI volume", "volume", record.SpecVolumeID, "driver", record.DriverName, "target", record.TargetPath)
+	}
+	if record.StagingPath != "" {
+		unlock := m.csiLocks.lock(record.StagingPath + "|" + record.VolumeHandle)
+		defer unlock()
+		others, err := m.csiRecords(recordPath)
+		if err != nil {
+			return err
+		}
+		if nextCSITeardownStep(record, others) == csiUnstage {
+			callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
+			_, err := client.NodeUnstageVolume(callCtx, &csipb.NodeUnstageVolumeRequest{VolumeId: record.VolumeHandle, StagingTargetPath: record.StagingPath})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("UnmountDevice failed for volume %q: %w", record.SpecVolumeID, err)
+			}
+			// The staging folder and the one named for the handle go,
+			// as the kubelet removes them; a folder still mounted or
+			// not empty stays.
+			_ = os.Remove(record.StagingPath)
+			_ = os.Remove(filepath.Dir(record.StagingPath))
+			m.log.V(2).Info("Unstaged CSI volume", "volume", record.SpecVolumeID, "driver", record.DriverName, "staging", record.StagingPath)
+		}
+	}
+	if mounted, err := isMountPoint(record.TargetPath); err != nil || mounted {
+		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %s is still mounted after NodeUnpublishVolume", record.SpecVolumeID, record.TargetPath)
+	}
+	_ = os.Remove(record.TargetPath)
+	if err := os.Remove(recordPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// csiRecords reads every CSI record on the node but the one at except.
+func (m *Manager) csiRecords(except string) ([]csiRecord, error) {
+	paths, err := filepath.Glob(filepath.Join(m.rootDir, "pods", "*", "volumes", pluginCSI, "*", csiVolumeDataFile))
+	if err != nil {
+		return nil, err
+	}
+	var records []csiRecord
+	for _, path := range paths {
+		if path == except {
+			continue
+		}
+		record, err := readCSIRecord(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		records = append(records, record)
+	}
+	return records, nil
+}
+
+func readCSIRecord(path string) (csiRecord, error) {
+	var record csiRecord
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return record, err
+	}
+	if err := json.Unmarshal(data, &record); err != nil {
+		return record, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return record, nil
+}
+
+// writeCSIRecord replaces the record whole (a new file renamed over it),
+// so a nodelet killed meanwhile leaves the old one or the new one.
+func writeCSIRecord(path string, record csiRecord) error {
+	data, err := json.Marshal(record)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// markCSIInUse notes an attachable volume the pod is about to use.
+func (m *Manager) markCSIInUse(uid types.UID, name corev1.UniqueVolumeName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.csiInUse == nil {
+		m.csiInUse = map[types.UID][]corev1.UniqueVolumeName{}
+	}
+	if !slices.Contains(m.csiInUse[uid], name) {
+		m.csiInUse[uid] = append(m.csiInUse[uid], name)
+	}
+}
+
+func (m *Manager) forgetCSIInUse(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.csiInUse, uid)
+}
+
+// VolumesInUse are the attachable volumes the node's pods use or are about
+// to use (the Node's status.volumesInUse): those being set up, and those
+// a record holds on disk until they are unstaged. The attach/detach
+// controller detaches none of them.
+func (m *Manager) VolumesInUse() []corev1.UniqueVolumeName {
+	var names []corev1.UniqueVolumeName
+	m.mu.Lock()
+	for _, inUse := range m.csiInUse {
+		names = append(names, inUse...)
+	}
+	m.mu.Unlock()
+	records, err := m.csiRecords("")
+	if err != nil {
+		m.log.Error(err, "Failed to read CSI volume records")
+	}
+	for _, record := range records {
+		if record.AttachmentID != "" {
+			names = append(names, csiUniqueName(record.DriverName, record.VolumeHandle))
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// noCSIDrivers is a node with no CSI driver registered.
+type noCSIDrivers struct{}
+
+func (noCSIDrivers) NodeClient(driver string) (csipb.NodeClient, error) {
+	return nil, fmt.Errorf("driver name %s not found in the list of registered CSI drivers", driver)
+}
+
+// isMountPoint tells whether something is mounted at path (a bind mount
+// of a folder of the same file system too, which only mountinfo shows).
+func isMountPoint(path string) (bool, error) {
+	resolved, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	mounts, err := readMountInfo()
+	if err != nil {
+		return false, fmt.Errorf("listing mounts: %w", err)
+	}
+	for _, mount := range mounts {
+		if mount.MountPoint == resolved {
+			return true, nil
+		}
+	}
+	return false, nil
+}
