@@ -94,7 +94,8 @@ type podTrack struct {
 //   - a container of a pod not being deleted restarts only by its own
 //     exit (an exit code other than 137 and 143, which are the signals
 //     nodelet stops containers with) or because it has a liveness or
-//     startup probe, and never under restartPolicy Never; an instance
+//     startup probe or a postStart hook (whose failure kills it), and
+//     never under restartPolicy Never; an instance
 //     that never ran (its creation or start failed: no terminated last
 //     state) is retried, not restarted, under any restart policy;
 //   - a pod seen deleted is gone within its grace period plus
@@ -247,14 +248,17 @@ func nodeletRestart(pod *corev1.Pod, cs corev1.ContainerStatus) string {
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !sidecar {
 		return "under restartPolicy Never"
 	}
-	if spec.LivenessProbe != nil || spec.StartupProbe != nil {
+	// A failed liveness or startup probe kills the container, and so does
+	// a failed postStart hook (the kubelet's FailedPostStartHook), which
+	// CRI faults make fail as surely as the hook's own command.
+	if spec.LivenessProbe != nil || spec.StartupProbe != nil || (spec.Lifecycle != nil && spec.Lifecycle.PostStart != nil) {
 		return ""
 	}
 	switch {
 	case last.Reason == "ContainerStatusUnknown":
 		return "its last instance was lost (ContainerStatusUnknown)"
 	case last.ExitCode == 137 || last.ExitCode == 143:
-		return fmt.Sprintf("its last instance was killed (exit %d, %s) and it has no probe that could have", last.ExitCode, last.Reason)
+		return fmt.Sprintf("its last instance was killed (exit %d, %s) and it has no probe or postStart hook that could have", last.ExitCode, last.Reason)
 	}
 	return ""
 }

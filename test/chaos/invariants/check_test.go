@@ -133,6 +133,27 @@ func TestCheck(t *testing.T) {
 					restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})))),
 			},
 		},
+		"a restart after the container was killed, with a postStart hook, is the hook's failure": {
+			// Seen in a chaos run: the hook's ExecSync failed under CRI
+			// faults, and the container was killed as the kubelet kills it.
+			trace: []Event{
+				seen(0, pod(func(p *corev1.Pod) {
+					p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+				})),
+				seen(1, pod(all(func(p *corev1.Pod) {
+					p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+				}, restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})))),
+			},
+		},
+		"a restart after the container was killed, with a preStop hook only, is nodelet's": {
+			trace: []Event{
+				seen(0, basePod()),
+				seen(1, pod(all(func(p *corev1.Pod) {
+					p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+				}, restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})))),
+			},
+			wantRules: []string{RuleRestartedByNodelet},
+		},
 		"a new instance after one that never ran (created, its start failed) is a retry": {
 			// Seen in a chaos run: CreateContainer's reply lost, the
 			// created instance left, a new one made.
