@@ -112,7 +112,11 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 	if restConfig.UserAgent == "" {
 		restConfig.UserAgent = "nodelet/" + opts.Version + " (hollow)"
 	}
-	clientset, err := kubernetes.NewForConfig(restConfig)
+	// Protobuf, as main.go's clientset.
+	clientsetConfig := rest.CopyConfig(restConfig)
+	clientsetConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	clientsetConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	clientset, err := kubernetes.NewForConfig(clientsetConfig)
 	if err != nil {
 		return nil, fmt.Errorf("hollow node %s: building API client: %w", opts.NodeName, err)
 	}
