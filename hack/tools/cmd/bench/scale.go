@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -293,15 +294,33 @@ func (r *scaleRun) startAgents(dir, kubeconfigs string, names []string) error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	for i, name := range names {
+	// Each hollow kubelet serves the kubelet's API on a port of its own:
+	// free ones below the kernel's ephemeral range (32768 on), where the
+	// nodes' own connections could take one between the check and the
+	// bind.
+	port := 31000
+	for _, name := range names {
+		for !portFree(port) {
+			port++
+		}
 		if err := r.procs.start(filepath.Join(logs, name+".log"), []string{"TMPDIR=" + tmp}, r.f.kubemark,
 			"--morph=kubelet", "--name="+name, "--kubeconfig="+filepath.Join(kubeconfigs, name+".kubeconfig"),
-			fmt.Sprintf("--kubelet-port=%d", 40000+i), "--kubelet-read-only-port=0",
+			fmt.Sprintf("--kubelet-port=%d", port), "--kubelet-read-only-port=0",
 			"--use-host-image-service=false", "--max-pods=110"); err != nil {
 			return err
 		}
+		port++
 	}
 	return nil
+}
+
+func portFree(port int) bool {
+	listener, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", port))
+	if err != nil {
+		return false
+	}
+	_ = listener.Close()
+	return true
 }
 
 func (r *scaleRun) waitNodesReady(ctx context.Context, names []string) error {
