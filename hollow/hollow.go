@@ -63,6 +63,11 @@ type Options struct {
 	PodCIDR netip.Prefix
 	// NodeIP is the node's InternalIP. Default: the host's.
 	NodeIP string
+	// ClusterDNS and ClusterDomain are nodelet's --cluster-dns and
+	// --cluster-domain. Default: none, and every pod of DNS policy
+	// ClusterFirst gets the MissingClusterDNS events, on it and on the Node.
+	ClusterDNS    []string
+	ClusterDomain string
 	// Capacity: the node's CPU in thousandths, memory and ephemeral
 	// storage in bytes, and pods. Defaults: 4 CPUs, 16 GiB, 100 GiB,
 	// nodelet's default max pods.
@@ -170,6 +175,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 		ContainerLogDir: dirs["containers"],
 		ResolvConf:      resolvConf,
 		NodeIP:          opts.NodeIP,
+		ClusterDNS:      noderuntime.ClusterDNS{Servers: opts.ClusterDNS, Domain: opts.ClusterDomain},
 		NodeName:        opts.NodeName,
 		SandboxIPs:      ips.SandboxIPs,
 		RuntimeClasses:  runtimeclass.Resolver{Client: clientset},

@@ -36,6 +36,9 @@ func TestHollowNodeRunsAPodToReady(t *testing.T) {
 		PodCIDR:   podCIDR,
 		MilliCPUs: 2000,
 		MaxPods:   30,
+		// A cluster's DNS, as nodes have: no MissingClusterDNS events.
+		ClusterDNS:    []string{"10.96.0.10"},
+		ClusterDomain: "cluster.local",
 		Version:   "v0.0.0-test",
 		Log:       logr.Discard(),
 	})
@@ -125,4 +128,12 @@ func TestHollowNodeRunsAPodToReady(t *testing.T) {
 		}
 		return fmt.Errorf("no Started event from %s among %d", nodeName, len(events.Items))
 	})
+	// Recorded, if at all, before the container was created.
+	missing, err := clientset.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=MissingClusterDNS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing.Items) > 0 {
+		t.Errorf("MissingClusterDNS events with the cluster's DNS given: %s", missing.Items[0].Message)
+	}
 }

@@ -35,6 +35,8 @@ type options struct {
 	stateDir      string
 	podCIDRs      string
 	nodeIP        string
+	clusterDNS    []string
+	clusterDomain string
 	cpu           string
 	memory        string
 	storage       string
@@ -48,6 +50,8 @@ func main() {
 	fs.StringVar(&opts.stateDir, "state-dir", "", "Folder for the nodes' pod folders and logs, one sub-folder per node (required).")
 	fs.StringVar(&opts.podCIDRs, "pod-cidrs", "10.128.0.0/9", "Range the nodes' fake pod IPs come from: a /20 of it per node, in the order of the nodes' names.")
 	fs.StringVar(&opts.nodeIP, "node-ip", "", "The nodes' InternalIP (default: the host's).")
+	fs.StringSliceVar(&opts.clusterDNS, "cluster-dns", nil, "The cluster DNS server(s) pods of DNS policy ClusterFirst use, as nodelet's --cluster-dns (default: none, and such pods get the MissingClusterDNS events).")
+	fs.StringVar(&opts.clusterDomain, "cluster-domain", "cluster.local", "The cluster's DNS domain, as nodelet's --cluster-domain.")
 	fs.StringVar(&opts.cpu, "cpu", "4", "Each node's CPU capacity.")
 	fs.StringVar(&opts.memory, "memory", "16Gi", "Each node's memory capacity.")
 	fs.StringVar(&opts.storage, "ephemeral-storage", "100Gi", "Each node's ephemeral-storage capacity.")
@@ -112,6 +116,8 @@ func run(ctx context.Context, opts options) error {
 			StateDir:              filepath.Join(opts.stateDir, name),
 			PodCIDR:               nthSubnet(cidrs, 20, i),
 			NodeIP:                opts.nodeIP,
+			ClusterDNS:            opts.clusterDNS,
+			ClusterDomain:         opts.clusterDomain,
 			MilliCPUs:             capacity["cpu"],
 			MemoryBytes:           capacity["memory"],
 			EphemeralStorageBytes: capacity["ephemeral-storage"],

@@ -288,7 +288,10 @@ func (r *scaleRun) startAgents(dir, kubeconfigs string, names []string) error {
 	if r.f.agent == "nodelet" {
 		return r.procs.start(filepath.Join(logs, "hollow-nodelet.log"), nil, r.f.hollowNodelet,
 			"--kubeconfig-dir="+kubeconfigs, "--state-dir="+filepath.Join(dir, "nodes"),
-			"--cpu=1", "--memory=4026531840", "--max-pods=110")
+			"--cpu=1", "--memory=4026531840", "--max-pods=110",
+			// As a cluster's nodes have (no DNS answers there: the pods
+			// are hollow); without it every pod gets two warning events.
+			"--cluster-dns=10.96.0.10", "--cluster-domain=cluster.local")
 	}
 	tmp := filepath.Join(dir, "kubemark-tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
