@@ -445,8 +445,9 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 
 // protobufConfig is config speaking protobuf, as the kubelet's clients do
 // (its --kube-api-content-type): the clientset's requests and answers
-// (events, token requests) are a third to half the size of JSON's. The
-// manager's client speaks it already for built-in types.
+// (events, token requests) are smaller than in JSON and cheaper for the
+// API server to decode and encode. The manager's client speaks it already
+// for built-in types.
 func protobufConfig(config *rest.Config) *rest.Config {
 	config = rest.CopyConfig(config)
 	config.ContentType = "application/vnd.kubernetes.protobuf"
