@@ -16,6 +16,8 @@ PROFILE ?= up
 UP_FLAGS ?=
 DOWN_FLAGS ?=
 BENCH_FLAGS ?=
+# `make bench-scale BENCH_SCALE_FLAGS="-idle 1m"` (`.cache/bin/bench scale -h`).
+BENCH_SCALE_FLAGS ?=
 # `make chaos`: how long it churns pods and injects faults, its seed, more
 # flags (`go test ./test/chaos -args -h`). `make test` runs a 2m one, with
 # the API server stopped for up to 20 s; the long one stops it for up to a
@@ -97,6 +99,10 @@ test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
 .PHONY: bench
 bench: ## nodelet against the kubelet side by side, then sandbox creation in each network mode (root; 20 to 30 minutes; BENCH_FLAGS=...).
 	hack/bench.sh $(BENCH_FLAGS)
+
+.PHONY: bench-scale
+bench-scale: ## N hollow nodelets, then N hollow kubelets (kubemark), on one control plane: what each node costs it (root; BENCH_SCALE_NODES=100; under 20 minutes).
+	hack/bench-scale.sh $(BENCH_SCALE_FLAGS)
 
 .PHONY: bench-network
 bench-network: ## Only the last part of bench: sandbox creation with networking, median and p99 of 50, in each network mode (root).

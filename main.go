@@ -100,7 +100,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 	restConfig.UserAgent = "nodelet/" + version
 	restConfig.QPS, restConfig.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
-	clientset, err := kubernetes.NewForConfig(restConfig)
+	clientset, err := kubernetes.NewForConfig(protobufConfig(restConfig))
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
 	}
@@ -447,6 +447,18 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		Clock:        clk,
 		Log:          ctrl.Log.WithName("server"),
 	})
+}
+
+// protobufConfig is config speaking protobuf, as the kubelet's clients do
+// (its --kube-api-content-type): the clientset's requests and answers
+// (events, token requests) are smaller than in JSON and cheaper for the
+// API server to decode and encode. The manager's client speaks it already
+// for built-in types.
+func protobufConfig(config *rest.Config) *rest.Config {
+	config = rest.CopyConfig(config)
+	config.ContentType = "application/vnd.kubernetes.protobuf"
+	config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return config
 }
 
 func loadRestConfig(kubeconfig string) (*rest.Config, error) {

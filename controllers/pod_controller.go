@@ -139,6 +139,8 @@ type PodReconciler struct {
 	// envFailures counts each pod's failed reads of what its containers
 	// start with, in a row.
 	envFailures map[types.UID]int
+	// deleted are the pods deleted for good that the cache still holds.
+	deleted deletedPods
 }
 
 // NewPodReconciler completes r with its private state and returns it.
@@ -390,6 +392,9 @@ func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions 
 // removes all it left on the node, and then deletes the Pod for good.
 func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
 	log := klog.FromContext(ctx)
+	if r.deleted.has(pod.UID) {
+		return ctrl.Result{}, nil
+	}
 	killCtx, shortened := r.startKill(ctx, pod)
 	err := r.Runtime.KillPod(killCtx, pod, status, pod.DeletionGracePeriodSeconds)
 	r.endKill(pod.UID)
@@ -406,14 +411,7 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 	if err := r.removePod(ctx, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	uid := pod.UID
-	err = r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, fmt.Errorf("deleting pod %s: %w", klog.KObj(pod), err)
-	}
-	log.V(1).Info("Deleted pod", "pod", klog.KObj(pod))
-	r.forget(uid)
-	return ctrl.Result{}, nil
+	return r.deleteForGood(ctx, pod)
 }
 
 // syncTerminatedPod keeps a pod that ran to completion stopped: its

@@ -3,8 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -149,4 +152,55 @@ func startedSidecar(pod *corev1.Pod, started []string) bool {
 		}
 	}
 	return false
+}
+
+// deleteForGood deletes the stopped and removed pod from the API server
+// with grace 0, only if it is still the pod of this UID.
+func (r *PodReconciler) deleteForGood(ctx context.Context, pod *corev1.Pod) (ctrl.Result, error) {
+	uid := pod.UID
+	err := r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, fmt.Errorf("deleting pod %s: %w", klog.KObj(pod), err)
+	}
+	klog.FromContext(ctx).V(1).Info("Deleted pod", "pod", klog.KObj(pod))
+	if err == nil || apierrors.IsNotFound(err) {
+		r.deleted.mark(uid, r.Clock.Now())
+	}
+	r.forget(uid)
+	return ctrl.Result{}, nil
+}
+
+// deletedPods holds when each pod was deleted for good, until the cache
+// has seen it go: a reconcile meanwhile (the PLEG reporting its removal)
+// has nothing left to do, and would delete it again.
+type deletedPods struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+// deletedMemory is how long a pod deleted for good is remembered: far
+// longer than a watch takes to tell the cache.
+const deletedMemory = 5 * time.Minute
+
+// mark remembers that the pod is deleted for good, forgetting the pods
+// deleted longer than deletedMemory ago.
+func (d *deletedPods) mark(uid types.UID, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.at == nil {
+		d.at = map[types.UID]time.Time{}
+	}
+	for other, at := range d.at {
+		if now.Sub(at) > deletedMemory {
+			delete(d.at, other)
+		}
+	}
+	d.at[uid] = now
+}
+
+func (d *deletedPods) has(uid types.UID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.at[uid]
+	return ok
 }

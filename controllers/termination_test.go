@@ -7,6 +7,7 @@ package controllers
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,5 +55,19 @@ func TestASecondDeleteInterruptsTheKillOnlyWhenItShortensTheGracePeriod(t *testi
 			}
 			r.endKill(tt.first.UID)
 		})
+	}
+}
+
+func TestDeletedPodsAreForgottenAfterTheirMemory(t *testing.T) {
+	var deleted deletedPods
+	t0 := time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)
+	deleted.mark("a", t0)
+	if !deleted.has("a") || deleted.has("b") {
+		t.Fatalf("after marking a: has(a)=%v has(b)=%v, want true false", deleted.has("a"), deleted.has("b"))
+	}
+	// Marking another pod later forgets those deleted too long ago.
+	deleted.mark("b", t0.Add(deletedMemory+time.Second))
+	if deleted.has("a") || !deleted.has("b") {
+		t.Errorf("after marking b past a's memory: has(a)=%v has(b)=%v, want false true", deleted.has("a"), deleted.has("b"))
 	}
 }

@@ -8,9 +8,9 @@
 #                                    helpers (pause, cri-sweep, cri-smoke,
 #                                    grpc-health-server, htpasswd) and
 #                                    local-path-provisioner
-#   hack/build-tools.sh NAME...      only those, e.g. `kubelet` (built only
-#                                    on demand, for the benchmarks) or
-#                                    `golangci-lint`
+#   hack/build-tools.sh NAME...      only those, e.g. `kubelet` or
+#                                    `kubemark` (built only on demand, for
+#                                    the benchmarks) or `golangci-lint`
 #
 # golangci-lint and local-path-provisioner are not in the tools module: each
 # is built from its own module at a pinned version with `go install`, so its

@@ -224,6 +224,10 @@ start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 wait_daemon 60 kube-apiserver curl -fsS --cacert "$PKI_DIR/ca.crt" "$API_SERVER_URL/readyz"
 
 log "Starting kube-controller-manager and kube-scheduler"
+# CONTROL_PLANE_QPS lifts both clients' limits (burst twice it) for bursts
+# of thousands of pods (hack/bench-scale.sh); unset, their defaults.
+client_limits=()
+[[ -z ${CONTROL_PLANE_QPS:-} ]] || client_limits=(--kube-api-qps="$CONTROL_PLANE_QPS" --kube-api-burst="$((CONTROL_PLANE_QPS * 2))")
 start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
 	--kubeconfig="$KUBECONFIG_DIR/controller-manager.kubeconfig" \
 	--authentication-kubeconfig="$KUBECONFIG_DIR/controller-manager.kubeconfig" \
@@ -240,14 +244,16 @@ start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
 	--allocate-node-cidrs \
 	--cluster-cidr="$CLUSTER_CIDR" \
 	--node-cidr-mask-size="$NODE_CIDR_MASK_SIZE" \
-	--service-cluster-ip-range="$SERVICE_CIDR"
+	--service-cluster-ip-range="$SERVICE_CIDR" \
+	"${client_limits[@]}"
 start_daemon kube-scheduler "$BIN_DIR/kube-scheduler" \
 	--kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \
 	--authentication-kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \
 	--authorization-kubeconfig="$KUBECONFIG_DIR/scheduler.kubeconfig" \
 	--bind-address=127.0.0.1 \
 	--secure-port="$SCHEDULER_PORT" \
-	--leader-elect=false
+	--leader-elect=false \
+	"${client_limits[@]}"
 wait_daemon 60 kube-controller-manager curl -fsSk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
 wait_daemon 60 kube-scheduler curl -fsSk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 # Pods cannot be created before the namespace's default ServiceAccount.

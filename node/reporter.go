@@ -139,9 +139,11 @@ type NodeStatusReporter struct {
 }
 
 // NewNodeStatusReporter returns a reporter that writes with c and reads the
-// Node with reader, which should be the manager's API reader: every
-// comparison is with the Node as the API server has it, so that a status
-// someone else changed (Ready=Unknown after an outage) is noticed.
+// Node with it too, c being the manager's client whose cache watches the
+// Node: every comparison is with the Node as the API server last sent it,
+// so that a status someone else changed (Ready=Unknown after an outage) is
+// noticed. reader, the manager's API reader, answers when the cache has
+// no Node.
 func NewNodeStatusReporter(c client.Client, reader client.Reader, runtime RuntimeInfoService, opts NodeStatusOptions) (*NodeStatusReporter, error) {
 	if opts.NodeName == "" {
 		return nil, errors.New("node status reporter: no node name")
@@ -331,11 +333,17 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 	defer cancel()
 	node := &corev1.Node{}
 	key := client.ObjectKey{Name: r.opts.NodeName}
-	// Like the kubelet, read from the API server's watch cache: the status
-	// is compared with what is there, not with what nodelet last wrote. The
-	// cache may not hold a Node created a moment ago: only etcd's answer
-	// says it is gone.
-	err := r.reader.Get(ctx, key, node, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	// Like the kubelet (its node lister), read the Node from the
+	// manager's cache: what the API server's watch last sent, so the
+	// status is compared with what is there, not with what nodelet last
+	// wrote, and no request is made each UpdateFrequency (at 10 s, six a
+	// minute per node, which a cluster of thousands pays). The cache may
+	// not hold a Node created a moment ago: then the API server's watch
+	// cache is asked, and only etcd's answer says it is gone.
+	err := r.client.Get(ctx, key, node)
+	if apierrors.IsNotFound(err) {
+		err = r.reader.Get(ctx, key, node, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	}
 	if apierrors.IsNotFound(err) {
 		err = r.reader.Get(ctx, key, node)
 	}

@@ -13,7 +13,12 @@
 //	    on each agent's containerd: the runtime's own floor;
 //	bench report -in RESULTS.json -out-dir DIR
 //	    prints the table with nodelet/kubelet ratios and writes it, the
-//	    JSON and a PNG chart into DIR.
+//	    JSON and a PNG chart into DIR;
+//	bench scale -agent nodelet|kubelet -kubeconfig ADMIN -state-dir DIR -out RESULT.json
+//	    (hack/bench-scale.sh) runs N hollow nodes of one agent on a stack
+//	    with no node, measures them idle and through a burst of pods;
+//	bench scale-report -in NODELET.json -in KUBELET.json -out-dir DIR
+//	    prints both runs' per-node figures side by side.
 package main
 
 import (
@@ -46,6 +51,10 @@ func main() {
 		err = runFloor(ctx, os.Args[2:])
 	case "report":
 		err = runReport(os.Args[2:])
+	case "scale":
+		err = runScale(ctx, os.Args[2:])
+	case "scale-report":
+		err = runScaleReport(os.Args[2:])
 	default:
 		printUsage()
 	}
@@ -56,7 +65,7 @@ func main() {
 }
 
 func printUsage() {
-	fmt.Fprintln(os.Stderr, "usage: bench agents|floor|report [flags] (bench SUBCOMMAND -h lists them)")
+	fmt.Fprintln(os.Stderr, "usage: bench agents|floor|report|scale|scale-report [flags] (bench SUBCOMMAND -h lists them)")
 	os.Exit(2)
 }
 
