@@ -60,21 +60,8 @@ func (n *NodeInfo) Install(ctx context.Context, driver string, info *csipb.NodeG
 		return fmt.Errorf("updating node %s for CSI driver %q: %w", n.NodeName, driver, err)
 	}
 	want := csiNodeDriver(driver, info)
-	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		csiNode, err := n.Client.StorageV1().CSINodes().Get(ctx, n.NodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			csiNode, err = n.Client.StorageV1().CSINodes().Create(ctx, newCSINode(node), metav1.CreateOptions{})
-		}
-		if err != nil {
-			return err
-		}
-		drivers, changed := withDriver(csiNode.Spec.Drivers, want)
-		if !changed {
-			return nil
-		}
-		csiNode.Spec.Drivers = drivers
-		_, err = n.Client.StorageV1().CSINodes().Update(ctx, csiNode, metav1.UpdateOptions{})
-		return err
+	err = n.updateCSINode(ctx, node, func(drivers []storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool) {
+		return withDriver(drivers, want)
 	})
 	if err != nil {
 		return fmt.Errorf("updating CSINode %s for CSI driver %q: %w", n.NodeName, driver, err)
@@ -100,15 +87,31 @@ func (n *NodeInfo) Uninstall(ctx context.Context, driver string) error {
 	if err != nil {
 		return fmt.Errorf("updating node %s for CSI driver %q: %w", n.NodeName, driver, err)
 	}
-	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	err = n.updateCSINode(ctx, nil, func(drivers []storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool) {
+		return withoutDriver(drivers, driver)
+	})
+	if err != nil {
+		return fmt.Errorf("updating CSINode %s for CSI driver %q: %w", n.NodeName, driver, err)
+	}
+	return nil
+}
+
+// updateCSINode applies change to the node's CSINode's drivers and writes
+// them when they changed, again on a conflict. A missing CSINode is
+// created for node, or left missing when node is nil (nothing to remove).
+func (n *NodeInfo) updateCSINode(ctx context.Context, node *corev1.Node, change func([]storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool)) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		csiNode, err := n.Client.StorageV1().CSINodes().Get(ctx, n.NodeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			if node == nil {
+				return nil
+			}
+			csiNode, err = n.Client.StorageV1().CSINodes().Create(ctx, newCSINode(node), metav1.CreateOptions{})
 		}
 		if err != nil {
 			return err
 		}
-		drivers, changed := withoutDriver(csiNode.Spec.Drivers, driver)
+		drivers, changed := change(csiNode.Spec.Drivers)
 		if !changed {
 			return nil
 		}
@@ -116,10 +119,6 @@ func (n *NodeInfo) Uninstall(ctx context.Context, driver string) error {
 		_, err = n.Client.StorageV1().CSINodes().Update(ctx, csiNode, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("updating CSINode %s for CSI driver %q: %w", n.NodeName, driver, err)
-	}
-	return nil
 }
 
 // updateNode applies change to the Node and writes it when it changed,
