@@ -27,7 +27,8 @@
 # Every mode gives the image what a companion node's pod runs: nodelet,
 # nodelet-cni, nodelet-approver, and the runtime the pod brings (the
 # chart's containerd container): containerd with its runc shim and runc,
-# the CNI plugins bridge, host-local, loopback and portmap in /usr/lib/cni
+# the CNI plugins bridge, host-local, loopback, portmap and bandwidth (the
+# node conflist nodelet writes names them) in /usr/lib/cni
 # (where Debian puts them), and iptables for those plugins.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -41,7 +42,7 @@ VERSION=${VERSION:-$(sed -n 's/^const baseVersion = "\(.*\)"$/\1/p' "$REPO_ROOT/
 DOCKERFILE=$REPO_ROOT/Dockerfile
 LAYOUT=$IMAGES_DIR/nodelet
 # The CNI plugins the image carries, as the Dockerfile's.
-CNI_PLUGINS="bridge host-local loopback portmap"
+CNI_PLUGINS="bridge host-local loopback portmap bandwidth"
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # buildah keeps its images and containers under .cache, on vfs: no overlay
 # mounts to leave behind, and nothing in the machine's own storage.
