@@ -21,9 +21,9 @@
 #        with the stack in the agent network mode, for the TestNetwork
 #        cases only; then on a stack whose runtime is containerd 2
 #        (hack/build-runtime.sh), for the TestPodUserNamespace cases only;
-#        with E2E_MODES naming "companion" (not by default), on a stack whose
-#        second node is a real kubelet (hack/host-kubelet.sh), the image
-#        built and pushed, for the TestCompanion cases only
+#        last, on a stack whose second node is a real kubelet
+#        (hack/host-kubelet.sh), with nodelet's image built and pushed, for
+#        the TestCompanion cases only
 # chaos  starts the e2e stack without nodelet or add-ons and runs the chaos
 #        run (test/chaos) for CHAOS_DURATION (2m) with CHAOS_SEED (1): it
 #        fails on any invariant violated or anything leaked
@@ -107,15 +107,14 @@ trap stop_e2e_stack EXIT
 # stack with containerd 2 (mode "userns"). The TestCompanion cases install
 # the chart on a real kubelet's node, with the image built: mode
 # "companion", on its own stack (with kube-proxy, through which pods reach
-# the API server's Service); not in the default modes, as building the
-# image costs minutes.
+# the API server's Service).
 # E2E_RUN narrows the first run to the tests it matches (go test -run), and
-# E2E_MODES to the modes named ("runtime", "agent", "userns"), to run one
+# E2E_MODES to the modes named ("runtime", "agent", "userns", "companion"), to run one
 # test while working on it.
 E2E_RUN=${E2E_RUN:-}
 E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
 E2E_USERNS_RUN=^TestPodUserNamespace
-E2E_MODES=${E2E_MODES:-runtime agent userns}
+E2E_MODES=${E2E_MODES:-runtime agent userns companion}
 E2E_COMPANION_RUN=^TestCompanion
 
 suite_e2e() {

@@ -34,7 +34,8 @@ const companionReadyTimeout = 5 * time.Minute
 // DaemonSet pod brings its containerd, nodelet gets its node's identity
 // through a CSR the chart's approver approves, and the companion
 // `<host>-nodelet` becomes Ready, with the host's share the pod requests
-// as its capacity and the companion taint. A pod that tolerates the taint
+// as its capacity (less kubeReserved as allocatable, over which a pod is
+// refused) and the companion taint. A pod that tolerates the taint
 // runs there, its cgroup inside the DaemonSet pod's, and its logs, exec and
 // port-forward work through the companion's node API. `helm uninstall`
 // then removes the DaemonSet pod.
@@ -76,6 +77,7 @@ func TestCompanion(t *testing.T) {
 		return nil
 	})
 	checkCompanionNode(t, companion, host)
+	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, ns, companion) })
 
 	agent := daemonSetPod(t, r)
 	pod := runOnCompanion(t, ns, r.node)
@@ -128,6 +130,14 @@ func checkCompanionNode(t *testing.T, node *corev1.Node, host hostEnv) {
 			t.Errorf("Node %s: capacity %s = %s, want the DaemonSet pod's request %s", node.Name, name, got.String(), want)
 		}
 	}
+	// The share nodelet keeps for itself, the chart's kubeReserved
+	// (100m, 128Mi), is not the pods', nor, as the kubelet counts it, the
+	// hard eviction threshold (memory.available 100Mi by default).
+	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "400m", corev1.ResourceMemory: "284Mi"} {
+		if got := node.Status.Allocatable[name]; got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("Node %s: allocatable %s = %s, want the pod's request less kubeReserved and the eviction threshold, %s", node.Name, name, got.String(), want)
+		}
+	}
 	var internal string
 	for _, a := range node.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
@@ -137,6 +147,23 @@ func checkCompanionNode(t *testing.T, node *corev1.Node, host hostEnv) {
 	if internal != host.NodeIP {
 		t.Errorf("Node %s: InternalIP %q, want the host's %q", node.Name, internal, host.NodeIP)
 	}
+}
+
+// checkOverAllocatableRefused: a pod bound to the companion that asks for
+// more CPU than its allocatable is refused at admission, OutOfcpu, as the
+// kubelet refuses it.
+func checkOverAllocatableRefused(t *testing.T, ns string, node *corev1.Node) {
+	allocatable := node.Status.Allocatable[corev1.ResourceCPU]
+	asked := allocatable.MilliValue() + 1
+	pod := f.createPod(t, newPod(ns, "over-allocatable").with(func(p *corev1.Pod) {
+		p.Spec.NodeName = node.Name
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "nodelet.dev/companion", Operator: corev1.TolerationOpExists}}
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(asked, resource.DecimalSI)}
+	}).obj())
+	f.waitRejectedAs(t, pod, "OutOfcpu", fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: ", asked))
+	// Gone while the companion's nodelet is there to finish the deletion.
+	f.deletePod(t, pod, ptr.To[int64](0))
+	f.waitForPodGone(t, pod, time.Minute)
 }
 
 // daemonSetPod is the release's nodelet pod, on the host node.
