@@ -25,6 +25,8 @@ type hostEnv struct {
 	NodeName, NodeIP string
 	// CgroupRoot is the kubelet's cgroupRoot (QoS cgroups under it).
 	CgroupRoot string
+	// CRIEndpoint is the host node's runtime, its kubelet's.
+	CRIEndpoint string
 	// Dir is the host node's state folder; what the chart puts on the
 	// host goes under it.
 	Dir string
@@ -48,12 +50,12 @@ func loadHostEnv(t *testing.T) hostEnv {
 	}
 	env := hostEnv{
 		NodeName: vars["HOST_NODE_NAME"], NodeIP: vars["HOST_NODE_IP"],
-		CgroupRoot: vars["HOST_CGROUP_ROOT"], Dir: vars["HOST_DIR"],
+		CgroupRoot: vars["HOST_CGROUP_ROOT"], CRIEndpoint: vars["HOST_CRI_ENDPOINT"], Dir: vars["HOST_DIR"],
 		KubeletLog: vars["HOST_KUBELET_LOG"], ContainerdLog: vars["HOST_CONTAINERD_LOG"],
 		Image: vars["NODELET_IMAGE"],
 	}
-	if env.NodeName == "" || env.NodeIP == "" || env.CgroupRoot == "" || env.Dir == "" || env.Image == "" {
-		t.Fatalf("%s lacks HOST_NODE_NAME, HOST_NODE_IP, HOST_CGROUP_ROOT, HOST_DIR or NODELET_IMAGE: %v", path, vars)
+	if env.NodeName == "" || env.NodeIP == "" || env.CgroupRoot == "" || env.CRIEndpoint == "" || env.Dir == "" || env.Image == "" {
+		t.Fatalf("%s lacks HOST_NODE_NAME, HOST_NODE_IP, HOST_CGROUP_ROOT, HOST_CRI_ENDPOINT, HOST_DIR or NODELET_IMAGE: %v", path, vars)
 	}
 	return env
 }

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	remote "k8s.io/cri-client/pkg"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/await"
@@ -37,7 +38,8 @@ const companionReadyTimeout = 5 * time.Minute
 // as its capacity (less kubeReserved as allocatable, over which a pod is
 // refused) and the companion taint. A pod that tolerates the taint
 // runs there, its cgroup inside the DaemonSet pod's, and its logs, exec and
-// port-forward work through the companion's node API. `helm uninstall`
+// port-forward work through the companion's node API; it keeps its
+// container when the nodelet container restarts. `helm uninstall`
 // then removes the DaemonSet pod.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
@@ -96,6 +98,9 @@ func TestCompanion(t *testing.T) {
 		}
 	})
 	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns, pod.Name) })
+	t.Run("a restart of the nodelet container keeps the pod's container", func(t *testing.T) {
+		checkNodeletRestartKeepsPod(t, host, agent, pod)
+	})
 
 	// Its pods go first: nothing would finish their deletion after.
 	f.deletePod(t, pod, ptr.To[int64](2))
@@ -164,6 +169,44 @@ func checkOverAllocatableRefused(t *testing.T, ns string, node *corev1.Node) {
 	// Gone while the companion's nodelet is there to finish the deletion.
 	f.deletePod(t, pod, ptr.To[int64](0))
 	f.waitForPodGone(t, pod, time.Minute)
+}
+
+// checkNodeletRestartKeepsPod stops the DaemonSet pod's nodelet container
+// through the host's runtime, as a crash would; the host kubelet starts it
+// again, and the new nodelet takes the companion's pod over from the
+// runtime the pod brings: same container, no restart, still served (an
+// exec through the node API).
+func checkNodeletRestartKeepsPod(t *testing.T, host hostEnv, agent, pod *corev1.Pod) {
+	ctx := t.Context()
+	nodelet := containerStatus(agent, "nodelet")
+	if nodelet == nil {
+		t.Fatalf("pod %s has no status of its nodelet container", agent.Name)
+	}
+	runtimeService, err := remote.NewRemoteRuntimeService(ctx, host.CRIEndpoint, 30*time.Second, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id, _ := strings.Cut(nodelet.ContainerID, "://")
+	if err := runtimeService.StopContainer(ctx, id, 10); err != nil {
+		t.Fatalf("stopping the nodelet container %s through the host's runtime: %v", id, err)
+	}
+	f.waitForPod(t, agent, 2*time.Minute, "to run its nodelet container again, Ready", func(p *corev1.Pod) (bool, error) {
+		c := containerStatus(p, "nodelet")
+		return c != nil && c.RestartCount > nodelet.RestartCount && c.Ready, nil
+	})
+	out := f.mustKubectl(t, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
+	if out != "served by the companion\n" {
+		t.Errorf("kubectl exec in %s after nodelet's restart: %q", pod.Name, out)
+	}
+	now, err := f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := pod.Status.ContainerStatuses[0], now.Status.ContainerStatuses[0]
+	if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil {
+		t.Errorf("pod %s's container after nodelet's restart: %s, restarts %d, running %v; want %s, restarts %d, running",
+			pod.Name, after.ContainerID, after.RestartCount, after.State.Running != nil, before.ContainerID, before.RestartCount)
+	}
 }
 
 // daemonSetPod is the release's nodelet pod, on the host node.
