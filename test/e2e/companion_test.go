@@ -39,7 +39,7 @@ const companionReadyTimeout = 5 * time.Minute
 // refused) and the companion taint. A pod that tolerates the taint
 // runs there, its cgroup inside the DaemonSet pod's, and its logs, exec and
 // port-forward work through the companion's node API; it keeps its
-// container when the nodelet container restarts. `helm uninstall`
+// container when the nodelet or the containerd container restarts. `helm uninstall`
 // then removes the DaemonSet pod.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
@@ -98,9 +98,11 @@ func TestCompanion(t *testing.T) {
 		}
 	})
 	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns, pod.Name) })
-	t.Run("a restart of the nodelet container keeps the pod's container", func(t *testing.T) {
-		checkNodeletRestartKeepsPod(t, host, agent, pod)
-	})
+	for _, container := range []string{"nodelet", "containerd"} {
+		t.Run("a restart of the "+container+" container keeps the pod's container", func(t *testing.T) {
+			checkRestartKeepsPod(t, host, agent, container, pod)
+		})
+	}
 
 	// Its pods go first: nothing would finish their deletion after.
 	f.deletePod(t, pod, ptr.To[int64](2))
@@ -171,41 +173,49 @@ func checkOverAllocatableRefused(t *testing.T, ns string, node *corev1.Node) {
 	f.waitForPodGone(t, pod, time.Minute)
 }
 
-// checkNodeletRestartKeepsPod stops the DaemonSet pod's nodelet container
-// through the host's runtime, as a crash would; the host kubelet starts it
-// again, and the new nodelet takes the companion's pod over from the
-// runtime the pod brings: same container, no restart, still served (an
-// exec through the node API).
-func checkNodeletRestartKeepsPod(t *testing.T, host hostEnv, agent, pod *corev1.Pod) {
+// checkRestartKeepsPod stops a container of the DaemonSet pod (nodelet,
+// or the runtime the pod brings) through the host's runtime, as a crash
+// would; the host kubelet starts it again, and the companion's pod keeps
+// its container (the runtime's shims run in a cgroup of their own, their
+// sockets on a host folder) and is still served (an exec through the
+// node API).
+func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, container string, pod *corev1.Pod) {
 	ctx := t.Context()
-	nodelet := containerStatus(agent, "nodelet")
-	if nodelet == nil {
-		t.Fatalf("pod %s has no status of its nodelet container", agent.Name)
+	agent, err := f.Client.CoreV1().Pods(agent.Namespace).Get(ctx, agent.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := containerStatus(agent, container)
+	if stopped == nil {
+		t.Fatalf("pod %s has no status of its %s container", agent.Name, container)
 	}
 	runtimeService, err := remote.NewRemoteRuntimeService(ctx, host.CRIEndpoint, 30*time.Second, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, id, _ := strings.Cut(nodelet.ContainerID, "://")
+	_, id, _ := strings.Cut(stopped.ContainerID, "://")
 	if err := runtimeService.StopContainer(ctx, id, 10); err != nil {
-		t.Fatalf("stopping the nodelet container %s through the host's runtime: %v", id, err)
+		t.Fatalf("stopping the %s container %s through the host's runtime: %v", container, id, err)
 	}
-	f.waitForPod(t, agent, 2*time.Minute, "to run its nodelet container again, Ready", func(p *corev1.Pod) (bool, error) {
-		c := containerStatus(p, "nodelet")
-		return c != nil && c.RestartCount > nodelet.RestartCount && c.Ready, nil
+	f.waitForPod(t, agent, 2*time.Minute, "to run its "+container+" container again, nodelet Ready", func(p *corev1.Pod) (bool, error) {
+		c, n := containerStatus(p, container), containerStatus(p, "nodelet")
+		return c != nil && c.RestartCount > stopped.RestartCount && c.State.Running != nil && n != nil && n.Ready, nil
 	})
-	out := f.mustKubectl(t, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
-	if out != "served by the companion\n" {
-		t.Errorf("kubectl exec in %s after nodelet's restart: %q", pod.Name, out)
-	}
+	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after the "+container+" container's restart", func(ctx context.Context) error {
+		out, stderr, err := f.kubectl(ctx, nil, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
+		if err != nil || out != "served by the companion\n" {
+			return fmt.Errorf("%q %v: %s", out, err, stderr)
+		}
+		return nil
+	})
 	now, err := f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, after := pod.Status.ContainerStatuses[0], now.Status.ContainerStatuses[0]
 	if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil {
-		t.Errorf("pod %s's container after nodelet's restart: %s, restarts %d, running %v; want %s, restarts %d, running",
-			pod.Name, after.ContainerID, after.RestartCount, after.State.Running != nil, before.ContainerID, before.RestartCount)
+		t.Errorf("pod %s's container after the %s container's restart: %s, restarts %d, running %v; want %s, restarts %d, running",
+			pod.Name, container, after.ContainerID, after.RestartCount, after.State.Running != nil, before.ContainerID, before.RestartCount)
 	}
 }
 
