@@ -203,8 +203,11 @@ func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, contain
 	})
 	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after the "+container+" container's restart", func(ctx context.Context) error {
 		out, stderr, err := f.kubectl(ctx, nil, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
-		if err != nil || out != "served by the companion\n" {
-			return fmt.Errorf("%q %v: %s", out, err, stderr)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, stderr)
+		}
+		if out != "served by the companion\n" {
+			return fmt.Errorf("read %q", out)
 		}
 		return nil
 	})
