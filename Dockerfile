@@ -42,7 +42,7 @@ LABEL org.opencontainers.image.title="nodelet" \
       org.opencontainers.image.version="${VERSION}"
 RUN export DEBIAN_FRONTEND=noninteractive \
  && apt-get update \
- && apt-get install -y --no-install-recommends iptables iproute2 \
+ && apt-get install -y --no-install-recommends iptables iproute2 containerd runc containernetworking-plugins \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/nodelet /usr/local/bin/nodelet
 # The agent network mode's CNI shim: nodelet copies it into the runtime's

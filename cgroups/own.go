@@ -8,10 +8,13 @@ import (
 
 // OwnPodCgroup is the cgroup of the pod this process runs in, read from
 // its /proc/self/cgroup: the parent of its container's cgroup. It is the
-// unified hierarchy's path ("0::/...") when there is one, otherwise the
-// memory controller's (cgroup v1 gives each controller a line,
-// "4:memory:/..."; the kubelet puts a pod's containers in the same path in
-// all of them). The path is the host's only outside a cgroup namespace:
+// v1 memory controller's path when memory is a v1 controller (cgroup v1
+// gives each controller a line, "4:memory:/..."; the kubelet puts a pod's
+// containers in the same path in all of them), otherwise the unified
+// hierarchy's ("0::/..."). Not the unified one first: a kernel with cgroup2
+// lists a "0::/" line even where no cgroup2 is mounted (cgroup v1 hosts), or
+// where it holds no controller (the hybrid layout), and that line says
+// nothing of where the pod's limits are. The path is the host's only outside a cgroup namespace:
 // the runtime gives privileged containers none, others see "/" — and "/"
 // or a container cgroup right under the root is refused, as no pod's.
 func OwnPodCgroup(procSelfCgroup string) (string, error) {
@@ -32,9 +35,9 @@ func OwnPodCgroup(procSelfCgroup string) (string, error) {
 			memory = cgroupPath
 		}
 	}
-	own := unified
+	own := memory
 	if own == "" {
-		own = memory
+		own = unified
 	}
 	if own == "" {
 		return "", fmt.Errorf("no unified or memory cgroup in /proc/self/cgroup")

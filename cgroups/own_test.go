@@ -23,9 +23,13 @@ func TestOwnPodCgroup(t *testing.T) {
 			procSelfCgroup: "12:pids:/kubepods/besteffort/podabc/c1\n5:cpu,cpuacct:/kubepods/besteffort/podabc/c1\n4:memory:/kubepods/besteffort/podabc/c1\n1:name=systemd:/system.slice/containerd.service\n",
 			want:           "/kubepods/besteffort/podabc",
 		},
-		"hybrid: the unified line wins": {
-			procSelfCgroup: "4:memory:/v1/podabc/c1\n0::/kubepods/podxyz/c2\n",
-			want:           "/kubepods/podxyz",
+		"hybrid: the memory controller's line, where the pod's memory limit is": {
+			procSelfCgroup: "4:memory:/kubepods/podabc/c1\n0::/kubepods/podabc/c1\n",
+			want:           "/kubepods/podabc",
+		},
+		"cgroup v1 with the kernel's line of a cgroup2 mounted nowhere": {
+			procSelfCgroup: "9:name=systemd:/\n4:memory:/kubepods/burstable/podabc/c1\n1:cpu:/kubepods/burstable/podabc/c1\n0::/\n",
+			want:           "/kubepods/burstable/podabc",
 		},
 		"in a cgroup namespace, the own cgroup is the root": {
 			procSelfCgroup: "0::/\n",

@@ -115,6 +115,11 @@ spec:
       serviceAccountName: kube-proxy
       priorityClassName: system-node-critical
       hostNetwork: true
+      # The stack's node alone: its other nodes, if any (a host node run by
+      # a kubelet and its companion, hack/host-kubelet.sh), are on the same
+      # machine, whose iptables one kube-proxy keeps.
+      nodeSelector:
+        kubernetes.io/hostname: $NODE_NAME
       tolerations:
       - operator: Exists
       containers:

@@ -8,8 +8,9 @@
 #                                        registry (up or e2e; it must be running)
 #   hack/build-image.sh HOST:PORT        build, then push to that registry
 #
-# The image is REGISTRY/nodelet:VERSION. VERSION defaults to `git describe`
-# (or "dev"); the binary is stamped with its commit (main.commit).
+# The image is REGISTRY/nodelet:VERSION. VERSION defaults to the release's
+# version (baseVersion in version.go, e.g. v0.1.0), the tag the chart's
+# appVersion names; the binary is stamped with its commit (main.commit).
 #
 # MODE says how to build (default auto: the first that can work here):
 #   dockerfile  `buildah bud` of the Dockerfile. Needs both of its base
@@ -17,16 +18,31 @@
 #   local-go    the binary from the local Go toolchain, on the Dockerfile's
 #               final base with the packages its final stage installs, by
 #               buildah. Needs only the final base image.
-#   no-base     the static binary on a minimal root filesystem (Debian's
-#               static busybox for a shell and mount(8)), assembled with
-#               umoci. Needs no registry, but the image has no iptables: in
-#               agent network mode the CNI plugins that call it fail.
+#   no-base     the static binaries on a minimal root filesystem (Debian's
+#               static busybox for a shell and mount(8)), with this
+#               machine's containerd, runc shim, runc, CNI plugins and
+#               iptables (and the libraries they load), assembled with
+#               umoci. Needs no registry.
+#
+# Every mode gives the image what a companion node's pod runs: nodelet,
+# nodelet-cni, nodelet-approver, and the runtime the pod brings (the
+# chart's containerd container): containerd with its runc shim and runc,
+# the CNI plugins bridge, host-local, loopback, portmap and bandwidth (the
+# node conflist nodelet writes names them) in /usr/lib/cni
+# (where Debian puts them), and iptables for those plugins.
+# shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=hack/image-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/image-lib.sh"
 
 MODE=${MODE:-auto}
-VERSION=${VERSION:-$(git -C "$REPO_ROOT" describe --tags --always --dirty 2>/dev/null || echo dev)}
+# The release's version, version.go's baseVersion: the tag the chart's
+# appVersion names.
+VERSION=${VERSION:-$(sed -n 's/^const baseVersion = "\(.*\)"$/\1/p' "$REPO_ROOT/version.go")}
 DOCKERFILE=$REPO_ROOT/Dockerfile
 LAYOUT=$IMAGES_DIR/nodelet
+# The CNI plugins the image carries, as the Dockerfile's.
+CNI_PLUGINS="bridge host-local loopback portmap bandwidth"
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # buildah keeps its images and containers under .cache, on vfs: no overlay
 # mounts to leave behind, and nothing in the machine's own storage.
@@ -128,21 +144,35 @@ populate_no_base() {
 	install -D -m 0755 "$work/nodelet" "$rootfs/usr/local/bin/nodelet"
 	install -D -m 0755 "$work/nodelet-cni" "$rootfs/usr/local/bin/nodelet-cni"
 	install -D -m 0755 "$work/nodelet-approver" "$rootfs/usr/local/bin/nodelet-approver"
+	# The runtime the pod brings, this machine's: the Dockerfile installs
+	# the same Debian packages.
+	local program
+	for program in containerd containerd-shim-runc-v2 runc; do
+		command -v "$program" >/dev/null || die "no $program on this machine (Debian packages containerd and runc)"
+		copy_with_libraries "$rootfs" "$(readlink -f "$(command -v "$program")")"
+	done
+	for program in $CNI_PLUGINS; do
+		[[ -x $CNI_PLUGINS_DIR/$program ]] || die "no CNI plugin $program in $CNI_PLUGINS_DIR (Debian package containernetworking-plugins)"
+		copy_with_libraries "$rootfs" "$CNI_PLUGINS_DIR/$program"
+	done
+	install_iptables "$rootfs"
+	write_loader_cache "$rootfs"
 	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
 	for applet in $(/bin/busybox --list); do
 		[[ $applet == busybox ]] || ln -s busybox "$rootfs/bin/$applet"
 	done
 	install -d -m 1777 "$rootfs/tmp"
 	install -d -m 0700 "$rootfs/root"
-	install -d -m 0755 "$rootfs/etc" "$rootfs/run" "$rootfs/var"
+	install -d -m 0755 "$rootfs/etc" "$rootfs/run" "$rootfs/var" "$rootfs/var/lib"
 	ln -s ../run "$rootfs/var/run"
 	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
 	printf 'root:x:0:\n' >"$rootfs/etc/group"
 }
 
 build_no_base() {
-	# busybox-static's /bin/busybox: the image has no libc to link against.
-	ensure_packages umoci busybox-static
+	# busybox-static's /bin/busybox: the image has no libc of its own; the
+	# runtime's and iptables' libraries are copied with them.
+	ensure_packages umoci busybox-static containerd runc containernetworking-plugins iptables
 	build_binary "$work/nodelet"
 	umoci init --layout "$LAYOUT"
 	umoci new --image "$LAYOUT:$VERSION"

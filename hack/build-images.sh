@@ -27,6 +27,8 @@
 #               from its module: the stack's default StorageClass.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=hack/image-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/image-lib.sh"
 
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -49,67 +51,14 @@ populate_pause() {
 	install -D -m 0755 "$BIN_DIR/pause" "$1/pause"
 }
 
-# iptables_program prints the host's iptables program: the multi-call
-# binary its alternatives link to.
-iptables_program() {
-	readlink -f "$(command -v iptables)"
-}
-
-# xtables_dirs prints the folders of iptables' extension modules.
-xtables_dirs() {
-	local modules
-	for modules in /usr/lib/*/xtables /usr/lib/xtables; do
-		[[ -d $modules ]] && echo "$modules"
-	done
-	return 0
-}
-
-# copy_libraries ROOTFS FILE... copies the shared libraries (and the
-# loader) that ldd says each file loads to the same paths under ROOTFS.
-copy_libraries() {
-	local rootfs=$1 file lib
-	shift
-	for file in "$@"; do
-		for lib in $(ldd "$file" 2>/dev/null | grep -oE '/[^ ]+' || true); do
-			[[ -e $rootfs$lib ]] || install -D -m 0755 "$(readlink -f "$lib")" "$rootfs$lib"
-		done
-	done
-}
-
-# copy_with_libraries ROOTFS FILE... copies each file to the same path under
-# ROOTFS, with its shared libraries.
-copy_with_libraries() {
-	local rootfs=$1 file
-	shift
-	for file in "$@"; do
-		install -D -m 0755 "$file" "$rootfs$file"
-	done
-	copy_libraries "$rootfs" "$@"
-}
-
 populate_kube-proxy() {
-	local rootfs=$1 multi modules name
+	local rootfs=$1
 	install -D -m 0755 "$BIN_DIR/kube-proxy" "$rootfs/usr/local/bin/kube-proxy"
 	copy_libraries "$rootfs" "$BIN_DIR/kube-proxy"
-	multi=$(iptables_program)
-	copy_with_libraries "$rootfs" "$multi"
-	# The multi-call binary acts on the name it is called by.
-	for name in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-		ln -sf "$multi" "$rootfs/usr/sbin/$name"
-	done
-	for modules in $(xtables_dirs); do
-		mkdir -p "$rootfs$modules"
-		cp -a "$modules/." "$rootfs$modules/"
-		copy_libraries "$rootfs" "$modules"/*.so
-	done
+	install_iptables "$rootfs"
 	install -d -m 1777 "$rootfs/tmp"
 	install -d -m 0755 "$rootfs/run" "$rootfs/var/lib/kube-proxy"
-	# The loader's cache, for the folders the libraries were copied to.
-	local dirs
-	dirs=$(find "$rootfs" -name '*.so*' -type f -printf '%h\n' | sed "s|^$rootfs||" | sort -u)
-	install -d -m 0755 "$rootfs/etc"
-	echo "$dirs" >"$rootfs/etc/ld.so.conf"
-	ldconfig -r "$rootfs"
+	write_loader_cache "$rootfs"
 }
 
 populate_coredns() {
@@ -191,11 +140,8 @@ main() {
 	build_image busybox "$BUSYBOX_TAG" /bin/busybox "$BIN_DIR/grpc-health-server"
 	build_image pause "$PAUSE_TAG" "$BIN_DIR/pause"
 	"$REPO_ROOT/hack/build-tools.sh" kube-proxy coredns
-	local -a xtables
-	mapfile -t xtables < <(xtables_dirs)
-	# shellcheck disable=SC2046  # one argument per module
-	build_image kube-proxy "$KUBE_VERSION" "$BIN_DIR/kube-proxy" "$(iptables_program)" \
-		$(find "${xtables[@]}" -name '*.so' | sort)
+	# shellcheck disable=SC2046  # one argument per file
+	build_image kube-proxy "$KUBE_VERSION" "$BIN_DIR/kube-proxy" $(iptables_inputs)
 	build_image coredns "$COREDNS_TAG" "$BIN_DIR/coredns"
 	"$REPO_ROOT/hack/build-tools.sh" local-path-provisioner
 	build_image local-path-provisioner "$LOCAL_PATH_PROVISIONER_TAG" "$BIN_DIR/local-path-provisioner"

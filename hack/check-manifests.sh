@@ -3,8 +3,9 @@
 # (config/) and the Helm chart (charts/nodelet):
 #   1. config/default renders with kustomize;
 #   2. the chart passes `helm lint --strict` and renders, with its defaults
-#      and with the values that switch parts off; an empty node name suffix
-#      and capacityFromPod without resources.requests are refused;
+#      and with the values that switch parts off; an empty node name suffix,
+#      capacityFromPod without resources.requests and no runtime at all
+#      are refused;
 #   3. the chart's roles have the same rules as config/rbac/role.yaml and
 #      config/approver/role.yaml (generated from the +kubebuilder:rbac
 #      markers);
@@ -110,6 +111,8 @@ render() {
 		"cni.agentMode.enabled=false,cni.podCIDR=10.1.0.0/24,maxPods=50" \
 		"fullnameOverride=agent,image.tag=v9.9.9,extraArgs={--zap-devel}" \
 		"approver.enabled=false,admissionPolicy.create=false" \
+		"runtime.enabled=false,containerRuntime.endpoint=unix:///run/nodelet/containerd/containerd.sock" \
+		"runtime.enabled=false,containerRuntime.endpoint=unix:///run/nodelet/containerd/containerd.sock,cni.agentMode.enabled=false" \
 		"capacityFromPod=false,kubeReserved=,registerWithTaints=null,resources=null,ownAddress=192.0.2.10,labelsFromHost=false,hostRoot="; do
 		"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" --set "$variant" >/dev/null ||
 			die "helm could not render charts/nodelet with --set $variant"
@@ -120,6 +123,11 @@ render() {
 		die "charts/nodelet rendered with an empty nodeName.suffix; it must refuse it"
 	fi
 	ok "charts/nodelet refuses an empty nodeName.suffix"
+
+	if "$HELM" template "$RELEASE" "$CHART_DIR" --set runtime.enabled=false >/dev/null 2>&1; then
+		die "charts/nodelet rendered without a runtime in the pod nor a containerRuntime.endpoint; it must refuse it"
+	fi
+	ok "charts/nodelet refuses no runtime in the pod and no containerRuntime.endpoint"
 
 	if "$HELM" template "$RELEASE" "$CHART_DIR" --set resources.requests=null >/dev/null 2>&1; then
 		die "charts/nodelet rendered capacityFromPod without resources.requests; it must refuse it"

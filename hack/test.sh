@@ -20,7 +20,10 @@
 #        starts nodelet itself) and always stops the stack; then the same
 #        with the stack in the agent network mode, for the TestNetwork
 #        cases only; then on a stack whose runtime is containerd 2
-#        (hack/build-runtime.sh), for the TestPodUserNamespace cases only
+#        (hack/build-runtime.sh), for the TestPodUserNamespace cases only;
+#        last, on a stack whose second node is a real kubelet
+#        (hack/host-kubelet.sh), with nodelet's image built and pushed, for
+#        the TestCompanion cases only
 # chaos  starts the e2e stack without nodelet or add-ons and runs the chaos
 #        run (test/chaos) for CHAOS_DURATION (2m) with CHAOS_SEED (1): it
 #        fails on any invariant violated or anything leaked
@@ -101,25 +104,34 @@ trap stop_e2e_stack EXIT
 # The TestNetworkAgentMode cases are about the agent mode alone. The
 # TestPodUserNamespace cases need a runtime that gives pods user
 # namespaces, which Debian's containerd 1.6 cannot: they run alone on a
-# stack with containerd 2 (mode "userns").
+# stack with containerd 2 (mode "userns"). The TestCompanion cases install
+# the chart on a real kubelet's node, with the image built: mode
+# "companion", on its own stack (with kube-proxy, through which pods reach
+# the API server's Service).
 # E2E_RUN narrows the first run to the tests it matches (go test -run), and
-# E2E_MODES to the modes named ("runtime", "agent", "userns"), to run one
+# E2E_MODES to the modes named ("runtime", "agent", "userns", "companion"), to run one
 # test while working on it.
 E2E_RUN=${E2E_RUN:-}
 E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
 E2E_USERNS_RUN=^TestPodUserNamespace
-E2E_MODES=${E2E_MODES:-runtime agent userns}
+E2E_MODES=${E2E_MODES:-runtime agent userns companion}
+E2E_COMPANION_RUN=^TestCompanion
 
 suite_e2e() {
 	local rc=0
 	if [[ " $E2E_MODES " == *" runtime "* ]]; then
-		e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode|$E2E_USERNS_RUN" || rc=$?
+		e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN" || rc=$?
 	fi
 	if [[ " $E2E_MODES " == *" agent "* ]]; then
 		e2e_on_stack agent "$E2E_AGENT_RUN" "" || rc=$?
 	fi
 	if [[ " $E2E_MODES " == *" userns "* ]]; then
 		RUNTIME=containerd2 e2e_on_stack runtime "$E2E_USERNS_RUN" "" || rc=$?
+	fi
+	if [[ " $E2E_MODES " == *" companion "* ]]; then
+		# No disk of the node's own: the host node's mount namespace
+		# would hold a copy of its mount.
+		NODE_DISK_SIZE='' E2E_HOST_KUBELET=true e2e_on_stack runtime "$E2E_COMPANION_RUN" "" || rc=$?
 	fi
 	return $rc
 }
@@ -144,8 +156,24 @@ e2e_on_stack() {
 		"$REPO_ROOT/hack/check-manifests.sh" "$ADMIN_KUBECONFIG" || rc=$?
 		log "manifests checked in $((SECONDS - started))s"
 	fi
+	local host_env=""
+	if ((rc == 0)) && [[ ${E2E_HOST_KUBELET:-false} == true ]]; then
+		# The image the chart installs, in the stack's registry, and the
+		# host node it is installed on.
+		local started=$SECONDS image
+		image=$("$REPO_ROOT/hack/build-image.sh" "$E2E_PROFILE") || rc=$?
+		log "image built and pushed in $((SECONDS - started))s: $image"
+		if ((rc == 0)); then
+			host_env=$STATE_DIR/host/env
+			"$REPO_ROOT/hack/host-kubelet.sh" "$E2E_PROFILE" up || rc=$?
+			printf 'NODELET_IMAGE=%s\n' "${image%@*}" >>"$host_env"
+		fi
+	fi
 	if ((rc == 0)); then
-		NODELET_E2E_ENV=$ENV_FILE go test -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
+		NODELET_E2E_HOST_ENV=$host_env NODELET_E2E_ENV=$ENV_FILE go test -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
+	fi
+	if [[ -n $host_env ]]; then
+		"$REPO_ROOT/hack/host-kubelet.sh" "$E2E_PROFILE" down || rc=$?
 	fi
 	stop_e2e_stack || rc=$?
 	return $rc

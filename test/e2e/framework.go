@@ -101,31 +101,9 @@ type Env struct {
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
 // comments, an optional leading `export` and optional quotes allowed.
 func LoadEnv(path string) (Env, error) {
-	file, err := os.Open(path)
+	vars, err := readEnvFile(path)
 	if err != nil {
-		return Env{}, fmt.Errorf("opening the stack's env file: %w", err)
-	}
-	defer file.Close()
-
-	vars := map[string]string{}
-	scanner := bufio.NewScanner(file)
-	for scanner.Scan() {
-		line := strings.TrimSpace(scanner.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		line = strings.TrimPrefix(line, "export ")
-		key, value, ok := strings.Cut(line, "=")
-		if !ok {
-			return Env{}, fmt.Errorf("env file %s: line %q is not VAR=value", path, line)
-		}
-		if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
-			value = value[1 : len(value)-1]
-		}
-		vars[strings.TrimSpace(key)] = value
-	}
-	if err := scanner.Err(); err != nil {
-		return Env{}, fmt.Errorf("reading env file %s: %w", path, err)
+		return Env{}, err
 	}
 
 	var missing []string
@@ -188,6 +166,37 @@ func LoadEnv(path string) (Env, error) {
 		return Env{}, fmt.Errorf("env file %s lacks %s", path, strings.Join(missing, ", "))
 	}
 	return env, nil
+}
+
+// readEnvFile reads the VAR=value lines of a shell-style env file.
+func readEnvFile(path string) (map[string]string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the stack's env file: %w", err)
+	}
+	defer file.Close()
+
+	vars := map[string]string{}
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		line := strings.TrimSpace(scanner.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("env file %s: line %q is not VAR=value", path, line)
+		}
+		if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
+			value = value[1 : len(value)-1]
+		}
+		vars[strings.TrimSpace(key)] = value
+	}
+	if err := scanner.Err(); err != nil {
+		return nil, fmt.Errorf("reading env file %s: %w", path, err)
+	}
+	return vars, nil
 }
 
 // agentMode says whether nodelet runs CNI on this stack, behind its shim.

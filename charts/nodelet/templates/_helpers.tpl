@@ -53,10 +53,24 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
+The CRI endpoint nodelet talks to: containerRuntime.endpoint, else the
+socket of the runtime the pod brings.
+*/}}
+{{- define "nodelet.runtimeEndpoint" -}}
+{{- if .Values.containerRuntime.endpoint }}
+{{- .Values.containerRuntime.endpoint }}
+{{- else if .Values.runtime.enabled }}
+{{- printf "unix://%s/containerd.sock" (clean .Values.runtime.stateDir) }}
+{{- else }}
+{{- fail "containerRuntime.endpoint must be set when the pod brings no runtime (runtime.enabled=false)" }}
+{{- end }}
+{{- end }}
+
+{{/*
 The folder of the runtime's unix socket, which the DaemonSet mounts.
 */}}
 {{- define "nodelet.runtimeSocketDir" -}}
-{{- $endpoint := .Values.containerRuntime.endpoint }}
+{{- $endpoint := include "nodelet.runtimeEndpoint" . }}
 {{- if not (hasPrefix "unix:///" $endpoint) }}
 {{- fail (printf "containerRuntime.endpoint must be a unix socket (unix:///path), got %q" $endpoint) }}
 {{- end }}

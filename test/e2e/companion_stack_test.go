@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// hostEnv is what hack/host-kubelet.sh writes to <state>/host/env (and
+// hack/test.sh appends the image to): the stack's second node, run by a
+// real kubelet, and the nodelet image in the stack's registry.
+type hostEnv struct {
+	// NodeName is the host node, NodeIP its InternalIP (the machine's
+	// address).
+	NodeName, NodeIP string
+	// CgroupRoot is the kubelet's cgroupRoot (QoS cgroups under it).
+	CgroupRoot string
+	// CRIEndpoint is the host node's runtime, its kubelet's.
+	CRIEndpoint string
+	// Dir is the host node's state folder; what the chart puts on the
+	// host goes under it.
+	Dir string
+	// KubeletLog and ContainerdLog are the host node's agents' logs.
+	KubeletLog, ContainerdLog string
+	// Image is nodelet's image, REGISTRY/nodelet:VERSION.
+	Image string
+}
+
+// loadHostEnv reads $NODELET_E2E_HOST_ENV, failing the test without it:
+// the companion tests need the stack's host node (E2E_MODES=companion).
+func loadHostEnv(t *testing.T) hostEnv {
+	t.Helper()
+	path := os.Getenv("NODELET_E2E_HOST_ENV")
+	if path == "" {
+		t.Fatal("NODELET_E2E_HOST_ENV is not set: the stack has no host node run by a kubelet; run the companion tests with E2E_MODES=companion hack/test.sh e2e")
+	}
+	vars, err := readEnvFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := hostEnv{
+		NodeName: vars["HOST_NODE_NAME"], NodeIP: vars["HOST_NODE_IP"],
+		CgroupRoot: vars["HOST_CGROUP_ROOT"], CRIEndpoint: vars["HOST_CRI_ENDPOINT"], Dir: vars["HOST_DIR"],
+		KubeletLog: vars["HOST_KUBELET_LOG"], ContainerdLog: vars["HOST_CONTAINERD_LOG"],
+		Image: vars["NODELET_IMAGE"],
+	}
+	if env.NodeName == "" || env.NodeIP == "" || env.CgroupRoot == "" || env.CRIEndpoint == "" || env.Dir == "" || env.Image == "" {
+		t.Fatalf("%s lacks HOST_NODE_NAME, HOST_NODE_IP, HOST_CGROUP_ROOT, HOST_CRI_ENDPOINT, HOST_DIR or NODELET_IMAGE: %v", path, vars)
+	}
+	return env
+}
+
+// companionRelease is a release of charts/nodelet on the host node.
+type companionRelease struct {
+	name, namespace string
+	// node is the companion Node's name, dir the host folder of what the
+	// chart puts on the host, bridge its pods' bridge.
+	node, dir, bridge string
+	// daemonPort is the companion's node API port.
+	daemonPort int
+}
+
+// companionValues are the chart's values for the stack: the image from
+// the stack's registry, every host folder
+// and port the profile's own (the stack's sweep removes what is under its
+// state folder and cgroup root), the stack's CA for the API server's
+// client certificate, and a smaller share of the machine than the default.
+func companionValues(host hostEnv, r companionRelease) map[string]any {
+	repository, tag, _ := strings.Cut(host.Image[strings.LastIndex(host.Image, "/")+1:], ":")
+	repository = host.Image[:strings.LastIndex(host.Image, "/")+1] + repository
+	port := r.daemonPort
+	return map[string]any{
+		"image": map[string]any{"repository": repository, "tag": tag, "pullPolicy": "Always"},
+		"runtime": map[string]any{
+			"rootDir":         filepath.Join(r.dir, "containerd"),
+			"stateDir":        filepath.Join(r.dir, "run"),
+			"cniStateDir":     filepath.Join(r.dir, "cni"),
+			"sandboxImage":    f.Env.PauseImage,
+			"registryMirrors": map[string]any{f.Env.Registry: []string{"http://" + f.Env.Registry}},
+		},
+		"paths": map[string]any{
+			"rootDir":         filepath.Join(r.dir, "nodelet"),
+			"podLogDir":       filepath.Join(r.dir, "pod-logs"),
+			"containerLogDir": filepath.Join(r.dir, "containers"),
+		},
+		"cni":            map[string]any{"networkName": "nodelet-" + r.bridge + "-net", "bridge": r.bridge},
+		"daemonPort":     port,
+		"metrics":        map[string]any{"bindAddress": fmt.Sprintf("127.0.0.1:%d", port+1)},
+		"healthProbe":    map[string]any{"port": port + 2},
+		"clientCAFile":   "/host" + f.Env.CAFile,
+		"logLevel":       "debug",
+		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi"}, "limits": map[string]any{"memory": "512Mi"}},
+		"podAnnotations": map[string]any{"nodelet.dev/e2e": r.name},
+	}
+}
+
+// helm runs the helm that hack/check-manifests.sh builds (from its Go
+// module) as the stack's admin.
+func helm(ctx context.Context, args ...string) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, ".cache", "bin", "helm"), append(args, "--kubeconfig", f.Env.AdminKubeconfig)...)
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// installCompanion runs `helm install` of charts/nodelet with the values,
+// and uninstalls it when the test ends if the test did not.
+func installCompanion(t *testing.T, r companionRelease, values map[string]any) {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := helm(t.Context(), "install", r.name, filepath.Join(root, "charts", "nodelet"), "--namespace", r.namespace, "--values", file); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if t.Failed() {
+			logCompanionState(ctx, t, r)
+		}
+		if out, err := helm(ctx, "status", r.name, "--namespace", r.namespace); err == nil {
+			if _, err := helm(ctx, "uninstall", r.name, "--namespace", r.namespace, "--wait", "--timeout", "3m"); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		} else if !strings.Contains(out, "not found") {
+			t.Errorf("cleanup: %v", err)
+		}
+		deleteNode(t, r.node)
+		// The bridge plugin leaves its bridge when the last pod goes.
+		if out, err := exec.CommandContext(ctx, "ip", "link", "delete", r.bridge).CombinedOutput(); err != nil && !strings.Contains(string(out), "Cannot find device") {
+			t.Errorf("cleanup: deleting bridge %s: %v: %s", r.bridge, err, out)
+		}
+	})
+}
+
+// logCompanionState logs what a failed companion test leaves: the
+// DaemonSet's and approver's pods, their containers' logs (through the host
+// kubelet's and the stack nodelet's node APIs) and the companion Node.
+func logCompanionState(ctx context.Context, t *testing.T, r companionRelease) {
+	pods, err := f.Client.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name})
+	if err != nil {
+		t.Logf("listing the release's pods: %v", err)
+		return
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		t.Logf("pod %s on %s: %s", pod.Name, pod.Spec.NodeName, describePod(pod))
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			out, stderr, _ := f.kubectl(ctx, nil, "logs", "-n", r.namespace, pod.Name, "-c", c.Name, "--tail=80")
+			t.Logf("logs of %s/%s:\n%s%s", pod.Name, c.Name, out, stderr)
+		}
+	}
+	if node, err := f.Client.CoreV1().Nodes().Get(ctx, r.node, metav1.GetOptions{}); err == nil {
+		t.Logf("Node %s: conditions %+v", r.node, node.Status.Conditions)
+	}
+}
+
+// portOffset is the stack's node API port plus delta: the profile's own.
+func portOffset(t *testing.T, delta int) int {
+	t.Helper()
+	port, err := strconv.Atoi(f.Env.NodeletPort)
+	if err != nil {
+		t.Fatalf("the stack's NODELET_PORT %q: %v", f.Env.NodeletPort, err)
+	}
+	return port + delta
+}

@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
+)
+
+// companionReadyTimeout covers, on a loaded machine, the host kubelet
+// pulling the image and starting the pod, the approver's pod starting on
+// the stack's node, the CSR's approval and signing, and the companion's
+// first status.
+const companionReadyTimeout = 5 * time.Minute
+
+// TestCompanion installs charts/nodelet with `helm install` (helm built
+// from its Go module) and the image built from this tree, on the stack's
+// host node, which a real kubelet runs (hack/host-kubelet.sh): the
+// DaemonSet pod brings its containerd, nodelet gets its node's identity
+// through a CSR the chart's approver approves, and the companion
+// `<host>-nodelet` becomes Ready, with the host's share the pod requests
+// as its capacity (less kubeReserved as allocatable, over which a pod is
+// refused) and the companion taint. A pod that tolerates the taint
+// runs there, its cgroup inside the DaemonSet pod's, and its logs, exec and
+// port-forward work through the companion's node API; it keeps its
+// container when the nodelet or the containerd container restarts. `helm uninstall`
+// then removes the DaemonSet pod.
+func TestCompanion(t *testing.T) {
+	host := loadHostEnv(t)
+	ctx := t.Context()
+	ns := f.NewNamespace(t)
+	suffix := ns[len(ns)-5:]
+	r := companionRelease{
+		name: "companion", namespace: ns, node: host.NodeName + "-nodelet",
+		dir: filepath.Join(host.Dir, "companion"), bridge: "nlc-" + suffix,
+		daemonPort: portOffset(t, 30),
+	}
+	// The chart's opt-in, as a user gives it: the node label its
+	// DaemonSet selects.
+	f.mustKubectl(t, "label", "node", host.NodeName, "nodelet.dev/companion=true")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, stderr, err := f.kubectl(ctx, nil, "label", "node", host.NodeName, "nodelet.dev/companion-"); err != nil {
+			t.Errorf("cleanup: unlabelling %s: %v: %s", host.NodeName, err, stderr)
+		}
+	})
+	// hostNetwork, hostPID and privileged containers.
+	f.mustKubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged")
+
+	installCompanion(t, r, companionValues(host, r))
+
+	var companion *corev1.Node
+	await.Eventually(t, companionReadyTimeout, "the companion Node "+r.node+" to be Ready", func(ctx context.Context) error {
+		node, err := f.Client.CoreV1().Nodes().Get(ctx, r.node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !nodeReady(node) {
+			return fmt.Errorf("not Ready: %v", nodeConditions(node))
+		}
+		companion = node
+		return nil
+	})
+	checkCompanionNode(t, companion, host)
+	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, ns, companion) })
+
+	agent := daemonSetPod(t, r)
+	pod := runOnCompanion(t, ns, r.node)
+	checkPodCgroupInAgentPod(t, host, agent, pod)
+
+	t.Run("logs", func(t *testing.T) {
+		out := f.mustKubectl(t, "logs", "-n", ns, pod.Name)
+		if !strings.Contains(out, "hello from the companion") {
+			t.Errorf("kubectl logs of %s on %s: %q, want the line it printed", pod.Name, r.node, out)
+		}
+	})
+	t.Run("exec", func(t *testing.T) {
+		out := f.mustKubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", "/www/index.html")
+		if out != "served by the companion\n" {
+			t.Errorf("kubectl exec in %s on %s: %q, want the file's content", pod.Name, r.node, out)
+		}
+	})
+	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns, pod.Name) })
+	for _, container := range []string{"nodelet", "containerd"} {
+		t.Run("a restart of the "+container+" container keeps the pod's container", func(t *testing.T) {
+			checkRestartKeepsPod(t, host, agent, container, pod)
+		})
+	}
+
+	// Its pods go first: nothing would finish their deletion after.
+	f.deletePod(t, pod, ptr.To[int64](2))
+	f.waitForPodGone(t, pod, 2*time.Minute)
+	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "3m"); err != nil {
+		t.Fatal(err)
+	}
+	await.Eventually(t, 3*time.Minute, "the DaemonSet pod to be gone after helm uninstall", func(ctx context.Context) error {
+		_, err := f.Client.CoreV1().Pods(ns).Get(ctx, agent.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("pod %s still there", agent.Name)
+	})
+}
+
+// checkCompanionNode: the host's machine as labels, the pod's requests as
+// capacity, the companion taint, the host's address.
+func checkCompanionNode(t *testing.T, node *corev1.Node, host hostEnv) {
+	t.Helper()
+	if got := node.Labels[corev1.LabelHostname]; got != host.NodeName {
+		t.Errorf("Node %s: label %s=%q, want the host's name %q", node.Name, corev1.LabelHostname, got, host.NodeName)
+	}
+	if !hasTaint(node, "nodelet.dev/companion") {
+		t.Errorf("Node %s: taints %v, want nodelet.dev/companion:NoSchedule", node.Name, nodeTaints(node))
+	}
+	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "500m", corev1.ResourceMemory: "512Mi"} {
+		if got := node.Status.Capacity[name]; got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("Node %s: capacity %s = %s, want the DaemonSet pod's request %s", node.Name, name, got.String(), want)
+		}
+	}
+	// The share nodelet keeps for itself, the chart's kubeReserved
+	// (100m, 128Mi), is not the pods', nor, as the kubelet counts it, the
+	// hard eviction threshold (memory.available 100Mi by default).
+	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "400m", corev1.ResourceMemory: "284Mi"} {
+		if got := node.Status.Allocatable[name]; got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("Node %s: allocatable %s = %s, want the pod's request less kubeReserved and the eviction threshold, %s", node.Name, name, got.String(), want)
+		}
+	}
+	var internal string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			internal = a.Address
+		}
+	}
+	if internal != host.NodeIP {
+		t.Errorf("Node %s: InternalIP %q, want the host's %q", node.Name, internal, host.NodeIP)
+	}
+}
+
+// checkOverAllocatableRefused: a pod bound to the companion that asks for
+// more CPU than its allocatable is refused at admission, OutOfcpu, as the
+// kubelet refuses it.
+func checkOverAllocatableRefused(t *testing.T, ns string, node *corev1.Node) {
+	allocatable := node.Status.Allocatable[corev1.ResourceCPU]
+	asked := allocatable.MilliValue() + 1
+	pod := f.createPod(t, newPod(ns, "over-allocatable").with(func(p *corev1.Pod) {
+		p.Spec.NodeName = node.Name
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "nodelet.dev/companion", Operator: corev1.TolerationOpExists}}
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(asked, resource.DecimalSI)}
+	}).obj())
+	f.waitRejectedAs(t, pod, "OutOfcpu", fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: ", asked))
+	// Gone while the companion's nodelet is there to finish the deletion.
+	f.deletePod(t, pod, ptr.To[int64](0))
+	f.waitForPodGone(t, pod, time.Minute)
+}
+
+// checkRestartKeepsPod stops a container of the DaemonSet pod (nodelet,
+// or the runtime the pod brings) through the host's runtime, as a crash
+// would; the host kubelet starts it again, and the companion's pod keeps
+// its container (the runtime's shims run in a cgroup of their own, their
+// sockets on a host folder) and is still served (an exec through the
+// node API).
+func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, container string, pod *corev1.Pod) {
+	ctx := t.Context()
+	agent, err := f.Client.CoreV1().Pods(agent.Namespace).Get(ctx, agent.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := containerStatus(agent, container)
+	if stopped == nil {
+		t.Fatalf("pod %s has no status of its %s container", agent.Name, container)
+	}
+	runtimeService, err := remote.NewRemoteRuntimeService(ctx, host.CRIEndpoint, 30*time.Second, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id, _ := strings.Cut(stopped.ContainerID, "://")
+	if err := runtimeService.StopContainer(ctx, id, 10); err != nil {
+		t.Fatalf("stopping the %s container %s through the host's runtime: %v", container, id, err)
+	}
+	f.waitForPod(t, agent, 2*time.Minute, "to run its "+container+" container again, nodelet Ready", func(p *corev1.Pod) (bool, error) {
+		c, n := containerStatus(p, container), containerStatus(p, "nodelet")
+		return c != nil && c.RestartCount > stopped.RestartCount && c.State.Running != nil && n != nil && n.Ready, nil
+	})
+	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after the "+container+" container's restart", func(ctx context.Context) error {
+		out, stderr, err := f.kubectl(ctx, nil, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, stderr)
+		}
+		if out != "served by the companion\n" {
+			return fmt.Errorf("read %q", out)
+		}
+		return nil
+	})
+	now, err := f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := pod.Status.ContainerStatuses[0], now.Status.ContainerStatuses[0]
+	if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil {
+		t.Errorf("pod %s's container after the %s container's restart: %s, restarts %d, running %v; want %s, restarts %d, running",
+			pod.Name, container, after.ContainerID, after.RestartCount, after.State.Running != nil, before.ContainerID, before.RestartCount)
+	}
+}
+
+// daemonSetPod is the release's nodelet pod, on the host node.
+func daemonSetPod(t *testing.T, r companionRelease) *corev1.Pod {
+	t.Helper()
+	pods, err := f.Client.CoreV1().Pods(r.namespace).List(t.Context(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=agent",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("the release has %d nodelet pods, want 1", len(pods.Items))
+	}
+	return &pods.Items[0]
+}
+
+// runOnCompanion starts a pod the scheduler places on the companion: it
+// tolerates the companion taint and asks for that Node by name. It prints
+// a line, and serves a file over HTTP.
+func runOnCompanion(t *testing.T, ns, node string) *corev1.Pod {
+	t.Helper()
+	pod := newPod(ns, "on-the-companion").withShell(
+		"echo hello from the companion; mkdir -p /www && echo served by the companion > /www/index.html && exec httpd -f -p 8080 -h /www").obj()
+	pod.Spec.Tolerations = []corev1.Toleration{{Key: "nodelet.dev/companion", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+	}}
+	created := f.createPod(t, pod)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting pod %s/%s: %v", ns, pod.Name, err)
+		}
+	})
+	running := f.waitForPod(t, created, 3*time.Minute, "to be Running and Ready on the companion", runningAndReady)
+	if running.Spec.NodeName != node {
+		t.Fatalf("pod %s was placed on %s, want the companion %s", pod.Name, running.Spec.NodeName, node)
+	}
+	return running
+}
+
+// checkPodCgroupInAgentPod: the companion's pod's cgroup is inside the
+// DaemonSet pod's, which the host kubelet made under its QoS tier:
+// <host root>/kubepods/burstable/pod<agent uid>/<cgroup root>/kubepods/.../pod<uid>,
+// in the memory hierarchy, where the host kubelet limits the agent pod.
+func checkPodCgroupInAgentPod(t *testing.T, host hostEnv, agent, pod *corev1.Pod) {
+	t.Helper()
+	agentCgroup := filepath.Join("/sys/fs/cgroup/memory", host.CgroupRoot, "kubepods", "burstable", "pod"+string(agent.UID))
+	if _, err := os.Stat(agentCgroup); err != nil {
+		t.Fatalf("the DaemonSet pod's cgroup: %v", err)
+	}
+	var found []string
+	err := filepath.WalkDir(agentCgroup, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "pod"+string(pod.UID) {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 {
+		t.Errorf("cgroups of pod %s under the DaemonSet pod's %s: %v, want one", pod.Name, agentCgroup, found)
+	}
+}
+
+// checkPortForward forwards a local port to the pod's 8080 with kubectl,
+// through the API server and the companion's node API, and fetches the
+// file the pod serves.
+func checkPortForward(t *testing.T, ns, pod string) {
+	_, stdout, stderr := f.startKubectl(t, nil, "port-forward", "-n", ns, "--address=127.0.0.1", "pod/"+pod, ":8080")
+	var local string
+	await.Eventually(t, time.Minute, "kubectl port-forward to listen", await.Condition(func(context.Context) (bool, error) {
+		m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`).FindStringSubmatch(stdout.String())
+		if m != nil {
+			local = m[1]
+		}
+		return m != nil, nil
+	}))
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://127.0.0.1:" + local + "/index.html")
+	if err != nil {
+		t.Fatalf("a request through the port-forward: %v (kubectl: %s)", err, stderr.String())
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(bufio.NewReader(resp.Body))
+	if err != nil || resp.StatusCode != http.StatusOK || string(body) != "served by the companion\n" {
+		t.Errorf("a request through the port-forward: %d %q %v", resp.StatusCode, body, err)
+	}
+}
