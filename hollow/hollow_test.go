@@ -39,8 +39,8 @@ func TestHollowNodeRunsAPodToReady(t *testing.T) {
 		// A cluster's DNS, as nodes have: no MissingClusterDNS events.
 		ClusterDNS:    []string{"10.96.0.10"},
 		ClusterDomain: "cluster.local",
-		Version:   "v0.0.0-test",
-		Log:       logr.Discard(),
+		Version:       "v0.0.0-test",
+		Log:           logr.Discard(),
 	})
 	if err != nil {
 		t.Fatal(err)
