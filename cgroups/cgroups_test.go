@@ -7,6 +7,7 @@ package cgroups
 // when the test runs as root.
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -19,11 +20,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func TestParseMountInfo(t *testing.T) {
@@ -332,7 +336,7 @@ func TestRealHierarchies(t *testing.T) {
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+	t.Cleanup(func() { _ = sleep.Process.Kill() })
 	for _, h := range m.Hierarchies() {
 		if err := m.ensure(h, m.PodCgroupParent(bestEffortPod(uid))+"/container"); err != nil {
 			t.Fatal(err)
@@ -343,16 +347,23 @@ func TestRealHierarchies(t *testing.T) {
 		}
 	}
 
-	if err := m.RemovePod(uid); err == nil || !strings.Contains(err.Error(), "still has processes") {
-		t.Fatalf("RemovePod() with a process inside = %v, want a busy error", err)
-	}
-
-	if err := sleep.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = sleep.Wait()
-	if err := m.RemovePod(uid); err != nil {
-		t.Fatalf("RemovePod() error = %v", err)
+	// A process left inside is SIGKILLed, as the kubelet kills what is
+	// left in a pod's cgroup, and the cgroup goes: at once, or at a later
+	// try when the rmdir came before the process had exited ("still has
+	// processes"), as the reconciler tries again.
+	exited := make(chan error, 1)
+	go func() { exited <- sleep.Wait() }()
+	await.Eventually(t, 30*time.Second, "the pod's cgroup removed with the process inside killed", func(context.Context) error {
+		return m.RemovePod(uid)
+	})
+	select {
+	case err := <-exited:
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("the process left in the pod's cgroup ended with %v, want killed by SIGKILL", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process left in the pod's cgroup is still running after RemovePod succeeded")
 	}
 	for _, h := range m.Hierarchies() {
 		if _, err := os.Stat(cgroupDir(h, m.PodCgroupParent(bestEffortPod(uid)))); !errors.Is(err, fs.ErrNotExist) {
