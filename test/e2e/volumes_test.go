@@ -453,15 +453,36 @@ func TestHostPathDirectoryTypeFailsClearlyUntilTheFolderExists(t *testing.T) {
 	f.waitForPod(t, pod, time.Minute, "to start once its folder exists", runningAndReady)
 }
 
+// TestUnsupportedVolumeIsAFailedMountAndThePodWaits: a volume type nodelet
+// does not mount (nfs), and an inline CSI volume of a driver that has no
+// CSIDriver object (so none that allows inline volumes), each give a
+// FailedMount event with its reason, and the pod waits.
 func TestUnsupportedVolumeIsAFailedMountAndThePodWaits(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
-	pod := newPod(ns, "csi").obj()
-	pod.Spec.Volumes = []corev1.Volume{{Name: "inline", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "inline.example.com"}}}}
-	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "inline", MountPath: "/inline"}}
-	pod = f.createPod(t, pod)
-	f.waitForEvent(t, pod, "FailedMount", `volume "inline": csi volumes are not supported by nodelet yet`, time.Minute)
-	f.waitForPod(t, pod, 30*time.Second, "to wait in ContainerCreating", waitingWith("app", "ContainerCreating", ""))
+	for name, c := range map[string]struct {
+		source corev1.VolumeSource
+		want   string
+	}{
+		"nfs": {
+			source: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs.example.com", Path: "/"}},
+			want:   `volume "data": nfs volumes are not supported by nodelet yet`,
+		},
+		"csi": {
+			source: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "inline.example.com"}},
+			want:   `MountVolume.SetUp failed for volume "data" : volume mode "Ephemeral" not supported by driver inline.example.com (no CSIDriver object)`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pod := newPod(ns, name).obj()
+			pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: c.source}}
+			pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			pod = f.createPod(t, pod)
+			f.waitForEvent(t, pod, "FailedMount", c.want, time.Minute)
+			f.waitForPod(t, pod, 30*time.Second, "to wait in ContainerCreating", waitingWith("app", "ContainerCreating", ""))
+		})
+	}
 }
 
 func TestSubPathSubPathExprAndReadOnlyMounts(t *testing.T) {
