@@ -297,10 +297,18 @@ state_pids() {
 # pid_of NAME prints the live PID recorded for daemon NAME, if its command
 # line still names the state folder (so a recycled PID is never signalled).
 pid_of() {
-	local pidfile=$RUN_DIR/$1.pid pid
+	local pidfile=$RUN_DIR/$1.pid pid cmdline state tries=0
 	[[ -f $pidfile ]] || return 0
 	pid=$(<"$pidfile")
-	[[ $(cmdline_of "$pid") == *"$STATE_DIR"* ]] && echo "$pid"
+	# An empty command line is a process that has exited (a zombie, or
+	# gone), or one in the middle of an exec (setsid becoming the daemon),
+	# which /proc shows without one for a moment: that one is read again.
+	while cmdline=$(cmdline_of "$pid") && [[ -z $cmdline ]] && ((tries++ < 50)); do
+		state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 0
+		[[ -n $state && $state != Z ]] || return 0
+		sleep 0.02
+	done
+	[[ $cmdline == *"$STATE_DIR"* ]] && echo "$pid"
 	return 0
 }
 
