@@ -87,17 +87,18 @@ func CPUSharesToWeight(shares uint64) uint64 {
 // podPidsLimit above zero limits the processes.
 func ResourceConfigForPod(pod *corev1.Pod, podPidsLimit int64) *ResourceConfig {
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	cpuLimitsDeclared, memoryLimitsDeclared := true, true
-	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{
-		ContainerFn: func(res corev1.ResourceList, _ resourcehelper.ContainerType) {
-			if res.Cpu().IsZero() {
+	for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range containers {
+			if containers[i].Resources.Limits.Cpu().IsZero() {
 				cpuLimitsDeclared = false
 			}
-			if res.Memory().IsZero() {
+			if containers[i].Resources.Limits.Memory().IsZero() {
 				memoryLimitsDeclared = false
 			}
-		},
-	})
+		}
+	}
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
 		if !pod.Spec.Resources.Limits.Cpu().IsZero() {
 			cpuLimitsDeclared = true
