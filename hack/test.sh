@@ -31,6 +31,55 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT" || exit
 
+# Each suite's go test output is kept here too, so that the end of the
+# report can name, for every failing test, the first things it said: a
+# log cut to its head and tail still shows why.
+TEST_OUTPUT_DIR=$CACHE_DIR/test-output
+
+# go_test_logged SUITE ARGS... runs go test ARGS, its output both printed
+# and appended to SUITE's file.
+go_test_logged() {
+	local suite=$1
+	shift
+	mkdir -p "$TEST_OUTPUT_DIR"
+	go test "$@" 2>&1 | tee -a "$TEST_OUTPUT_DIR/$suite.log"
+}
+
+# print_failure_digest prints, for each test that failed in the suites'
+# outputs, its first three messages (file:line: text), each cut to 300
+# characters. It follows the test a line belongs to by go test -v's
+# "=== RUN/CONT/NAME" lines, and by "--- FAIL" without -v.
+print_failure_digest() {
+	local file
+	for file in "$TEST_OUTPUT_DIR"/*.log; do
+		[[ -e $file ]] || continue
+		awk -v file="$file" '
+			/^=== (RUN|CONT|NAME|PAUSE) / { current = $3; next }
+			/^ *--- FAIL: / {
+				name = $3
+				if (!(name in failed)) { failed[name] = 1; order[++n] = name }
+				current = name
+				next
+			}
+			/^    +[^ ]+\.go:[0-9]+: / {
+				if (current != "" && said[current] < 3) {
+					line = $0
+					sub(/^ +/, "", line)
+					said[current]++
+					message[current, said[current]] = substr(line, 1, 300)
+				}
+			}
+			END {
+				if (n == 0) exit
+				printf "failing tests in %s, with their first messages:\n", file
+				for (i = 1; i <= n; i++) {
+					printf "  %s\n", order[i]
+					for (j = 1; j <= said[order[i]]; j++) printf "      %s\n", message[order[i], j]
+				}
+			}' "$file"
+	done
+}
+
 suite_setup() {
 	"$REPO_ROOT/hack/install-deps.sh" &&
 		"$REPO_ROOT/hack/build-tools.sh" &&
@@ -80,7 +129,7 @@ suite_unit() {
 	# hack/lint tests the lint configuration: the lint suite runs it.
 	packages=$(go list ./... | grep -v -e '/test/e2e' -e '/test/chaos$' -e '/hack/lint$') || return 1
 	# shellcheck disable=SC2086
-	KUBEBUILDER_ASSETS=$BIN_DIR go test -race -count=1 $packages || return 1
+	KUBEBUILDER_ASSETS=$BIN_DIR go_test_logged unit -race -count=1 $packages || return 1
 	# The benchmark harness's own figures and parsing (hack/tools module).
 	(cd "$TOOLS_DIR" && go test -count=1 ./cmd/bench/) || return 1
 	# Every fuzz target briefly (the run above only replays their corpora).
@@ -170,7 +219,7 @@ e2e_on_stack() {
 		fi
 	fi
 	if ((rc == 0)); then
-		NODELET_E2E_HOST_ENV=$host_env NODELET_E2E_ENV=$ENV_FILE go test -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
+		NODELET_E2E_HOST_ENV=$host_env NODELET_E2E_ENV=$ENV_FILE go_test_logged e2e -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
 	fi
 	if [[ -n $host_env ]]; then
 		"$REPO_ROOT/hack/host-kubelet.sh" "$E2E_PROFILE" down || rc=$?
@@ -203,7 +252,7 @@ suite_chaos() {
 	fi
 	if ((rc == 0)); then
 		# shellcheck disable=SC2086
-		NODELET_E2E_ENV=$ENV_FILE go test -timeout 0 -count=1 -v -run '^TestChaos$' ./test/chaos/ \
+		NODELET_E2E_ENV=$ENV_FILE go_test_logged chaos -timeout 0 -count=1 -v -run '^TestChaos$' ./test/chaos/ \
 			-args -duration="$CHAOS_DURATION" -seed="$CHAOS_SEED" $CHAOS_FLAGS || rc=$?
 	fi
 	stop_e2e_stack || rc=$?
@@ -216,6 +265,7 @@ main() {
 	for suite in "${suites[@]}"; do
 		declare -F "suite_$suite" >/dev/null || die "unknown suite $suite (want setup, lint, unit, e2e or chaos)"
 	done
+	rm -rf "$TEST_OUTPUT_DIR"
 	for suite in "${suites[@]}"; do
 		log "=== $suite"
 		started=$SECONDS
@@ -232,6 +282,7 @@ main() {
 		log "=== $suite took $((SECONDS - started))s"
 	done
 	echo
+	((failed == 0)) || print_failure_digest
 	printf '%s\n' "${report[@]}"
 	return $failed
 }
