@@ -247,6 +247,10 @@ func (f *Framework) NewNamespace(t *testing.T) string {
 	}
 	name := ns.Name
 	t.Cleanup(func() { f.deleteNamespace(t, name) })
+	// Registered after the deletion, so it runs before it: a test that
+	// stopped nodelet and failed before starting it again must leave
+	// neither its namespace nor the tests after it without a node agent.
+	t.Cleanup(func() { f.startNodeletIfStopped(t) })
 
 	err = await.Poll(ctx, time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		_, err := f.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
@@ -256,6 +260,17 @@ func (f *Framework) NewNamespace(t *testing.T) string {
 		t.Fatalf("waiting for the default ServiceAccount of namespace %s: %v", name, err)
 	}
 	return name
+}
+
+// startNodeletIfStopped starts nodelet again, with the stack's flags,
+// when the test left it stopped, and fails the test for it.
+func (f *Framework) startNodeletIfStopped(t *testing.T) {
+	if !f.Nodelet.Stopped() {
+		return
+	}
+	t.Errorf("the test left nodelet stopped; starting it again for the tests after it")
+	f.Nodelet.SetExtraArgs(nil)
+	f.restartNodelet(t)
 }
 
 // namespacePrefix turns a test name into a namespace's GenerateName:

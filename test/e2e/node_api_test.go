@@ -34,10 +34,8 @@ import (
 // ends, nodelet is restarted with the stack's flags again.
 func (f *Framework) restartNodeletWith(t *testing.T, args ...string) {
 	t.Helper()
-	if err := f.Nodelet.Stop(30 * time.Second); err != nil {
-		t.Fatalf("stopping nodelet: %v", err)
-	}
-	f.Nodelet.SetExtraArgs(args)
+	// Registered before the first stop: however this goes, the tests
+	// after this one get nodelet back with the stack's flags.
 	t.Cleanup(func() {
 		if err := f.Nodelet.Stop(30 * time.Second); err != nil {
 			t.Errorf("stopping nodelet: %v", err)
@@ -45,6 +43,10 @@ func (f *Framework) restartNodeletWith(t *testing.T, args ...string) {
 		f.Nodelet.SetExtraArgs(nil)
 		f.restartNodelet(t)
 	})
+	if err := f.Nodelet.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stopping nodelet: %v", err)
+	}
+	f.Nodelet.SetExtraArgs(args)
 	f.restartNodelet(t)
 }
 

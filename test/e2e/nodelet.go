@@ -179,6 +179,17 @@ func (n *Nodelet) signalAndWait(sig syscall.Signal, timeout time.Duration) error
 	}
 }
 
+// Stopped tells whether nodelet was started and has exited since, asked
+// to or not.
+func (n *Nodelet) Stopped() bool {
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil && n.hasExited()
+}
+
 // UnexpectedExit tells whether nodelet has exited without being asked to,
 // and how.
 func (n *Nodelet) UnexpectedExit() error {
