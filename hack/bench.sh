@@ -8,7 +8,7 @@
 # 2. profile bench-ref: a second containerd with its own CNI folder,
 #    network, bridge, subnet, IPAM folder, cgroup root and ports, and the
 #    kubelet v1.36.3 (built from k8s.io/kubernetes in hack/tools) as node
-#    `ref`, with the KubeletConfiguration below;
+#    `ref`, with the KubeletConfiguration of hack/kubelet-lib.sh;
 # 3. hack/tools/cmd/bench runs the workloads on both nodes, alternating
 #    (`bench agents -h` lists its flags: runs, burst sizes, idle time);
 # 4. both agents are stopped and the same pod is started straight through
@@ -33,6 +33,8 @@
 # sweep removes those links).
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=hack/kubelet-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kubelet-lib.sh"
 
 require_root
 OUT_DIR=${BENCH_OUT:-$REPO_ROOT/bench/results}
@@ -122,47 +124,9 @@ current-context: nodelet-bench
 EOF
 chmod 0600 "$KUBELET_KUBECONFIG"
 
-# What these machines need (cgroup v1 with the cgroupfs driver, swap, no
-# systemd) and what keeps the kubelet inside the profile: its ports, its
-# cgroup root, its log and plugin folders, and the disk eviction thresholds
-# off as on nodelet's node (hack/local-up.sh). Everything else is its
-# default.
 KUBELET_CONFIG=$STATE_DIR/kubelet-config.yaml
-cat >"$KUBELET_CONFIG" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: $CRI_ENDPOINT
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-cgroupsPerQOS: false
-cgroupRoot: $CGROUP_ROOT
-enforceNodeAllocatable: []
-localStorageCapacityIsolation: false
-address: 127.0.0.1
-port: $NODELET_PORT
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $NODELET_HEALTH_PORT
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: false
-  x509:
-    clientCAFile: $BENCH_PKI/ca.crt
-authorization:
-  mode: AlwaysAllow
-podLogsDir: $POD_LOG_DIR
-volumePluginDir: $KUBELET_ROOT_DIR/volume-plugins
-resolvConf: /etc/resolv.conf
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: "0%"
-  nodefs.inodesFree: "0%"
-  imagefs.available: "0%"
-  imagefs.inodesFree: "0%"
-EOF
+write_kubelet_config "$KUBELET_CONFIG" "$CRI_ENDPOINT" false "$CGROUP_ROOT" 127.0.0.1 \
+	"$NODELET_PORT" "$NODELET_HEALTH_PORT" "$BENCH_PKI/ca.crt" "$POD_LOG_DIR" "$KUBELET_ROOT_DIR"
 start_daemon kubelet "$BIN_DIR/kubelet" \
 	--config="$KUBELET_CONFIG" \
 	--kubeconfig="$KUBELET_KUBECONFIG" \
@@ -176,28 +140,7 @@ start_daemon kubelet "$BIN_DIR/kubelet" \
 pod_cidr() { kubectl_admin get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}' 2>/dev/null | grep -q .; }
 wait_daemon 120 kubelet pod_cidr
 POD_CIDR=$(kubectl_admin get node "$NODE_NAME" -o jsonpath='{.spec.podCIDR}')
-cat >"$CNI_CONF_DIR/10-$CNI_NETWORK_NAME.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$CNI_NETWORK_NAME",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$CNI_BRIDGE",
-      "isGateway": true,
-      "ipMasq": true,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$POD_CIDR"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
-    {"type": "bandwidth", "capabilities": {"bandwidth": true}}
-  ]
-}
-EOF
+write_kubelet_conflist "$CNI_CONF_DIR" "$CNI_NETWORK_NAME" "$CNI_BRIDGE" "$POD_CIDR"
 node_ready() {
 	[[ $(kubectl_admin get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }

@@ -35,6 +35,8 @@
 # kernel.panic_on_oops=1 and the root keyring limits.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=hack/kubelet-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kubelet-lib.sh"
 
 require_root
 (($# == 2)) || die "usage: $(basename "$0") PROFILE up|down"
@@ -128,71 +130,6 @@ EOF
 	chmod 0600 "$KUBELET_KUBECONFIG" "$key"
 }
 
-# What these machines need (cgroup v1 with the cgroupfs driver, swap, no
-# systemd) and what keeps the kubelet inside the profile: its ports, its
-# cgroup root, its log and plugin folders, disk eviction off (the stack's
-# node has a disk of its own; this one has the host's). Everything else is
-# its default, QoS cgroups included.
-write_kubelet_config() {
-	cat >"$KUBELET_CONFIG" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: $CRI_ENDPOINT
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-cgroupsPerQOS: true
-cgroupRoot: $CGROUP_ROOT
-enforceNodeAllocatable: []
-localStorageCapacityIsolation: false
-address: $HOST_IP
-port: $KUBELET_PORT
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $KUBELET_HEALTH_PORT
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: false
-  x509:
-    clientCAFile: $STACK_PKI/ca.crt
-authorization:
-  mode: AlwaysAllow
-podLogsDir: $KUBELET_POD_LOG_DIR
-volumePluginDir: $KUBELET_ROOT_DIR/volume-plugins
-resolvConf: /etc/resolv.conf
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: "0%"
-  nodefs.inodesFree: "0%"
-  imagefs.available: "0%"
-  imagefs.inodesFree: "0%"
-EOF
-}
-
-# write_conflist gives the host's runtime a network, which the kubelet
-# needs to call its node Ready.
-write_conflist() {
-	local pod_cidr=$1
-	cat >"$CNI_CONF_DIR/10-$CNI_NETWORK_NAME.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$CNI_NETWORK_NAME",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$HOST_BRIDGE",
-      "isGateway": true,
-      "ipMasq": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
-  ]
-}
-EOF
-}
-
 # make_cgroup_root makes the kubelet's cgroupRoot in every hierarchy: with
 # QoS cgroups, it refuses to start unless it exists. A new cpuset cgroup
 # has no CPUs nor memory nodes, and takes no task until given its parent's.
@@ -228,7 +165,8 @@ up() {
 	HOST_IP=$(host_ip)
 	[[ $HOST_IP != 127.* ]] || die "no global IPv4 address for the kubelet's node IP (it refuses a loopback one)"
 	node_client_certificate
-	write_kubelet_config
+	write_kubelet_config "$KUBELET_CONFIG" "$CRI_ENDPOINT" true "$CGROUP_ROOT" "$HOST_IP" \
+		"$KUBELET_PORT" "$KUBELET_HEALTH_PORT" "$STACK_PKI/ca.crt" "$KUBELET_POD_LOG_DIR" "$KUBELET_ROOT_DIR"
 	make_cgroup_root
 	log "Starting the kubelet for node $HOST_NODE_NAME on $CRI_ENDPOINT"
 	start_daemon kubelet "$BIN_DIR/kubelet" \
@@ -240,7 +178,7 @@ up() {
 
 	pod_cidr() { kubectl_admin get node "$HOST_NODE_NAME" -o jsonpath='{.spec.podCIDR}' 2>/dev/null | grep -q .; }
 	wait_daemon 120 kubelet pod_cidr
-	write_conflist "$(kubectl_admin get node "$HOST_NODE_NAME" -o jsonpath='{.spec.podCIDR}')"
+	write_kubelet_conflist "$CNI_CONF_DIR" "$CNI_NETWORK_NAME" "$HOST_BRIDGE" "$(kubectl_admin get node "$HOST_NODE_NAME" -o jsonpath='{.spec.podCIDR}')"
 	node_ready() {
 		[[ $(kubectl_admin get node "$HOST_NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
 	}
