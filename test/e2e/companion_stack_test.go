@@ -101,6 +101,10 @@ func companionValues(host hostEnv, r companionRelease) map[string]any {
 		"logLevel":       "debug",
 		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi"}, "limits": map[string]any{"memory": "512Mi"}},
 		"podAnnotations": map[string]any{"nodelet.dev/e2e": r.name},
+		// The companion's disk is the machine's, which everything else on
+		// it fills too: as for the stack's host kubelet, no disk eviction,
+		// or how full the machine is decides whether its pods are admitted.
+		"extraArgs": []string{"--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"},
 	}
 }
 
