@@ -6,10 +6,10 @@
 # writes OUT_DIR/nodelet-<version>-linux-<arch>.tar.gz, whose one folder
 # holds what deploy/host/INSTALL.md lists: nodelet and nodelet-cni (the
 # agent network mode's CNI shim, which nodelet looks for beside itself),
-# static (CGO_ENABLED=0), without DWARF and symbol tables (-s -w: a third
-# smaller; stack traces keep their names) and stamped with the commit; the
-# systemd unit; the example configuration and environment files;
-# INSTALL.md. The version is
+# static (CGO_ENABLED=0), without the build machine's paths (-trimpath),
+# without DWARF and symbol tables (-s -w: a third smaller; stack traces
+# keep their names) and stamped with the commit; the systemd unit; the
+# example configuration and environment files; INSTALL.md. The version is
 # version.go's baseVersion unless VERSION is set; the architecture is
 # GOARCH's (the build machine's unless set).
 # shellcheck source=hack/lib.sh
@@ -29,8 +29,8 @@ mkdir -p "$root/bin" "$root/systemd" "$root/etc/nodelet" "$root/etc/default" "$O
 
 log "Building nodelet $VERSION ($(nodelet_commit)) for linux/$ARCH"
 export CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH
-(cd "$REPO_ROOT" && go build -ldflags "-s -w -X main.commit=$(nodelet_commit)" -o "$root/bin/nodelet" .)
-(cd "$REPO_ROOT" && go build -ldflags "-s -w" -o "$root/bin/nodelet-cni" ./cmd/nodelet-cni)
+(cd "$REPO_ROOT" && go build -trimpath -ldflags "-s -w -X main.commit=$(nodelet_commit)" -o "$root/bin/nodelet" .)
+(cd "$REPO_ROOT" && go build -trimpath -ldflags "-s -w" -o "$root/bin/nodelet-cni" ./cmd/nodelet-cni)
 
 install -m 0644 "$HOST_DIR/nodelet.service" "$root/systemd/nodelet.service"
 install -m 0644 "$HOST_DIR/config.yaml" "$root/etc/nodelet/config.yaml"
