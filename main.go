@@ -419,11 +419,17 @@ func loadRestConfig(kubeconfig string) (*rest.Config, error) {
 // runtime answers: on a booting node it may start after nodelet.
 func connectRuntime(ctx context.Context, opts Options) (cri.RuntimeService, cri.ImageManagerService, error) {
 	timeout := opts.RuntimeRequestTimeout.Duration
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, opts.ContainerRuntimeEndpoint, timeout, nil, false)
+	// No tracer provider: nodelet exports no traces, and a nil one keeps
+	// the gRPC stats handler off every CRI call.
+	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().
+		WithEndpoint(opts.ContainerRuntimeEndpoint).WithConnectionTimeout(timeout).
+		WithTracerProvider(nil).Build(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to the container runtime at %s: %w", opts.ContainerRuntimeEndpoint, err)
 	}
-	imageService, err := remote.NewRemoteImageService(ctx, opts.ContainerRuntimeEndpoint, timeout, nil, false)
+	imageService, err := remote.NewRemoteImageServiceBuilder().
+		WithEndpoint(opts.ContainerRuntimeEndpoint).WithConnectionTimeout(timeout).
+		WithTracerProvider(nil).Build(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to the image service at %s: %w", opts.ContainerRuntimeEndpoint, err)
 	}

@@ -189,7 +189,7 @@ func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, contain
 	if stopped == nil {
 		t.Fatalf("pod %s has no status of its %s container", agent.Name, container)
 	}
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, host.CRIEndpoint, 30*time.Second, nil, false)
+	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(host.CRIEndpoint).WithConnectionTimeout(30 * time.Second).Build(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (f *Framework) nodeDisk(t *testing.T) (available int64) {
 func TestEvictionUnderDiskPressure(t *testing.T) {
 	ns := f.NewNamespace(t)
 	f.nodeDisk(t)
-	images, err := remote.NewRemoteImageService(t.Context(), f.Env.CRIEndpoint, 30*time.Second, nil, false)
+	images, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(f.Env.CRIEndpoint).WithConnectionTimeout(30 * time.Second).Build(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -225,7 +225,7 @@ func NewFramework(ctx context.Context, env Env) (*Framework, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the admin client: %w", err)
 	}
-	runtimeService, err := remote.NewRemoteRuntimeService(ctx, env.CRIEndpoint, 30*time.Second, nil, false)
+	runtimeService, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(env.CRIEndpoint).WithConnectionTimeout(30 * time.Second).Build(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the container runtime at %s: %w", env.CRIEndpoint, err)
 	}
@@ -271,6 +271,32 @@ func (f *Framework) startNodeletIfStopped(t *testing.T) {
 	t.Errorf("the test left nodelet stopped; starting it again for the tests after it")
 	f.Nodelet.SetExtraArgs(nil)
 	f.restartNodelet(t)
+}
+
+// restartNodelet starts nodelet again and waits until it serves (health
+// and API) and its Node is Ready.
+func (f *Framework) restartNodelet(t *testing.T) {
+	t.Helper()
+	if err := f.Nodelet.Start(); err != nil {
+		t.Fatalf("starting nodelet again: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := await.Poll(ctx, time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		return f.Nodelet.Healthy(ctx), nil
+	})); err != nil {
+		t.Fatalf("nodelet's health endpoint did not answer within a minute of its restart: %v", err)
+	}
+	if _, err := f.waitForNodeReady(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// The node may still look Ready from before the restart; its API
+	// port tells that this nodelet serves.
+	if f.Env.NodeletPort != "" {
+		if err := f.waitForNodeAPI(ctx, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // namespacePrefix turns a test name into a namespace's GenerateName:

@@ -30,7 +30,7 @@ import (
 // them.
 func TestImageGarbageCollectionRemovesUnusedImages(t *testing.T) {
 	ns := f.NewNamespace(t)
-	images, err := remote.NewRemoteImageService(t.Context(), f.Env.CRIEndpoint, 30*time.Second, nil, false)
+	images, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(f.Env.CRIEndpoint).WithConnectionTimeout(30 * time.Second).Build(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,29 +126,3 @@ func TestRestartSafety(t *testing.T) {
 		}
 	})
 }
-
-// restartNodelet starts nodelet again and waits until it serves (health
-// and API) and its Node is Ready.
-func (f *Framework) restartNodelet(t *testing.T) {
-	t.Helper()
-	if err := f.Nodelet.Start(); err != nil {
-		t.Fatalf("starting nodelet again: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := await.Poll(ctx, time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
-		return f.Nodelet.Healthy(ctx), nil
-	})); err != nil {
-		t.Fatalf("nodelet's health endpoint did not answer within a minute of its restart: %v", err)
-	}
-	if _, err := f.waitForNodeReady(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	// The node may still look Ready from before the restart; its API
-	// port tells that this nodelet serves.
-	if f.Env.NodeletPort != "" {
-		if err := f.waitForNodeAPI(ctx, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
