@@ -74,50 +74,57 @@ func (m *Manager) csiDriverObject(ctx context.Context, name string) (*storagev1.
 	return driver, nil
 }
 
+// csiSetUp is what setting up a CSI volume gives.
+type csiSetUp struct {
+	// path is where the volume is published.
+	path   string
+	volume csiVolumeID
+}
+
 // setUpCSIClaim mounts pv, a csi PersistentVolume, for the pod.
-func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly bool) (string, error) {
+func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly bool) (csiSetUp, error) {
 	driver, err := m.csiDriverObject(ctx, pv.Spec.CSI.Driver)
 	if err != nil {
-		return "", &MountError{Volume: pv.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: pv.Name, Err: err}
 	}
 	mount, err := csiPersistentMount(pod, pv, readOnly, driver)
 	if err != nil {
-		return "", &MountError{Volume: pv.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: pv.Name, Err: err}
 	}
 	return m.setUpCSI(ctx, pod, mount)
 }
 
 // setUpCSIInline mounts the pod's inline csi volume.
-func (m *Manager) setUpCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (string, error) {
+func (m *Manager) setUpCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (csiSetUp, error) {
 	driver, err := m.csiDriverObject(ctx, vol.CSI.Driver)
 	if err != nil {
-		return "", &MountError{Volume: vol.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: vol.Name, Err: err}
 	}
 	mount, err := csiInlineMount(pod, vol, driver)
 	if err != nil {
-		return "", &MountError{Volume: vol.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: vol.Name, Err: err}
 	}
 	return m.setUpCSI(ctx, pod, mount)
 }
 
 // setUpCSI stages (when the driver stages) and publishes the volume into
-// the pod's folder and returns the published path. A volume whose record
-// says it is published and whose target is mounted is left as it is
-// (SetUpPod again after a restart).
-func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount) (string, error) {
+// the pod's folder. A volume whose record says it is published and whose
+// target is mounted is left as it is (SetUpPod again after a restart).
+func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount) (csiSetUp, error) {
 	dir := m.volumeDir(pod.UID, pluginCSI, mount.name)
 	target := filepath.Join(dir, "mount")
 	recordPath := filepath.Join(dir, csiVolumeDataFile)
+	out := csiSetUp{path: target, volume: csiVolumeID{driver: mount.driver, handle: mount.handle}}
 	if mount.attach {
 		m.markCSIInUse(pod.UID, csiUniqueName(mount.driver, mount.handle))
 	}
 	if record, err := readCSIRecord(recordPath); err == nil && !record.Unpublished {
 		if mounted, err := isMountPoint(target); err == nil && mounted {
-			return target, nil
+			return out, nil
 		}
 	}
-	fail := func(operation string, err error) (string, error) {
-		return "", &MountError{Operation: operation, Volume: mount.name, Err: err}
+	fail := func(operation string, err error) (csiSetUp, error) {
+		return csiSetUp{}, &MountError{Operation: operation, Volume: mount.name, Err: err}
 	}
 
 	var publishContext map[string]string
@@ -219,7 +226,7 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 			}
 		}
 	}
-	return target, nil
+	return out, nil
 }
 
 // stagesVolumes asks the driver whether it stages volumes.

@@ -248,6 +248,10 @@ type fakeCSINode struct {
 	mu    sync.Mutex
 	calls []string
 	fail  map[string]bool
+	// caps are its capabilities beyond STAGE_UNSTAGE_VOLUME; stats is
+	// what NodeGetVolumeStats answers (csi_stats_test.go).
+	caps  []csipb.NodeServiceCapability_RPC_Type
+	stats fakeCSIStats
 }
 
 func (f *fakeCSINode) record(call string) error {
@@ -269,9 +273,13 @@ func (f *fakeCSINode) takeCalls() []string {
 }
 
 func (f *fakeCSINode) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest, ...grpc.CallOption) (*csipb.NodeGetCapabilitiesResponse, error) {
-	return &csipb.NodeGetCapabilitiesResponse{Capabilities: []*csipb.NodeServiceCapability{{
-		Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}},
-	}}}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var caps []*csipb.NodeServiceCapability
+	for _, c := range append([]csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}, f.caps...) {
+		caps = append(caps, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: c}}})
+	}
+	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
 func (f *fakeCSINode) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequest, _ ...grpc.CallOption) (*csipb.NodeStageVolumeResponse, error) {
