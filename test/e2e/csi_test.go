@@ -17,7 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/await"
@@ -71,6 +71,7 @@ func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
 	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
 		t.Errorf("calls on start (-want +got):\n%s", diff)
 	}
+	f.expectCSIVolumeStats(t, pod, ns)
 
 	f.deletePod(t, pod, nil)
 	f.waitForPodGone(t, pod, 2*time.Minute)
@@ -126,6 +127,60 @@ func TestCSIVolumeCallsStayInOrderAcrossNodeletKillsAndADriverRestart(t *testing
 		}
 	}
 	f.expectPodFolderGone(t, f.podDir(pod))
+}
+
+// expectCSIVolumeStats waits for the pod's claim "data", into which it
+// wrote 10 MiB, to show that much used in /stats/summary, as the driver
+// counts it (NodeGetVolumeStats), and for the claim's usage and health
+// gauges in /metrics.
+func (f *Framework) expectCSIVolumeStats(t *testing.T, pod *corev1.Pod, ns string) {
+	t.Helper()
+	const tenMiB = 10 << 20
+	cert := f.kubeletClientCert(t)
+	var last *statsapi.VolumeStats
+	// Usage is measured at most every --volume-stats-agg-period (10 s in
+	// the suite).
+	err := await.Poll(t.Context(), 2*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		s, err := f.statsSummary(ctx, cert)
+		if err != nil {
+			return false, err
+		}
+		last = volumeStats(s, pod, "data")
+		return last != nil && last.UsedBytes != nil && *last.UsedBytes >= tenMiB, nil
+	}))
+	if err != nil {
+		data, _ := json.Marshal(last)
+		t.Fatalf("the CSI claim's stats never showed 10 MiB used: %v; last seen: %s", err, data)
+	}
+	if want := (statsapi.PVCReference{Name: "data", Namespace: ns}); last.PVCRef == nil || *last.PVCRef != want ||
+		last.CapacityBytes == nil || *last.CapacityBytes < tenMiB || last.InodesUsed == nil || *last.InodesUsed < 3 {
+		data, _ := json.Marshal(last)
+		t.Errorf("the CSI claim's stats: %s, want pvcRef %v, the driver's capacity and at least 3 inodes used", data, want)
+	}
+	var body []byte
+	wants := []string{
+		fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace="%s",persistentvolumeclaim="data"}`, ns),
+		fmt.Sprintf(`kubelet_volume_stats_health_status_abnormal{namespace="%s",persistentvolumeclaim="data"} 0`, ns),
+	}
+	err = await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		code, b, err := f.nodeAPI(ctx, "/metrics", cert, "")
+		body = b
+		return err == nil && code == 200 && strings.Contains(string(b), wants[0]) && strings.Contains(string(b), wants[1]), err
+	}))
+	if err != nil {
+		t.Errorf("/metrics never had %q: %v; volume lines: %q", wants, err, grepLines(string(body), "kubelet_volume_stats_"))
+	}
+}
+
+// grepLines are the lines of text that contain s.
+func grepLines(text, s string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // expectPodFolderGone waits until the pod's folder and every mount under

@@ -12,7 +12,9 @@
 //     (read-only when asked), and fails unless the volume is staged;
 //   - NodeUnpublishVolume unmounts the target and removes it;
 //   - NodeUnstageVolume unmounts the staging path, and fails while a
-//     target published from it is still mounted.
+//     target published from it is still mounted;
+//   - NodeGetVolumeStats (GET_VOLUME_STATS, VOLUME_CONDITION) answers
+//     from statfs and a count of the files of the published path.
 //
 // A file named fail-<Method> (fail-NodePublishVolume, ...) in the hooks
 // folder makes that call fail with Unavailable while it exists, so a test
