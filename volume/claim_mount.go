@@ -22,8 +22,10 @@ type claimSetUp struct {
 	claim *statsapi.PVCReference
 	// gid is the volume's group annotation, if any.
 	gid string
-	// csi names a csi volume for its driver.
-	csi csiVolumeID
+	// csi names a csi volume for its driver; republish is its
+	// driver's requiresRepublish.
+	csi       csiVolumeID
+	republish bool
 }
 
 // setUpClaim resolves the pod's claim (a persistentVolumeClaim volume's or
@@ -68,7 +70,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		if err != nil {
 			return claimSetUp{}, err
 		}
-		out.dir, out.usage, out.csi = set.path, usageCSI, set.volume
+		out.dir, out.usage, out.csi, out.republish = set.path, usageCSI, set.volume, set.republish
 	case claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.

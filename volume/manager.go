@@ -131,6 +131,9 @@ type Manager struct {
 	// csiInUse are the attachable CSI volumes each pod is setting up or
 	// uses (VolumesInUse).
 	csiInUse map[types.UID][]corev1.UniqueVolumeName
+	// csiTokens are the service account tokens held for each pod's CSI
+	// drivers (csi_token.go).
+	csiTokens map[types.UID]map[csiTokenKey]*token
 
 	csi      CSIDrivers
 	nodeName string
@@ -301,6 +304,7 @@ func (m *Manager) forgetPod(uid types.UID) {
 	m.mu.Lock()
 	delete(m.pods, uid)
 	delete(m.statsTargets, uid)
+	delete(m.csiTokens, uid)
 	m.mu.Unlock()
 	m.forgetUsage(uid)
 }
@@ -329,12 +333,18 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		}
 		dir, usage, claim, csi = set.dir, set.usage, set.claim, set.csi
 		state.gid = set.gid
+		if set.republish {
+			dueAt = now.Add(m.csiRepublishPeriod())
+		}
 	case vol.CSI != nil:
 		set, err := m.setUpCSIInline(ctx, pod, vol)
 		if err != nil {
 			return err
 		}
 		dir, usage, csi = set.path, usageCSI, set.volume
+		if set.republish {
+			dueAt = now.Add(m.csiRepublishPeriod())
+		}
 	case vol.HostPath != nil:
 		if err := checkHostPath(m.hostRoot, vol.HostPath.Path, vol.HostPath.Type); err != nil {
 			return &MountError{Volume: vol.Name, Err: err}
