@@ -199,6 +199,8 @@ type csiCall struct {
 	OK     bool
 	// Error is why it failed.
 	Error string
+	// Context is the request's volume context.
+	Context map[string]string
 }
 
 // calls reads the plugin's calls for the volume handle, in order.
@@ -218,18 +220,21 @@ func (p *csiPlugin) calls(t *testing.T, handle string) []csiCall {
 		}
 		var call struct {
 			Method  string
-			Request map[string]any
-			Error   string
+			Request struct {
+				VolumeID      string            `json:"volume_id"`
+				VolumeContext map[string]string `json:"volume_context"`
+			}
+			Error string
 		}
 		if err := json.Unmarshal([]byte(entry), &call); err != nil {
 			t.Fatalf("call log line %q: %v", entry, err)
 		}
 		// The volume's stats are asked for at any time: not part of
 		// its life's order.
-		if call.Request["volume_id"] != handle || strings.HasSuffix(call.Method, "/NodeGetVolumeStats") {
+		if call.Request.VolumeID != handle || strings.HasSuffix(call.Method, "/NodeGetVolumeStats") {
 			continue
 		}
-		calls = append(calls, csiCall{Method: call.Method[strings.LastIndexByte(call.Method, '/')+1:], OK: call.Error == "", Error: call.Error})
+		calls = append(calls, csiCall{Method: call.Method[strings.LastIndexByte(call.Method, '/')+1:], OK: call.Error == "", Error: call.Error, Context: call.Request.VolumeContext})
 	}
 	return calls
 }

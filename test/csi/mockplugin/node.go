@@ -119,6 +119,9 @@ func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if req.GetVolumeId() == "" || staging == "" || target == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID, staging target path and target path are required")
 	}
+	if err := checkTokens(req.GetVolumeId(), req.GetVolumeContext()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	if mounted, err := isMountPoint(staging); err != nil || !mounted {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", req.GetVolumeId(), staging)
 	}
