@@ -179,7 +179,7 @@ func run(ctx context.Context, opts Options) error {
 		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
 		StatsPeriod:     opts.volumeStatsPeriod(),
 	}, clientset, clk, log.WithName("volume"))
-	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats})
+	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats, Abnormal: podVolumes.ClaimVolumesAbnormal})
 	userNamespaces, err := newUserNamespaces(opts, podVolumes, log)
 	if err != nil {
 		return err

@@ -28,6 +28,9 @@ var (
 		"Number of free inodes in the volume", volumeStatsLabels, nil)
 	volumeStatsInodesUsed = prometheus.NewDesc(kubeletSubsystem+"_volume_stats_inodes_used",
 		"Number of used inodes in the volume", volumeStatsLabels, nil)
+	volumeStatsHealthAbnormal = prometheus.NewDesc(kubeletSubsystem+"_volume_stats_health_status_abnormal",
+		"Abnormal volume health status. The count is either 1 or 0. 1 indicates the volume is unhealthy, 0 indicates volume is healthy",
+		volumeStatsLabels, nil)
 )
 
 // volumeStatsTimeout bounds one scrape's wait for the volumes' usage.
@@ -38,12 +41,17 @@ const volumeStatsTimeout = 30 * time.Second
 // however many of the node's pods mount it.
 type VolumeStatsCollector struct {
 	Claims func(context.Context) []statsapi.VolumeStats
+	// Abnormal, when set, is the health of the claims whose CSI driver
+	// reports their condition, read after Claims measured them (true:
+	// abnormal); a claim Claims has stats for is reported healthy or
+	// not, as the kubelet does, only when it is in there.
+	Abnormal func() map[statsapi.PVCReference]bool
 }
 
 // Describe sends the gauges' descriptions.
 func (c *VolumeStatsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{volumeStatsCapacityBytes, volumeStatsAvailableBytes, volumeStatsUsedBytes,
-		volumeStatsInodes, volumeStatsInodesFree, volumeStatsInodesUsed} {
+		volumeStatsInodes, volumeStatsInodesFree, volumeStatsInodesUsed, volumeStatsHealthAbnormal} {
 		ch <- d
 	}
 }
@@ -52,13 +60,19 @@ func (c *VolumeStatsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *VolumeStatsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), volumeStatsTimeout)
 	defer cancel()
-	for _, m := range volumeStatsMetrics(c.Claims(ctx)) {
+	claims := c.Claims(ctx)
+	var abnormal map[statsapi.PVCReference]bool
+	if c.Abnormal != nil {
+		abnormal = c.Abnormal()
+	}
+	for _, m := range volumeStatsMetrics(claims, abnormal) {
 		ch <- m
 	}
 }
 
-// volumeStatsMetrics turns the claims' volume stats into the gauges.
-func volumeStatsMetrics(stats []statsapi.VolumeStats) []prometheus.Metric {
+// volumeStatsMetrics turns the claims' volume stats, and the health of
+// those in abnormal, into the gauges.
+func volumeStatsMetrics(stats []statsapi.VolumeStats, abnormal map[statsapi.PVCReference]bool) []prometheus.Metric {
 	var out []prometheus.Metric
 	seen := map[statsapi.PVCReference]bool{}
 	for _, s := range stats {
@@ -77,6 +91,13 @@ func volumeStatsMetrics(stats []statsapi.VolumeStats) []prometheus.Metric {
 		add(volumeStatsInodes, s.Inodes)
 		add(volumeStatsInodesFree, s.InodesFree)
 		add(volumeStatsInodesUsed, s.InodesUsed)
+		if bad, ok := abnormal[*s.PVCRef]; ok {
+			value := uint64(0)
+			if bad {
+				value = 1
+			}
+			add(volumeStatsHealthAbnormal, &value)
+		}
 	}
 	return out
 }

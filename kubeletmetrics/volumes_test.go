@@ -29,6 +29,10 @@ func TestVolumeStatsCollector(t *testing.T) {
 			{Name: "scratch", FsStats: statsapi.FsStats{UsedBytes: ptr.To[uint64](7)}}, // no claim: none
 			claim("logs", 600),
 		}
+	}, Abnormal: func() map[statsapi.PVCReference]bool {
+		// logs' driver reports no condition: no health gauge; a claim
+		// with no stats has none either.
+		return map[statsapi.PVCReference]bool{{Name: "data-web-0", Namespace: "shop"}: true, {Name: "gone", Namespace: "shop"}: false}
 	}}
 	want := `
 # HELP kubelet_volume_stats_available_bytes Number of available bytes in the volume
@@ -39,6 +43,9 @@ kubelet_volume_stats_available_bytes{namespace="shop",persistentvolumeclaim="log
 # TYPE kubelet_volume_stats_capacity_bytes gauge
 kubelet_volume_stats_capacity_bytes{namespace="shop",persistentvolumeclaim="data-web-0"} 1000
 kubelet_volume_stats_capacity_bytes{namespace="shop",persistentvolumeclaim="logs"} 1000
+# HELP kubelet_volume_stats_health_status_abnormal Abnormal volume health status. The count is either 1 or 0. 1 indicates the volume is unhealthy, 0 indicates volume is healthy
+# TYPE kubelet_volume_stats_health_status_abnormal gauge
+kubelet_volume_stats_health_status_abnormal{namespace="shop",persistentvolumeclaim="data-web-0"} 1
 # HELP kubelet_volume_stats_inodes Maximum number of inodes in the volume
 # TYPE kubelet_volume_stats_inodes gauge
 kubelet_volume_stats_inodes{namespace="shop",persistentvolumeclaim="data-web-0"} 50

@@ -22,6 +22,10 @@ type claimSetUp struct {
 	claim *statsapi.PVCReference
 	// gid is the volume's group annotation, if any.
 	gid string
+	// csi names a csi volume for its driver; republish is its
+	// driver's requiresRepublish.
+	csi       csiVolumeID
+	republish bool
 }
 
 // setUpClaim resolves the pod's claim (a persistentVolumeClaim volume's or
@@ -62,13 +66,11 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 
 	switch mount.kind {
 	case claimCSI:
-		dir, err := m.setUpCSIClaim(ctx, pod, pv, mount.readOnly)
+		set, err := m.setUpCSIClaim(ctx, pod, pv, mount.readOnly)
 		if err != nil {
 			return claimSetUp{}, err
 		}
-		// The kubelet asks the driver (NodeGetVolumeStats) and reports
-		// nothing for a driver without it; nodelet does not ask yet.
-		out.dir, out.usage = dir, usageNone
+		out.dir, out.usage, out.csi, out.republish = set.path, usageCSI, set.volume, set.republish
 	case claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.

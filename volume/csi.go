@@ -2,6 +2,7 @@ package volume
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,6 +38,9 @@ const (
 	csiPodUID             = "csi.storage.k8s.io/pod.uid"
 	csiServiceAccountName = "csi.storage.k8s.io/serviceAccount.name"
 	csiEphemeral          = "csi.storage.k8s.io/ephemeral"
+	// csiServiceAccountTokens holds the tokens of a driver with
+	// tokenRequests: JSON, audience -> {token, expirationTimestamp}.
+	csiServiceAccountTokens = "csi.storage.k8s.io/serviceAccount.tokens"
 )
 
 // csiStagingPath is where a persistent volume is staged on the node, once
@@ -87,6 +92,14 @@ type csiMount struct {
 	// fsGroup is the pod's fsGroup to give the volume after publishing,
 	// when the driver's fsGroupPolicy says nodelet gives it.
 	fsGroup bool
+	// tokenRequests are the service account tokens NodePublishVolume
+	// carries for the pod (the driver's tokenRequests), in the Secrets
+	// rather than the volume context when tokensInSecrets.
+	tokenRequests   []storagev1.TokenRequest
+	tokensInSecrets bool
+	// republish: NodePublishVolume is called again while the pod runs
+	// (the driver's requiresRepublish), so its tokens are refreshed.
+	republish bool
 }
 
 // csiPersistentMount is how the pod mounts pv, a csi PersistentVolume,
@@ -115,6 +128,7 @@ func csiPersistentMount(pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly b
 	}
 	m.attach = attachRequired(driver)
 	m.context = csiVolumeContext(pod, source.VolumeAttributes, driver, false)
+	setCSIRepublishing(&m, driver)
 	rwo := slices.Contains(pv.Spec.AccessModes, corev1.ReadWriteOnce) || slices.Contains(pv.Spec.AccessModes, corev1.ReadWriteOncePod)
 	m.fsGroup = csiGivesFSGroup(pod, fsGroupPolicy(driver), m.readOnly, m.fsType, rwo)
 	return m, nil
@@ -143,14 +157,53 @@ func csiInlineMount(pod *corev1.Pod, vol *corev1.Volume, driver *storagev1.CSIDr
 		m.publishSecret = &corev1.SecretReference{Name: ref.Name, Namespace: pod.Namespace}
 	}
 	m.fsGroup = csiGivesFSGroup(pod, fsGroupPolicy(driver), m.readOnly, m.fsType, true)
+	setCSIRepublishing(&m, driver)
 	return m, nil
+}
+
+// setCSIRepublishing gives m the driver's tokenRequests and
+// requiresRepublish.
+func setCSIRepublishing(m *csiMount, driver *storagev1.CSIDriver) {
+	if driver == nil {
+		return
+	}
+	m.tokenRequests = driver.Spec.TokenRequests
+	m.tokensInSecrets = driver.Spec.ServiceAccountTokenInSecrets != nil && *driver.Spec.ServiceAccountTokenInSecrets
+	m.republish = driver.Spec.RequiresRepublish != nil && *driver.Spec.RequiresRepublish
+}
+
+// csiTokensAttribute is the value of csiServiceAccountTokens for the
+// tokens by audience, as the kubelet writes it.
+func csiTokensAttribute(tokens map[string]authenticationv1.TokenRequestStatus) (string, error) {
+	data, err := json.Marshal(tokens)
+	return string(data), err
+}
+
+// withCSITokens adds the tokens attribute (none when empty) to the
+// publish call's volume context, or to its secrets when the driver asks
+// for them there (serviceAccountTokenInSecrets), leaving the mount's own
+// maps as they are.
+func withCSITokens(context, secrets map[string]string, tokens string, inSecrets bool) (map[string]string, map[string]string) {
+	if tokens == "" {
+		return context, secrets
+	}
+	add := func(to map[string]string) map[string]string {
+		out := maps.Clone(to)
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[csiServiceAccountTokens] = tokens
+		return out
+	}
+	if inSecrets {
+		return context, add(secrets)
+	}
+	return add(context), secrets
 }
 
 // checkCSIDriver is why the driver's CSIDriver object does not let the
 // node mount its volumes in mode: a mode it does not list (the kubelet's
-// words), or what nodelet does not do yet (tokens for the driver, and
-// publishing again and again to refresh them), refused rather than
-// ignored.
+// words).
 func checkCSIDriver(driver *storagev1.CSIDriver, mode storagev1.VolumeLifecycleMode, name string) error {
 	if driver == nil {
 		if mode == storagev1.VolumeLifecyclePersistent {
@@ -164,12 +217,6 @@ func checkCSIDriver(driver *storagev1.CSIDriver, mode storagev1.VolumeLifecycleM
 	}
 	if !slices.Contains(modes, mode) {
 		return fmt.Errorf("volume mode %q not supported by driver %s (only supports %q)", mode, name, modes)
-	}
-	if len(driver.Spec.TokenRequests) > 0 {
-		return fmt.Errorf("driver %s asks for service account tokens (tokenRequests), which nodelet does not give CSI drivers yet", name)
-	}
-	if driver.Spec.RequiresRepublish != nil && *driver.Spec.RequiresRepublish {
-		return fmt.Errorf("driver %s requires republishing (requiresRepublish), which nodelet does not do yet", name)
 	}
 	return nil
 }

@@ -74,50 +74,65 @@ func (m *Manager) csiDriverObject(ctx context.Context, name string) (*storagev1.
 	return driver, nil
 }
 
+// csiSetUp is what setting up a CSI volume gives.
+type csiSetUp struct {
+	// path is where the volume is published.
+	path   string
+	volume csiVolumeID
+	// republish: NodePublishVolume is due again at the next resync.
+	republish bool
+}
+
 // setUpCSIClaim mounts pv, a csi PersistentVolume, for the pod.
-func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly bool) (string, error) {
+func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly bool) (csiSetUp, error) {
 	driver, err := m.csiDriverObject(ctx, pv.Spec.CSI.Driver)
 	if err != nil {
-		return "", &MountError{Volume: pv.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: pv.Name, Err: err}
 	}
 	mount, err := csiPersistentMount(pod, pv, readOnly, driver)
 	if err != nil {
-		return "", &MountError{Volume: pv.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: pv.Name, Err: err}
 	}
 	return m.setUpCSI(ctx, pod, mount)
 }
 
 // setUpCSIInline mounts the pod's inline csi volume.
-func (m *Manager) setUpCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (string, error) {
+func (m *Manager) setUpCSIInline(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume) (csiSetUp, error) {
 	driver, err := m.csiDriverObject(ctx, vol.CSI.Driver)
 	if err != nil {
-		return "", &MountError{Volume: vol.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: vol.Name, Err: err}
 	}
 	mount, err := csiInlineMount(pod, vol, driver)
 	if err != nil {
-		return "", &MountError{Volume: vol.Name, Err: err}
+		return csiSetUp{}, &MountError{Volume: vol.Name, Err: err}
 	}
 	return m.setUpCSI(ctx, pod, mount)
 }
 
 // setUpCSI stages (when the driver stages) and publishes the volume into
-// the pod's folder and returns the published path. A volume whose record
-// says it is published and whose target is mounted is left as it is
-// (SetUpPod again after a restart).
-func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount) (string, error) {
+// the pod's folder. A volume whose record says it is published and whose
+// target is mounted is left as it is (SetUpPod again after a restart),
+// unless its driver requires republishing: then NodePublishVolume alone
+// is called again, with the tokens refreshed when due.
+func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount) (csiSetUp, error) {
 	dir := m.volumeDir(pod.UID, pluginCSI, mount.name)
 	target := filepath.Join(dir, "mount")
 	recordPath := filepath.Join(dir, csiVolumeDataFile)
+	out := csiSetUp{path: target, volume: csiVolumeID{driver: mount.driver, handle: mount.handle}, republish: mount.republish}
 	if mount.attach {
 		m.markCSIInUse(pod.UID, csiUniqueName(mount.driver, mount.handle))
 	}
+	published := false
 	if record, err := readCSIRecord(recordPath); err == nil && !record.Unpublished {
 		if mounted, err := isMountPoint(target); err == nil && mounted {
-			return target, nil
+			published = true
 		}
 	}
-	fail := func(operation string, err error) (string, error) {
-		return "", &MountError{Operation: operation, Volume: mount.name, Err: err}
+	if published && !mount.republish {
+		return out, nil
+	}
+	fail := func(operation string, err error) (csiSetUp, error) {
+		return csiSetUp{}, &MountError{Operation: operation, Volume: mount.name, Err: err}
 	}
 
 	var publishContext map[string]string
@@ -151,6 +166,11 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
+	tokens, err := m.csiTokensFor(ctx, pod, mount.tokenRequests, m.clock.Now())
+	if err != nil {
+		return fail("MountVolume.SetUp", fmt.Errorf("failed to get service account token attributes: %w", err))
+	}
+	volumeContext, publishSecrets := withCSITokens(mount.context, publishSecrets, tokens, mount.tokensInSecrets)
 
 	record := csiRecord{
 		SpecVolumeID:        mount.name,
@@ -174,11 +194,13 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 	if err := ensureDir(dir, 0o750); err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
-	if err := writeCSIRecord(recordPath, record); err != nil {
-		return fail("MountVolume.SetUp", err)
+	if !published {
+		if err := writeCSIRecord(recordPath, record); err != nil {
+			return fail("MountVolume.SetUp", err)
+		}
 	}
 	capability := csiCapability(mount)
-	if stage {
+	if stage && !published {
 		if err := os.MkdirAll(record.StagingPath, 0o750); err != nil {
 			return fail("MountVolume.MountDevice", err)
 		}
@@ -205,21 +227,21 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 		VolumeCapability:  capability,
 		Readonly:          mount.readOnly,
 		Secrets:           publishSecrets,
-		VolumeContext:     mount.context,
+		VolumeContext:     volumeContext,
 	})
 	cancel()
 	if err != nil {
 		return fail("MountVolume.SetUp", err)
 	}
-	m.log.V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "volume", mount.name, "driver", mount.driver, "handle", mount.handle, "staged", stage)
-	if mount.fsGroup {
+	m.log.V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "volume", mount.name, "driver", mount.driver, "handle", mount.handle, "staged", stage, "republished", published)
+	if mount.fsGroup && !published {
 		if o := claimOwnership(pod.Spec.SecurityContext, mount.readOnly, true); o != nil {
 			if err := m.changeOwnership(pod, mount.name, target, *o); err != nil {
 				return fail("MountVolume.SetUp", err)
 			}
 		}
 	}
-	return target, nil
+	return out, nil
 }
 
 // stagesVolumes asks the driver whether it stages volumes.

@@ -161,13 +161,17 @@ func TestCSIPersistentMount(t *testing.T) {
 			}),
 			wantErr: `volume mode "Persistent" not supported by driver mock.csi (only supports ["Ephemeral"])`,
 		},
-		"tokenRequests are refused, not ignored": {
-			driver:  csiDriverObject(func(s *storagev1.CSIDriverSpec) { s.TokenRequests = []storagev1.TokenRequest{{Audience: "a"}} }),
-			wantErr: "driver mock.csi asks for service account tokens (tokenRequests), which nodelet does not give CSI drivers yet",
-		},
-		"requiresRepublish is refused, not ignored": {
-			driver:  csiDriverObject(func(s *storagev1.CSIDriverSpec) { s.RequiresRepublish = ptr.To(true) }),
-			wantErr: "driver mock.csi requires republishing (requiresRepublish), which nodelet does not do yet",
+		"tokenRequests and requiresRepublish are the publish call's": {
+			driver: csiDriverObject(func(s *storagev1.CSIDriverSpec) {
+				s.TokenRequests = []storagev1.TokenRequest{{Audience: "a"}}
+				s.RequiresRepublish = ptr.To(true)
+				s.ServiceAccountTokenInSecrets = ptr.To(true)
+			}),
+			check: func(t *testing.T, m csiMount) {
+				if diff := cmp.Diff([]storagev1.TokenRequest{{Audience: "a"}}, m.tokenRequests); diff != "" || !m.republish || !m.tokensInSecrets {
+					t.Errorf("tokenRequests %v, republish %t, tokensInSecrets %t, want a's, true, true", m.tokenRequests, m.republish, m.tokensInSecrets)
+				}
+			},
 		},
 	}
 	for name, tc := range tests {
@@ -248,6 +252,12 @@ type fakeCSINode struct {
 	mu    sync.Mutex
 	calls []string
 	fail  map[string]bool
+	// publishes are the NodePublishVolume requests it got.
+	publishes []*csipb.NodePublishVolumeRequest
+	// caps are its capabilities beyond STAGE_UNSTAGE_VOLUME; stats is
+	// what NodeGetVolumeStats answers (csi_stats_test.go).
+	caps  []csipb.NodeServiceCapability_RPC_Type
+	stats fakeCSIStats
 }
 
 func (f *fakeCSINode) record(call string) error {
@@ -269,9 +279,13 @@ func (f *fakeCSINode) takeCalls() []string {
 }
 
 func (f *fakeCSINode) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest, ...grpc.CallOption) (*csipb.NodeGetCapabilitiesResponse, error) {
-	return &csipb.NodeGetCapabilitiesResponse{Capabilities: []*csipb.NodeServiceCapability{{
-		Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}},
-	}}}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var caps []*csipb.NodeServiceCapability
+	for _, c := range append([]csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}, f.caps...) {
+		caps = append(caps, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: c}}})
+	}
+	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
 func (f *fakeCSINode) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequest, _ ...grpc.CallOption) (*csipb.NodeStageVolumeResponse, error) {
@@ -283,6 +297,9 @@ func (f *fakeCSINode) NodeUnstageVolume(_ context.Context, req *csipb.NodeUnstag
 }
 
 func (f *fakeCSINode) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeRequest, _ ...grpc.CallOption) (*csipb.NodePublishVolumeResponse, error) {
+	f.mu.Lock()
+	f.publishes = append(f.publishes, req)
+	f.mu.Unlock()
 	return &csipb.NodePublishVolumeResponse{}, f.record("NodePublishVolume " + req.VolumeId)
 }
 

@@ -131,6 +131,9 @@ type Manager struct {
 	// csiInUse are the attachable CSI volumes each pod is setting up or
 	// uses (VolumesInUse).
 	csiInUse map[types.UID][]corev1.UniqueVolumeName
+	// csiTokens are the service account tokens held for each pod's CSI
+	// drivers (csi_token.go).
+	csiTokens map[types.UID]map[csiTokenKey]*token
 
 	csi      CSIDrivers
 	nodeName string
@@ -156,6 +159,8 @@ type volumeState struct {
 	// PersistentVolumeClaim it mounts, if any.
 	usage usageMethod
 	claim *statsapi.PVCReference
+	// csi names a CSI volume for its driver, which measures it.
+	csi csiVolumeID
 	// gid is a claim's volume's group annotation (see
 	// ExtraSupplementalGroups).
 	gid string
@@ -261,7 +266,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 		paths[vol.Name] = state.path
 		refreshAt = earliest(refreshAt, state.dueAt)
 		if state.usage != usageNone {
-			targets = append(targets, statsTarget{uid: pod.UID, name: vol.Name, path: state.path, method: state.usage, claim: state.claim})
+			targets = append(targets, statsTarget{uid: pod.UID, name: vol.Name, path: state.path, method: state.usage, claim: state.claim, csi: state.csi})
 		}
 	}
 	m.setStatsTargets(pod.UID, targets)
@@ -299,6 +304,7 @@ func (m *Manager) forgetPod(uid types.UID) {
 	m.mu.Lock()
 	delete(m.pods, uid)
 	delete(m.statsTargets, uid)
+	delete(m.csiTokens, uid)
 	m.mu.Unlock()
 	m.forgetUsage(uid)
 }
@@ -317,6 +323,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		err   error
 		usage = volumeUsageMethod(vol)
 		claim *statsapi.PVCReference
+		csi   csiVolumeID
 	)
 	switch {
 	case vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil:
@@ -324,11 +331,19 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		if err != nil {
 			return err
 		}
-		dir, usage, claim = set.dir, set.usage, set.claim
+		dir, usage, claim, csi = set.dir, set.usage, set.claim, set.csi
 		state.gid = set.gid
+		if set.republish {
+			dueAt = now.Add(m.csiRepublishPeriod())
+		}
 	case vol.CSI != nil:
-		if dir, err = m.setUpCSIInline(ctx, pod, vol); err != nil {
+		set, err := m.setUpCSIInline(ctx, pod, vol)
+		if err != nil {
 			return err
+		}
+		dir, usage, csi = set.path, usageCSI, set.volume
+		if set.republish {
+			dueAt = now.Add(m.csiRepublishPeriod())
 		}
 	case vol.HostPath != nil:
 		if err := checkHostPath(m.hostRoot, vol.HostPath.Path, vol.HostPath.Type); err != nil {
@@ -390,7 +405,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return fmt.Errorf("setting up volume %q of pod %s: %w", vol.Name, klog.KObj(pod), err)
 	}
 	state.path, state.ready, state.dueAt = dir, true, dueAt
-	state.usage, state.claim = usage, claim
+	state.usage, state.claim, state.csi = usage, claim, csi
 	return nil
 }
 

@@ -73,7 +73,7 @@ func (ti *tokenIssuer) react(action k8stesting.Action) (bool, apiruntime.Object,
 		return true, nil, ti.err
 	}
 	ti.requests = append(ti.requests, tokenCall{Namespace: create.GetNamespace(), ServiceAccount: create.Name, Spec: request.Spec})
-	request.Status.Token = fmt.Sprintf("token-%d", len(ti.requests))
+	request.Status = authenticationv1.TokenRequestStatus{Token: fmt.Sprintf("token-%d", len(ti.requests)), ExpirationTimestamp: metav1.NewTime(start.Add(time.Duration(*request.Spec.ExpirationSeconds) * time.Second))}
 	return true, request, nil
 }
 

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -35,6 +36,8 @@ type statsTarget struct {
 	// claim is the PersistentVolumeClaim the volume mounts; nil for
 	// another volume.
 	claim *statsapi.PVCReference
+	// csi names the volume for its driver (usageCSI).
+	csi csiVolumeID
 }
 
 // usageCache keeps the last measurement of each volume, by pod and name.
@@ -148,11 +151,10 @@ func (m *Manager) measure(t statsTarget, now time.Time) chan struct{} {
 	done := make(chan struct{})
 	entry.measuredAt, entry.running = now, done
 	go func() {
-		m.walks <- struct{}{}
-		u, err := measureUsage(t.path, t.method, m.clock.Now())
-		<-m.walks
-		if err != nil {
-			// A pod torn down meanwhile, most often.
+		u, err := m.measureVolume(t)
+		if err != nil && !errors.Is(err, errCSIStatsNotSupported) {
+			// A pod torn down meanwhile, most often, or a driver that
+			// failed to answer.
 			m.log.V(1).Info("Failed to measure a volume's usage", "podUID", t.uid, "volume", t.name, "err", err.Error())
 		}
 		m.usage.mu.Lock()
@@ -165,6 +167,18 @@ func (m *Manager) measure(t statsTarget, now time.Time) chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// measureVolume measures t now: a CSI volume by its driver, any other on
+// the node, with at most concurrentWalks at once (a driver's answer is not
+// the node's disk I/O, so it waits for no walk).
+func (m *Manager) measureVolume(t statsTarget) (usage, error) {
+	if t.method == usageCSI {
+		return m.measureCSI(t, m.clock.Now())
+	}
+	m.walks <- struct{}{}
+	defer func() { <-m.walks }()
+	return measureUsage(t.path, t.method, m.clock.Now())
 }
 
 // setStatsTargets records the pod's volumes whose usage is reported.

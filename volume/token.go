@@ -32,6 +32,9 @@ type token struct {
 	issuedAt time.Time
 	// ttl is the lifetime requested.
 	ttl time.Duration
+	// expiresAt is when the API server says it expires (a CSI driver
+	// is told).
+	expiresAt time.Time
 }
 
 // refreshAt is when the token is due for replacement.
@@ -91,8 +94,9 @@ func (m *Manager) requestToken(ctx context.Context, pod *corev1.Pod, source *cor
 		return nil, errors.New("the API server returned an empty token")
 	}
 	return &token{
-		value:    response.Status.Token,
-		issuedAt: now,
-		ttl:      time.Duration(*request.Spec.ExpirationSeconds) * time.Second,
+		value:     response.Status.Token,
+		issuedAt:  now,
+		ttl:       time.Duration(*request.Spec.ExpirationSeconds) * time.Second,
+		expiresAt: response.Status.ExpirationTimestamp.Time,
 	}, nil
 }

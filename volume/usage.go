@@ -33,6 +33,10 @@ const (
 	// usageFileSystem: the volume is a file system of its own, whose
 	// statfs is its usage (the kubelet's statfs, for local volumes).
 	usageFileSystem
+	// usageCSI: the volume's driver is asked (NodeGetVolumeStats), when
+	// its node service has GET_VOLUME_STATS; else none is reported, as
+	// by the kubelet.
+	usageCSI
 )
 
 // volumeUsageMethod is how vol's usage is measured.
@@ -68,10 +72,14 @@ type fsInfo struct {
 type usage struct {
 	at time.Time
 	fs fsInfo
-	// walked is set when the files were counted: used and inodesUsed
-	// are theirs rather than the file system's.
+	// walked is set when used and inodesUsed are the volume's own (its
+	// files counted, or its CSI driver's figures) rather than derived
+	// from the file system's.
 	walked           bool
 	used, inodesUsed uint64
+	// abnormal is the volume's condition as its CSI driver reports it
+	// (VOLUME_CONDITION); nil when none is.
+	abnormal *bool
 }
 
 // fsStats is a measurement as the stats summary reports a volume.

@@ -199,6 +199,8 @@ type csiCall struct {
 	OK     bool
 	// Error is why it failed.
 	Error string
+	// Context is the request's volume context.
+	Context map[string]string
 }
 
 // calls reads the plugin's calls for the volume handle, in order.
@@ -218,16 +220,21 @@ func (p *csiPlugin) calls(t *testing.T, handle string) []csiCall {
 		}
 		var call struct {
 			Method  string
-			Request map[string]any
-			Error   string
+			Request struct {
+				VolumeID      string            `json:"volume_id"`
+				VolumeContext map[string]string `json:"volume_context"`
+			}
+			Error string
 		}
 		if err := json.Unmarshal([]byte(entry), &call); err != nil {
 			t.Fatalf("call log line %q: %v", entry, err)
 		}
-		if call.Request["volume_id"] != handle {
+		// The volume's stats are asked for at any time: not part of
+		// its life's order.
+		if call.Request.VolumeID != handle || strings.HasSuffix(call.Method, "/NodeGetVolumeStats") {
 			continue
 		}
-		calls = append(calls, csiCall{Method: call.Method[strings.LastIndexByte(call.Method, '/')+1:], OK: call.Error == "", Error: call.Error})
+		calls = append(calls, csiCall{Method: call.Method[strings.LastIndexByte(call.Method, '/')+1:], OK: call.Error == "", Error: call.Error, Context: call.Request.VolumeContext})
 	}
 	return calls
 }
@@ -295,9 +302,10 @@ func (f *Framework) csiClaim(t *testing.T, ns, handle string) string {
 	return pvName
 }
 
-// csiPod is a pod that writes its name into the claim and reads it back.
+// csiPod is a pod that writes 10 MiB and its name into the claim and
+// reads its name back.
 func csiPod(ns, name string) *corev1.Pod {
-	pod := newPod(ns, name).withGracePeriod(1).withShell(`hostname > /data/owner && echo "WROTE $(cat /data/owner)"; exec sleep 3600`).obj()
+	pod := newPod(ns, name).withGracePeriod(1).withShell(`head -c 10485760 /dev/zero > /data/blob && hostname > /data/owner && echo "WROTE $(cat /data/owner)"; exec sleep 3600`).obj()
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},

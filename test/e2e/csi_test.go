@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,11 +14,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/await"
@@ -30,8 +32,13 @@ import (
 // They kill nodelet or run a plugin of a fixed name, so they run alone:
 // no t.Parallel.
 
+// The driver asks for the pod's tokens and to be republished: the
+// publish call carries them, and is made again while the pod runs.
 func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
-	plugin := f.startCSIPlugin(t, nil)
+	plugin := f.startCSIPlugin(t, func(s *storagev1.CSIDriverSpec) {
+		s.TokenRequests = []storagev1.TokenRequest{{Audience: csiTokenAudience}}
+		s.RequiresRepublish = ptr.To(true)
+	})
 	ns := f.NewNamespace(t)
 
 	await.Eventually(t, time.Minute, "the CSINode to list the driver with its node ID", await.Condition(func(ctx context.Context) (bool, error) {
@@ -71,6 +78,8 @@ func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
 	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
 		t.Errorf("calls on start (-want +got):\n%s", diff)
 	}
+	f.expectCSIVolumeStats(t, pod, ns)
+	f.expectCSITokensRepublished(t, plugin, pod, handle)
 
 	f.deletePod(t, pod, nil)
 	f.waitForPodGone(t, pod, 2*time.Minute)
@@ -126,6 +135,113 @@ func TestCSIVolumeCallsStayInOrderAcrossNodeletKillsAndADriverRestart(t *testing
 		}
 	}
 	f.expectPodFolderGone(t, f.podDir(pod))
+}
+
+// expectCSIVolumeStats waits for the pod's claim "data", into which it
+// wrote 10 MiB, to show that much used in /stats/summary, as the driver
+// counts it (NodeGetVolumeStats), and for the claim's usage and health
+// gauges in /metrics.
+func (f *Framework) expectCSIVolumeStats(t *testing.T, pod *corev1.Pod, ns string) {
+	t.Helper()
+	const tenMiB = 10 << 20
+	cert := f.kubeletClientCert(t)
+	var last *statsapi.VolumeStats
+	// Usage is measured at most every --volume-stats-agg-period (10 s in
+	// the suite).
+	err := await.Poll(t.Context(), 2*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		s, err := f.statsSummary(ctx, cert)
+		if err != nil {
+			return false, err
+		}
+		last = volumeStats(s, pod, "data")
+		return last != nil && last.UsedBytes != nil && *last.UsedBytes >= tenMiB, nil
+	}))
+	if err != nil {
+		data, _ := json.Marshal(last)
+		t.Fatalf("the CSI claim's stats never showed 10 MiB used: %v; last seen: %s", err, data)
+	}
+	if want := (statsapi.PVCReference{Name: "data", Namespace: ns}); last.PVCRef == nil || *last.PVCRef != want ||
+		last.CapacityBytes == nil || *last.CapacityBytes < tenMiB || last.InodesUsed == nil || *last.InodesUsed < 3 {
+		data, _ := json.Marshal(last)
+		t.Errorf("the CSI claim's stats: %s, want pvcRef %v, the driver's capacity and at least 3 inodes used", data, want)
+	}
+	var body []byte
+	wants := []string{
+		fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace="%s",persistentvolumeclaim="data"}`, ns),
+		fmt.Sprintf(`kubelet_volume_stats_health_status_abnormal{namespace="%s",persistentvolumeclaim="data"} 0`, ns),
+	}
+	err = await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		code, b, err := f.nodeAPI(ctx, "/metrics", cert, "")
+		body = b
+		return err == nil && code == 200 && strings.Contains(string(b), wants[0]) && strings.Contains(string(b), wants[1]), err
+	}))
+	if err != nil {
+		t.Errorf("/metrics never had %q: %v; volume lines: %q", wants, err, grepLines(string(body), "kubelet_volume_stats_"))
+	}
+}
+
+// csiTokenAudience is the audience the test's driver asks tokens for.
+const csiTokenAudience = "nodelet-e2e-csi"
+
+// expectCSITokensRepublished waits for the volume to be published a
+// second time while its pod runs (nodelet republishes at each volume
+// resync, 40 s), and checks each publish call carried a token for the
+// driver's audience that the API server takes as the pod's service
+// account's, bound to the pod, and that the plugin read them.
+func (f *Framework) expectCSITokensRepublished(t *testing.T, plugin *csiPlugin, pod *corev1.Pod, handle string) {
+	t.Helper()
+	var publishes []csiCall
+	await.Eventually(t, 2*time.Minute, "a second NodePublishVolume (requiresRepublish)", await.Condition(func(context.Context) (bool, error) {
+		publishes = nil
+		for _, c := range plugin.calls(t, handle) {
+			if c.Method == "NodePublishVolume" && c.OK {
+				publishes = append(publishes, c)
+			}
+		}
+		return len(publishes) >= 2, nil
+	}))
+	for i, c := range publishes {
+		var tokens map[string]struct {
+			Token               string      `json:"token"`
+			ExpirationTimestamp metav1.Time `json:"expirationTimestamp"`
+		}
+		if err := json.Unmarshal([]byte(c.Context["csi.storage.k8s.io/serviceAccount.tokens"]), &tokens); err != nil {
+			t.Fatalf("publish %d: the tokens in the volume context %v: %v", i, c.Context, err)
+		}
+		token := tokens[csiTokenAudience]
+		if len(tokens) != 1 || token.Token == "" || !token.ExpirationTimestamp.After(time.Now()) {
+			t.Fatalf("publish %d: tokens for audiences %v, want one for %s expiring later", i, slices.Collect(maps.Keys(tokens)), csiTokenAudience)
+		}
+		review, err := f.Client.AuthenticationV1().TokenReviews().Create(t.Context(), &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: token.Token, Audiences: []string{csiTokenAudience}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := review.Status
+		if want := "system:serviceaccount:" + pod.Namespace + ":default"; !status.Authenticated || status.User.Username != want ||
+			!slices.Contains(status.User.Extra["authentication.kubernetes.io/pod-uid"], string(pod.UID)) {
+			t.Errorf("publish %d: TokenReview of the driver's token: %+v, want %s bound to pod %s", i, status, want, pod.UID)
+		}
+	}
+	data, err := os.ReadFile(plugin.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"Got service account tokens" volume="` + handle + `" audiences="` + csiTokenAudience + `"`; !strings.Contains(string(data), want) {
+		t.Errorf("the plugin's log has no %s", want)
+	}
+}
+
+// grepLines are the lines of text that contain s.
+func grepLines(text, s string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // expectPodFolderGone waits until the pod's folder and every mount under

@@ -9,10 +9,14 @@
 //   - NodeStageVolume bind-mounts the volume's folder (<data-dir>/<volume
 //     handle>) on the staging path;
 //   - NodePublishVolume bind-mounts the staging path on the target path
-//     (read-only when asked), and fails unless the volume is staged;
+//     (read-only when asked), and fails unless the volume is staged; the
+//     service account tokens it gets (a CSIDriver's tokenRequests) it
+//     checks and logs the audiences of ("Got service account tokens");
 //   - NodeUnpublishVolume unmounts the target and removes it;
 //   - NodeUnstageVolume unmounts the staging path, and fails while a
-//     target published from it is still mounted.
+//     target published from it is still mounted;
+//   - NodeGetVolumeStats (GET_VOLUME_STATS, VOLUME_CONDITION) answers
+//     from statfs and a count of the files of the published path.
 //
 // A file named fail-<Method> (fail-NodePublishVolume, ...) in the hooks
 // folder makes that call fail with Unavailable while it exists, so a test

@@ -64,9 +64,15 @@ func (n *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeG
 }
 
 func (n *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{
-		Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}},
-	}}}, nil
+	var caps []*csi.NodeServiceCapability
+	for _, c := range []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		volumeConditionRPC,
+	} {
+		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: c}}})
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
 func (n *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
@@ -112,6 +118,9 @@ func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	staging, target := req.GetStagingTargetPath(), req.GetTargetPath()
 	if req.GetVolumeId() == "" || staging == "" || target == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID, staging target path and target path are required")
+	}
+	if err := checkTokens(req.GetVolumeId(), req.GetVolumeContext()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if mounted, err := isMountPoint(staging); err != nil || !mounted {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", req.GetVolumeId(), staging)
