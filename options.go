@@ -45,8 +45,8 @@ type Options struct {
 	// non-loopback address. Flag only.
 	NodeIP string
 	// RegisterWithTaints, HostnameOverride, TopologyZone, TopologyRegion,
-	// Capacity, CgroupRootInOwnPod, HostPortsShared and HostRoot: see
-	// options_companion.go. Flags only.
+	// Capacity, CgroupRootInOwnPod, HostPortsShared, HostRoot and
+	// RuntimeHostRoot: see options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
 	HostnameOverride   string
 	TopologyZone       string
@@ -55,6 +55,7 @@ type Options struct {
 	CgroupRootInOwnPod bool
 	HostPortsShared    bool
 	HostRoot           string
+	RuntimeHostRoot    string
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.

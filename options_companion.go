@@ -25,7 +25,8 @@ func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The Node's kubernetes.io/hostname label and Hostname address instead of its name: a companion's is its host's, the same machine.")
 	fs.StringVar(&o.TopologyZone, "topology-zone", o.TopologyZone, "The Node's topology.kubernetes.io/zone label, set when it is created; empty sets none. A companion's is its host's.")
 	fs.StringVar(&o.TopologyRegion, "topology-region", o.TopologyRegion, "The Node's topology.kubernetes.io/region label, as --topology-zone.")
-	fs.StringVar(&o.HostRoot, "host-root", o.HostRoot, "Where the host's root is mounted when nodelet runs in a container (a companion node: /host): hostPath volumes and local persistent volumes are checked, made and mounted from there; the runtime, on the host, gets their paths as they are.")
+	fs.StringVar(&o.HostRoot, "host-root", o.HostRoot, "Where the host's root is mounted when nodelet runs in a container (a companion node: /host): hostPath volumes and local persistent volumes are checked, made and mounted from there; the runtime gets their paths as --runtime-host-root says.")
+	fs.StringVar(&o.RuntimeHostRoot, "runtime-host-root", o.RuntimeHostRoot, "Where the container runtime has the host's root when it runs in a container (a companion's runtime in its DaemonSet pod: /host): the host paths nodelet hands it (hostPath volumes and persistent volumes, Localhost seccomp profiles) are given under it, except those within --root-dir, which that container must mount at the same path. Empty: the runtime runs on the host and gets every path as it is.")
 	fs.BoolVar(&o.HostPortsShared, "host-ports-shared", o.HostPortsShared, "The node's address and ports are its host's, shared with the pods of the host's own agent (a companion node without an address of its own): pods that hold host ports are refused (HostPortsNotSupported).")
 	fs.BoolVar(&o.CgroupRootInOwnPod, "cgroup-root-in-own-pod", o.CgroupRootInOwnPod, "Make --cgroup-root inside the cgroup of nodelet's own pod (the parent of the cgroup /proc/self/cgroup names; the pod must be privileged, so that it has no cgroup namespace), and measure memory.available there: a companion node's pods then count against its DaemonSet pod's requests and limits on the host.")
 }
@@ -75,8 +76,10 @@ func (o *Options) validateCompanion() error {
 			return fmt.Errorf("the %s label %q: %s", key, value, strings.Join(errs, "; "))
 		}
 	}
-	if o.HostRoot != "" && (!path.IsAbs(o.HostRoot) || path.Clean(o.HostRoot) != o.HostRoot || o.HostRoot == "/") {
-		return fmt.Errorf("--host-root %q: want a clean absolute path other than /", o.HostRoot)
+	for flag, root := range map[string]string{"--host-root": o.HostRoot, "--runtime-host-root": o.RuntimeHostRoot} {
+		if root != "" && (!path.IsAbs(root) || path.Clean(root) != root || root == "/") {
+			return fmt.Errorf("%s %q: want a clean absolute path other than /", flag, root)
+		}
 	}
 	if o.HostnameOverride != "" {
 		if errs := validation.IsValidLabelValue(o.HostnameOverride); len(errs) > 0 {

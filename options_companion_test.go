@@ -115,14 +115,16 @@ func TestTopologyLabels(t *testing.T) {
 	}
 }
 
-func TestHostRootFlag(t *testing.T) {
-	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host"}, nil)
-	if err != nil || opts.HostRoot != "/host" {
-		t.Errorf("--host-root=/host: %q, %v", opts.HostRoot, err)
+func TestHostRootFlags(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host", "--runtime-host-root=/rootfs"}, nil)
+	if err != nil || opts.HostRoot != "/host" || opts.RuntimeHostRoot != "/rootfs" {
+		t.Errorf("--host-root=/host --runtime-host-root=/rootfs: %q, %q, %v", opts.HostRoot, opts.RuntimeHostRoot, err)
 	}
-	for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
-		if _, err := parseOptions([]string{"--node-name=n", "--host-root=" + value}, nil); err == nil {
-			t.Errorf("--host-root=%s taken, want it refused", value)
+	for _, flag := range []string{"--host-root", "--runtime-host-root"} {
+		for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
+			if _, err := parseOptions([]string{"--node-name=n", flag + "=" + value}, nil); err == nil {
+				t.Errorf("%s=%s taken, want it refused", flag, value)
+			}
 		}
 	}
 }
