@@ -258,7 +258,7 @@ func run(ctx context.Context, opts Options) error {
 		RootDir:            opts.RootDir,
 		RegisterWithTaints: opts.RegisterWithTaints,
 		Hostname:           opts.HostnameOverride,
-		Labels:             opts.topologyLabels(),
+		Labels:             opts.nodeLabels(),
 		Machine:            share.readMachine,
 		Allocatable:        allocatable,
 		Images:             imageService,

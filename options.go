@@ -44,10 +44,11 @@ type Options struct {
 	// NodeIP is the Node's InternalIP; default: the host's first
 	// non-loopback address. Flag only.
 	NodeIP string
-	// RegisterWithTaints, HostnameOverride, TopologyZone, TopologyRegion,
-	// Capacity, CgroupRootInOwnPod, HostPortsShared, HostRoot and
-	// RuntimeHostRoot: see options_companion.go. Flags only.
+	// RegisterWithTaints, NodeLabels, HostnameOverride, TopologyZone,
+	// TopologyRegion, Capacity, CgroupRootInOwnPod, HostPortsShared,
+	// HostRoot and RuntimeHostRoot: see options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
+	NodeLabels         map[string]string
 	HostnameOverride   string
 	TopologyZone       string
 	TopologyRegion     string
