@@ -41,7 +41,8 @@ const companionReadyTimeout = 5 * time.Minute
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
 // container when the nodelet or the containerd container restarts. `helm uninstall`
-// then removes the DaemonSet pod.
+// then removes the DaemonSet pod, and its post-delete hook the companion
+// Node.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
 	ctx := t.Context()
@@ -110,9 +111,12 @@ func TestCompanion(t *testing.T) {
 	// Its pods go first: nothing would finish their deletion after.
 	f.deletePod(t, pod, ptr.To[int64](2))
 	f.waitForPodGone(t, pod, 2*time.Minute)
-	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "3m"); err != nil {
+	// Its post-delete hook waits for the DaemonSet pod to go (its grace
+	// period, 30 s), its image on the host, and the Job's pod.
+	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
 	await.Eventually(t, 3*time.Minute, "the DaemonSet pod to be gone after helm uninstall", func(ctx context.Context) error {
 		_, err := f.Client.CoreV1().Pods(ns).Get(ctx, agent.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -380,6 +384,56 @@ func checkHostPathVolumes(t *testing.T, pod *corev1.Pod, hostFiles string) {
 		}
 		if string(data) != "written by the pod\n" {
 			return fmt.Errorf("it holds %q", data)
+		}
+		return nil
+	})
+}
+
+// checkCompanionRemoved: helm uninstall returns once its post-delete hook
+// has run: the companion Node is gone, and so are the hook's Job,
+// ServiceAccount and roles, deleted once it succeeded.
+func checkCompanionRemoved(t *testing.T, r companionRelease) {
+	ctx := t.Context()
+	if _, err := f.Client.CoreV1().Nodes().Get(ctx, r.node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the companion Node %s after helm uninstall: %v, want it gone", r.node, err)
+	}
+	hook := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=remove-companions"}
+	await.Eventually(t, time.Minute, "the post-delete hook's objects to be gone", func(ctx context.Context) error {
+		left := map[string]int{}
+		jobs, err := f.Client.BatchV1().Jobs(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["Jobs"] = len(jobs.Items)
+		accounts, err := f.Client.CoreV1().ServiceAccounts(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["ServiceAccounts"] = len(accounts.Items)
+		clusterRoles, err := f.Client.RbacV1().ClusterRoles().List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["ClusterRoles"] = len(clusterRoles.Items)
+		clusterBindings, err := f.Client.RbacV1().ClusterRoleBindings().List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["ClusterRoleBindings"] = len(clusterBindings.Items)
+		roles, err := f.Client.RbacV1().Roles(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["Roles"] = len(roles.Items)
+		bindings, err := f.Client.RbacV1().RoleBindings(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["RoleBindings"] = len(bindings.Items)
+		for kind, n := range left {
+			if n > 0 {
+				return fmt.Errorf("%d %s left: %v", n, kind, left)
+			}
 		}
 		return nil
 	})
