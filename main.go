@@ -199,6 +199,7 @@ func run(ctx context.Context, opts Options) error {
 		UserNamespaces:        userNamespaces,
 		Resizes:               allocations,
 		PrepareSubPath:        volume.PrepareSubPathOnHost(opts.HostRoot, opts.RootDir),
+		HostPaths:             noderuntime.HostPaths{RuntimeRoot: opts.RuntimeHostRoot, Shared: []string{opts.RootDir}},
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -257,7 +258,7 @@ func run(ctx context.Context, opts Options) error {
 		RootDir:            opts.RootDir,
 		RegisterWithTaints: opts.RegisterWithTaints,
 		Hostname:           opts.HostnameOverride,
-		Labels:             opts.topologyLabels(),
+		Labels:             opts.nodeLabels(),
 		Machine:            share.readMachine,
 		Allocatable:        allocatable,
 		Images:             imageService,

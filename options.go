@@ -44,10 +44,11 @@ type Options struct {
 	// NodeIP is the Node's InternalIP; default: the host's first
 	// non-loopback address. Flag only.
 	NodeIP string
-	// RegisterWithTaints, HostnameOverride, TopologyZone, TopologyRegion,
-	// Capacity, CgroupRootInOwnPod, HostPortsShared and HostRoot: see
-	// options_companion.go. Flags only.
+	// RegisterWithTaints, NodeLabels, HostnameOverride, TopologyZone,
+	// TopologyRegion, Capacity, CgroupRootInOwnPod, HostPortsShared,
+	// HostRoot and RuntimeHostRoot: see options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
+	NodeLabels         map[string]string
 	HostnameOverride   string
 	TopologyZone       string
 	TopologyRegion     string
@@ -55,6 +56,7 @@ type Options struct {
 	CgroupRootInOwnPod bool
 	HostPortsShared    bool
 	HostRoot           string
+	RuntimeHostRoot    string
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.

@@ -22,12 +22,49 @@ import (
 func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.Var(&taintsFlag{taints: &o.RegisterWithTaints}, "register-with-taints", "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"); a Node that exists keeps its own.")
 	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's DaemonSet pod's requests. Needs --cgroup-root-in-own-pod.")
+	fs.Var(newMapFlag(&o.NodeLabels, "="), "node-labels", "Labels added to the Node when it is created (a Node that exists keeps its own), as key=value pairs, comma separated: a companion's release. Keys in the kubernetes.io and k8s.io namespaces are refused, as the kubelet refuses them, but for the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (the hostname and topology labels have flags of their own), and so is "+node.LabelAgent+", nodelet's own.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The Node's kubernetes.io/hostname label and Hostname address instead of its name: a companion's is its host's, the same machine.")
 	fs.StringVar(&o.TopologyZone, "topology-zone", o.TopologyZone, "The Node's topology.kubernetes.io/zone label, set when it is created; empty sets none. A companion's is its host's.")
 	fs.StringVar(&o.TopologyRegion, "topology-region", o.TopologyRegion, "The Node's topology.kubernetes.io/region label, as --topology-zone.")
-	fs.StringVar(&o.HostRoot, "host-root", o.HostRoot, "Where the host's root is mounted when nodelet runs in a container (a companion node: /host): hostPath volumes and local persistent volumes are checked, made and mounted from there; the runtime, on the host, gets their paths as they are.")
+	fs.StringVar(&o.HostRoot, "host-root", o.HostRoot, "Where the host's root is mounted when nodelet runs in a container (a companion node: /host): hostPath volumes and local persistent volumes are checked, made and mounted from there; the runtime gets their paths as --runtime-host-root says.")
+	fs.StringVar(&o.RuntimeHostRoot, "runtime-host-root", o.RuntimeHostRoot, "Where the container runtime has the host's root when it runs in a container (a companion's runtime in its DaemonSet pod: /host): the host paths nodelet hands it (hostPath volumes and persistent volumes, Localhost seccomp profiles) are given under it, except those within --root-dir, which that container must mount at the same path. Empty: the runtime runs on the host and gets every path as it is.")
 	fs.BoolVar(&o.HostPortsShared, "host-ports-shared", o.HostPortsShared, "The node's address and ports are its host's, shared with the pods of the host's own agent (a companion node without an address of its own): pods that hold host ports are refused (HostPortsNotSupported).")
 	fs.BoolVar(&o.CgroupRootInOwnPod, "cgroup-root-in-own-pod", o.CgroupRootInOwnPod, "Make --cgroup-root inside the cgroup of nodelet's own pod (the parent of the cgroup /proc/self/cgroup names; the pod must be privileged, so that it has no cgroup namespace), and measure memory.available there: a companion node's pods then count against its DaemonSet pod's requests and limits on the host.")
+}
+
+// nodeLabels are the labels the Node is created with beyond nodelet's
+// own: --node-labels and the topology labels.
+func (o *Options) nodeLabels() map[string]string {
+	labels := o.topologyLabels()
+	for key, value := range o.NodeLabels {
+		labels[key] = value
+	}
+	return labels
+}
+
+// checkNodeLabel refuses, as the kubelet's --node-labels does, a label in
+// the kubernetes.io and k8s.io namespaces other than under the prefixes
+// a node may set (the ones nodelet sets have their own flags), and
+// nodelet's own agent label. Pure.
+func checkNodeLabel(key, value string) error {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Errorf("--node-labels: key %q: %s", key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return fmt.Errorf("--node-labels: the %s label %q: %s", key, value, strings.Join(errs, "; "))
+	}
+	if key == node.LabelAgent {
+		return fmt.Errorf("--node-labels: %s is nodelet's own", key)
+	}
+	namespace, _, found := strings.Cut(key, "/")
+	if !found {
+		return nil
+	}
+	in := func(ns string) bool { return namespace == ns || strings.HasSuffix(namespace, "."+ns) }
+	if (in("kubernetes.io") || in("k8s.io")) && !in("kubelet.kubernetes.io") && !in("node.kubernetes.io") {
+		return fmt.Errorf("--node-labels: %s is in a namespace a node may not set labels in (kubernetes.io, k8s.io), but for the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes", key)
+	}
+	return nil
 }
 
 // topologyLabels are --topology-zone and --topology-region as the Node's
@@ -75,8 +112,15 @@ func (o *Options) validateCompanion() error {
 			return fmt.Errorf("the %s label %q: %s", key, value, strings.Join(errs, "; "))
 		}
 	}
-	if o.HostRoot != "" && (!path.IsAbs(o.HostRoot) || path.Clean(o.HostRoot) != o.HostRoot || o.HostRoot == "/") {
-		return fmt.Errorf("--host-root %q: want a clean absolute path other than /", o.HostRoot)
+	for key, value := range o.NodeLabels {
+		if err := checkNodeLabel(key, value); err != nil {
+			return err
+		}
+	}
+	for flag, root := range map[string]string{"--host-root": o.HostRoot, "--runtime-host-root": o.RuntimeHostRoot} {
+		if root != "" && (!path.IsAbs(root) || path.Clean(root) != root || root == "/") {
+			return fmt.Errorf("%s %q: want a clean absolute path other than /", flag, root)
+		}
 	}
 	if o.HostnameOverride != "" {
 		if errs := validation.IsValidLabelValue(o.HostnameOverride); len(errs) > 0 {

@@ -115,14 +115,42 @@ func TestTopologyLabels(t *testing.T) {
 	}
 }
 
-func TestHostRootFlag(t *testing.T) {
-	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host"}, nil)
-	if err != nil || opts.HostRoot != "/host" {
-		t.Errorf("--host-root=/host: %q, %v", opts.HostRoot, err)
+func TestHostRootFlags(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host", "--runtime-host-root=/rootfs"}, nil)
+	if err != nil || opts.HostRoot != "/host" || opts.RuntimeHostRoot != "/rootfs" {
+		t.Errorf("--host-root=/host --runtime-host-root=/rootfs: %q, %q, %v", opts.HostRoot, opts.RuntimeHostRoot, err)
 	}
-	for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
-		if _, err := parseOptions([]string{"--node-name=n", "--host-root=" + value}, nil); err == nil {
-			t.Errorf("--host-root=%s taken, want it refused", value)
+	for _, flag := range []string{"--host-root", "--runtime-host-root"} {
+		for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
+			if _, err := parseOptions([]string{"--node-name=n", flag + "=" + value}, nil); err == nil {
+				t.Errorf("%s=%s taken, want it refused", flag, value)
+			}
 		}
+	}
+}
+
+func TestNodeLabelsFlag(t *testing.T) {
+	opts, err := parseOptions([]string{"--node-name=n", "--topology-zone=zone-a",
+		"--node-labels=nodelet.dev/release=companion,nodelet.dev/release-namespace=nodelet-system,node.kubernetes.io/pool=edge"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"nodelet.dev/release": "companion", "nodelet.dev/release-namespace": "nodelet-system",
+		"node.kubernetes.io/pool": "edge", "topology.kubernetes.io/zone": "zone-a",
+	}
+	if diff := cmp.Diff(want, opts.nodeLabels()); diff != "" {
+		t.Errorf("nodeLabels() mismatch (-want +got):\n%s", diff)
+	}
+	for _, value := range []string{
+		"kubernetes.io/hostname=other", "topology.kubernetes.io/zone=b", "foo.k8s.io/x=y",
+		"nodelet.dev/agent=kubelet", "nodelet.dev/release=not a value", "bad key=v",
+	} {
+		if _, err := parseOptions([]string{"--node-name=n", "--node-labels=" + value}, nil); err == nil {
+			t.Errorf("--node-labels=%s taken, want it refused", value)
+		}
+	}
+	if _, err := parseOptions([]string{"--node-name=n", "--node-labels=sub.kubelet.kubernetes.io/x=y,plain=z"}, nil); err != nil {
+		t.Errorf("--node-labels with a kubelet.kubernetes.io prefix and a key without a prefix: %v", err)
 	}
 }

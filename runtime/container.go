@@ -45,6 +45,10 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 	}
 	// The groups of its volumes, after the pod's own, as the kubelet.
 	security.SupplementalGroups = append(security.SupplementalGroups, env.ExtraSupplementalGroups...)
+	// The runtime reads the profile's file itself, where it sees the host.
+	if s := security.Seccomp; s != nil && s.ProfileType == runtimeapi.SecurityProfile_Localhost {
+		s.LocalhostRef = m.config.HostPaths.ForRuntime(s.LocalhostRef)
+	}
 
 	config := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{
@@ -138,6 +142,12 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 	}
 	if mount := m.terminationMessageMount(container, restartCount, env.PodDir); mount != nil {
 		mounts = append(mounts, mount)
+	}
+	// Every source as the runtime sees the host, decided in one place:
+	// the volumes' folders and the pod's own files stay the host's paths
+	// until here, where sub paths are walked and files written.
+	for _, mount := range mounts {
+		mount.HostPath = m.config.HostPaths.ForRuntime(mount.HostPath)
 	}
 	idmapMounts(mounts, env.userNamespace)
 	return mounts, nil

@@ -74,6 +74,10 @@ type Config struct {
 	// returns the path to hand the runtime. Default: volume.PrepareSubPath
 	// (a bind mount under the pod's folder; needs root).
 	PrepareSubPath func(volume.SubPath) (string, error)
+	// HostPaths says where the runtime finds the host's paths nodelet
+	// hands it. Default: the runtime runs on the host, every path as it
+	// is.
+	HostPaths HostPaths
 }
 
 // RuntimeClasses resolves RuntimeClass names to runtime handlers (package

@@ -2,7 +2,8 @@
 // nodelet's DaemonSet pods obtain their companion node's client
 // certificate (package approver says which), and leaves every other one
 // pending. It is cluster-wide, so it runs leader-elected: one replica
-// decides at a time.
+// decides at a time. `nodelet-approver remove-companions` is the chart's
+// post-delete hook (remove.go).
 package main
 
 import (
@@ -53,6 +54,10 @@ func main() {
 	zapOpts := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
 	goFlags := flag.NewFlagSet("log", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
+	if len(os.Args) > 1 && os.Args[1] == removeCommand {
+		mainRemove(os.Args[2:], goFlags, &zapOpts)
+		return
+	}
 	opts, err := parseOptions(os.Args[1:], goFlags)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodelet-approver: %v\n", err)

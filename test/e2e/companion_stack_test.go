@@ -74,7 +74,10 @@ type companionRelease struct {
 // the stack's registry, every host folder
 // and port the profile's own (the stack's sweep removes what is under its
 // state folder and cgroup root), the stack's CA for the API server's
-// client certificate, and a smaller share of the machine than the default.
+// client certificate, a smaller share of the machine than the default, and
+// the disk eviction thresholds off, as the stack's nodes have them (the
+// machine's disk is the CI's, whatever it holds; the memory threshold is
+// the default).
 func companionValues(host hostEnv, r companionRelease) map[string]any {
 	repository, tag, _ := strings.Cut(host.Image[strings.LastIndex(host.Image, "/")+1:], ":")
 	repository = host.Image[:strings.LastIndex(host.Image, "/")+1] + repository
@@ -101,9 +104,6 @@ func companionValues(host hostEnv, r companionRelease) map[string]any {
 		"logLevel":       "debug",
 		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi"}, "limits": map[string]any{"memory": "512Mi"}},
 		"podAnnotations": map[string]any{"nodelet.dev/e2e": r.name},
-		// The companion's disk is the machine's, which everything else on
-		// it fills too: as for the stack's host kubelet, no disk eviction,
-		// or how full the machine is decides whether its pods are admitted.
 		"extraArgs": []string{"--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"},
 	}
 }

@@ -38,9 +38,11 @@ const companionReadyTimeout = 5 * time.Minute
 // as its capacity (less kubeReserved as allocatable, over which a pod is
 // refused) and the companion taint. A pod that tolerates the taint
 // runs there, its cgroup inside the DaemonSet pod's, and its logs, exec and
-// port-forward work through the companion's node API; it keeps its
+// port-forward work through the companion's node API, and its hostPath
+// volumes are the host's folders, not the runtime's container's; it keeps its
 // container when the nodelet or the containerd container restarts. `helm uninstall`
-// then removes the DaemonSet pod.
+// then removes the DaemonSet pod, and its post-delete hook the companion
+// Node.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
 	ctx := t.Context()
@@ -82,8 +84,10 @@ func TestCompanion(t *testing.T) {
 	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, ns, companion) })
 
 	agent := daemonSetPod(t, r)
-	pod := runOnCompanion(t, ns, r.node)
+	hostFiles := writeHostFiles(t, r)
+	pod := runOnCompanion(t, ns, r.node, hostFiles)
 	checkPodCgroupInAgentPod(t, host, agent, pod)
+	t.Run("hostPath volumes are the host's", func(t *testing.T) { checkHostPathVolumes(t, pod, hostFiles) })
 
 	t.Run("logs", func(t *testing.T) {
 		out := f.mustKubectl(t, "logs", "-n", ns, pod.Name)
@@ -107,9 +111,12 @@ func TestCompanion(t *testing.T) {
 	// Its pods go first: nothing would finish their deletion after.
 	f.deletePod(t, pod, ptr.To[int64](2))
 	f.waitForPodGone(t, pod, 2*time.Minute)
-	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "3m"); err != nil {
+	// Its post-delete hook waits for the DaemonSet pod to go (its grace
+	// period, 30 s), its image on the host, and the Job's pod.
+	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
 	await.Eventually(t, 3*time.Minute, "the DaemonSet pod to be gone after helm uninstall", func(ctx context.Context) error {
 		_, err := f.Client.CoreV1().Pods(ns).Get(ctx, agent.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -239,11 +246,27 @@ func daemonSetPod(t *testing.T, r companionRelease) *corev1.Pod {
 
 // runOnCompanion starts a pod the scheduler places on the companion: it
 // tolerates the companion taint and asks for that Node by name. It prints
-// a line, and serves a file over HTTP.
-func runOnCompanion(t *testing.T, ns, node string) *corev1.Pod {
+// a line, serves a file over HTTP, and has hostPath volumes of the host's
+// folder hostFiles (see writeHostFiles): in/ (a Directory, whole and by
+// a sub path) and made/ (DirectoryOrCreate), where it writes a file.
+func runOnCompanion(t *testing.T, ns, node, hostFiles string) *corev1.Pod {
 	t.Helper()
 	pod := newPod(ns, "on-the-companion").withShell(
-		"echo hello from the companion; mkdir -p /www && echo served by the companion > /www/index.html && exec httpd -f -p 8080 -h /www").obj()
+		"echo hello from the companion; echo written by the pod > /host-made/from-the-pod; " +
+			"mkdir -p /www && echo served by the companion > /www/index.html && exec httpd -f -p 8080 -h /www").obj()
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "host-in", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: filepath.Join(hostFiles, "in"), Type: ptr.To(corev1.HostPathDirectory),
+		}}},
+		{Name: "host-made", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: filepath.Join(hostFiles, "made"), Type: ptr.To(corev1.HostPathDirectoryOrCreate),
+		}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+		{Name: "host-in", MountPath: "/host-in", ReadOnly: true},
+		{Name: "host-in", MountPath: "/host-sub", SubPath: "sub", ReadOnly: true},
+		{Name: "host-made", MountPath: "/host-made"},
+	}
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: "nodelet.dev/companion", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
@@ -320,4 +343,98 @@ func checkPortForward(t *testing.T, ns, pod string) {
 	if err != nil || resp.StatusCode != http.StatusOK || string(body) != "served by the companion\n" {
 		t.Errorf("a request through the port-forward: %d %q %v", resp.StatusCode, body, err)
 	}
+}
+
+// writeHostFiles writes, on the host (the test shares the host node's
+// files), <dir>/host-files/in/sub/hello for the companion's pod to read
+// through its hostPath volumes, and returns <dir>/host-files. made/ is
+// left for the pod's DirectoryOrCreate volume to make.
+func writeHostFiles(t *testing.T, r companionRelease) string {
+	t.Helper()
+	dir := filepath.Join(r.dir, "host-files")
+	sub := filepath.Join(dir, "in", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "hello"), []byte("written on the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "made")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkHostPathVolumes: the companion's runtime, in a container of the
+// DaemonSet pod, mounts the host's folders: the pod reads the file the
+// test wrote on the host, whole and through a sub path, and the file it
+// writes in its DirectoryOrCreate volume lands in the host's folder. A
+// runtime handed the host's paths as they are would mount folders of its
+// own container's instead (made empty where missing).
+func checkHostPathVolumes(t *testing.T, pod *corev1.Pod, hostFiles string) {
+	out := f.mustKubectl(t, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/host-in/sub/hello", "/host-sub/hello")
+	if want := "written on the host\nwritten on the host\n"; out != want {
+		t.Errorf("the host's file read in %s through its hostPath volume and a sub path of it: %q, want %q", pod.Name, out, want)
+	}
+	made := filepath.Join(hostFiles, "made", "from-the-pod")
+	await.Eventually(t, time.Minute, "the file "+pod.Name+" wrote in its DirectoryOrCreate volume on the host at "+made, func(context.Context) error {
+		data, err := os.ReadFile(made)
+		if err != nil {
+			return err
+		}
+		if string(data) != "written by the pod\n" {
+			return fmt.Errorf("it holds %q", data)
+		}
+		return nil
+	})
+}
+
+// checkCompanionRemoved: helm uninstall returns once its post-delete hook
+// has run: the companion Node is gone, and so are the hook's Job,
+// ServiceAccount and roles, deleted once it succeeded.
+func checkCompanionRemoved(t *testing.T, r companionRelease) {
+	ctx := t.Context()
+	if _, err := f.Client.CoreV1().Nodes().Get(ctx, r.node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the companion Node %s after helm uninstall: %v, want it gone", r.node, err)
+	}
+	hook := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=remove-companions"}
+	await.Eventually(t, time.Minute, "the post-delete hook's objects to be gone", func(ctx context.Context) error {
+		left := map[string]int{}
+		jobs, err := f.Client.BatchV1().Jobs(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["Jobs"] = len(jobs.Items)
+		accounts, err := f.Client.CoreV1().ServiceAccounts(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["ServiceAccounts"] = len(accounts.Items)
+		clusterRoles, err := f.Client.RbacV1().ClusterRoles().List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["ClusterRoles"] = len(clusterRoles.Items)
+		clusterBindings, err := f.Client.RbacV1().ClusterRoleBindings().List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["ClusterRoleBindings"] = len(clusterBindings.Items)
+		roles, err := f.Client.RbacV1().Roles(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["Roles"] = len(roles.Items)
+		bindings, err := f.Client.RbacV1().RoleBindings(r.namespace).List(ctx, hook)
+		if err != nil {
+			return err
+		}
+		left["RoleBindings"] = len(bindings.Items)
+		for kind, n := range left {
+			if n > 0 {
+				return fmt.Errorf("%d %s left: %v", n, kind, left)
+			}
+		}
+		return nil
+	})
 }

@@ -120,3 +120,37 @@ helm.sh/chart: {{ include "nodelet.chart" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
+
+{{- define "nodelet.removeCompanionsSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodelet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: remove-companions
+{{- end }}
+
+{{- define "nodelet.removeCompanionsLabels" -}}
+helm.sh/chart: {{ include "nodelet.chart" . }}
+{{ include "nodelet.removeCompanionsSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+The labels nodelet gives the release's companion Nodes (--node-labels),
+by which the post-delete hook finds them.
+*/}}
+{{- define "nodelet.companionNodeLabels" -}}
+nodelet.dev/release: {{ .Release.Name }}
+nodelet.dev/release-namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{/*
+A map of labels as key=value pairs, comma separated, sorted: a label
+selector, or a --node-labels value.
+*/}}
+{{- define "nodelet.selector" -}}
+{{- $pairs := list }}
+{{- range $key, $value := . }}
+{{- $pairs = append $pairs (printf "%s=%s" $key $value) }}
+{{- end }}
+{{- join "," $pairs }}
+{{- end }}
