@@ -104,7 +104,7 @@ func companionValues(host hostEnv, r companionRelease) map[string]any {
 		"logLevel":       "debug",
 		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi"}, "limits": map[string]any{"memory": "512Mi"}},
 		"podAnnotations": map[string]any{"nodelet.dev/e2e": r.name},
-		"extraArgs": []string{"--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"},
+		"extraArgs":      []string{"--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"},
 	}
 }
 
