@@ -145,21 +145,7 @@ func (f *Framework) expectCSIVolumeStats(t *testing.T, pod *corev1.Pod, ns strin
 	t.Helper()
 	const tenMiB = 10 << 20
 	cert := f.kubeletClientCert(t)
-	var last *statsapi.VolumeStats
-	// Usage is measured at most every --volume-stats-agg-period (10 s in
-	// the suite).
-	err := await.Poll(t.Context(), 2*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
-		s, err := f.statsSummary(ctx, cert)
-		if err != nil {
-			return false, err
-		}
-		last = volumeStats(s, pod, "data")
-		return last != nil && last.UsedBytes != nil && *last.UsedBytes >= tenMiB, nil
-	}))
-	if err != nil {
-		data, _ := json.Marshal(last)
-		t.Fatalf("the CSI claim's stats never showed 10 MiB used: %v; last seen: %s", err, data)
-	}
+	last := f.waitForVolumeUsage(t, cert, pod, "data", tenMiB)
 	if want := (statsapi.PVCReference{Name: "data", Namespace: ns}); last.PVCRef == nil || *last.PVCRef != want ||
 		last.CapacityBytes == nil || *last.CapacityBytes < tenMiB || last.InodesUsed == nil || *last.InodesUsed < 3 {
 		data, _ := json.Marshal(last)
@@ -170,7 +156,7 @@ func (f *Framework) expectCSIVolumeStats(t *testing.T, pod *corev1.Pod, ns strin
 		fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace="%s",persistentvolumeclaim="data"}`, ns),
 		fmt.Sprintf(`kubelet_volume_stats_health_status_abnormal{namespace="%s",persistentvolumeclaim="data"} 0`, ns),
 	}
-	err = await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
 		code, b, err := f.nodeAPI(ctx, "/metrics", cert, "")
 		body = b
 		return err == nil && code == 200 && strings.Contains(string(b), wants[0]) && strings.Contains(string(b), wants[1]), err

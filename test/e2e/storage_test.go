@@ -107,6 +107,28 @@ func volumeStats(s *statsapi.Summary, pod *corev1.Pod, volume string) *statsapi.
 	return nil
 }
 
+// waitForVolumeUsage waits until /stats/summary shows at least minBytes
+// used in the pod's named volume, and returns those stats. Usage is
+// measured at most every --volume-stats-agg-period (10 s in the suite): a
+// reading from before a write may be served a while.
+func (f *Framework) waitForVolumeUsage(t *testing.T, cert *tls.Certificate, pod *corev1.Pod, volume string, minBytes uint64) *statsapi.VolumeStats {
+	t.Helper()
+	var last *statsapi.VolumeStats
+	err := await.Poll(t.Context(), 2*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		s, err := f.statsSummary(ctx, cert)
+		if err != nil {
+			return false, err
+		}
+		last = volumeStats(s, pod, volume)
+		return last != nil && last.UsedBytes != nil && *last.UsedBytes >= minBytes, nil
+	}))
+	if err != nil {
+		data, _ := json.Marshal(last)
+		t.Fatalf("volume %s of pod %s never showed %d bytes used in /stats/summary: %v; last seen: %s", volume, pod.Name, minBytes, err, data)
+	}
+	return last
+}
+
 func TestStatsSummaryShowsWhatAContainerWroteIntoItsEmptyDir(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
@@ -115,23 +137,9 @@ func TestStatsSummaryShowsWhatAContainerWroteIntoItsEmptyDir(t *testing.T) {
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 	f.waitForLogLine(t, pod, "app", time.Minute, "that it wrote 10 MiB", func(line string) bool { return line == "written" })
 
-	// Usage is measured at most every --volume-stats-agg-period (10 s in
-	// the suite): a reading from before the write may be served a while.
 	const tenMiB = 10 << 20
 	cert := f.kubeletClientCert(t)
-	var last *statsapi.VolumeStats
-	err := await.Poll(t.Context(), 2*time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
-		s, err := f.statsSummary(ctx, cert)
-		if err != nil {
-			return false, err
-		}
-		last = volumeStats(s, pod, "data")
-		return last != nil && last.UsedBytes != nil && *last.UsedBytes >= tenMiB, nil
-	}))
-	if err != nil {
-		data, _ := json.Marshal(last)
-		t.Fatalf("the emptyDir's stats never showed 10 MiB used: %v; last seen: %s", err, data)
-	}
+	last := f.waitForVolumeUsage(t, cert, pod, "data", tenMiB)
 	if last.PVCRef != nil || last.CapacityBytes == nil || *last.CapacityBytes < tenMiB || last.AvailableBytes == nil ||
 		last.InodesUsed == nil || *last.InodesUsed < 2 || last.Inodes == nil || *last.Inodes == 0 {
 		data, _ := json.Marshal(last)
