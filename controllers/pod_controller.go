@@ -128,6 +128,8 @@ type PodReconciler struct {
 	resizes    resizeConditions
 	// breakdowns explains each start this process traces, step by step.
 	breakdowns *startBreakdowns
+	// written is each pod's status as nodelet last wrote it.
+	written writtenStatuses
 
 	mu sync.Mutex
 	// cleaning holds the runtime pods whose removal is under way.
@@ -197,7 +199,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	var uid types.UID
 	if pod != nil {
-		uid = pod.UID
+		uid, pod = pod.UID, r.written.current(pod)
 	}
 	r.removeOrphans(ctx, req.Namespace, req.Name, uid)
 	if pod == nil {
@@ -462,6 +464,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.forgetAllocation(uid)
 	r.starts.forget(uid)
 	r.breakdowns.forget(uid)
+	r.written.forget(uid)
 	r.Prober.RemovePod(uid)
 }
 

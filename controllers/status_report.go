@@ -89,7 +89,8 @@ func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged
 	if err != nil {
 		return false, fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
 	}
-	err = r.Client.Status().Patch(ctx, pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, patch))
+	patched := pod.DeepCopy()
+	err = r.Client.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, patch))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):
 		// Gone from the API (a node may not even read a deleted pod), or
@@ -98,6 +99,7 @@ func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged
 	case err != nil:
 		return false, fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
 	}
+	r.written.record(pod.UID, pod.ResourceVersion, patched.ResourceVersion, patched.Status)
 	klog.FromContext(ctx).V(1).Info("Patched pod status", "pod", klog.KObj(pod), "phase", merged.Phase)
 	return true, nil
 }
