@@ -437,21 +437,6 @@ func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, 
 	return ctrl.Result{}, nil
 }
 
-// removePod removes a stopped pod's runtime objects, logs, volumes and
-// cgroup, in that order: the cgroup only empties once the runtime is done.
-func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodStatus) error {
-	if err := r.Runtime.RemovePod(ctx, status); err != nil {
-		return err
-	}
-	if err := r.tearDownPodFolder(ctx, status.UID); err != nil {
-		return fmt.Errorf("removing volumes of pod %s/%s: %w", status.Namespace, status.Name, err)
-	}
-	if err := r.Cgroups.RemovePod(status.UID); err != nil {
-		return fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err)
-	}
-	return nil
-}
-
 // forget drops what nodelet remembers of a pod it removed.
 func (r *PodReconciler) forget(uid types.UID) {
 	r.cache.Forget(uid, r.Clock.Now())

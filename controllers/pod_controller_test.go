@@ -74,6 +74,9 @@ type fakeCgroups struct {
 	pods   map[types.UID]bool
 	config cgroups.ResourceConfig
 	writes []cgroups.ResourceConfig
+	// onRemove, when set, is called as a pod's cgroup is removed, as
+	// its processes would be killed.
+	onRemove func(types.UID)
 }
 
 func (c *fakeCgroups) PodCgroupParent(pod *corev1.Pod) string { return "/test/pod" + string(pod.UID) }
@@ -89,8 +92,12 @@ func (c *fakeCgroups) EnsurePod(pod *corev1.Pod) error {
 }
 func (c *fakeCgroups) RemovePod(uid types.UID) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	delete(c.pods, uid)
+	onRemove := c.onRemove
+	c.mu.Unlock()
+	if onRemove != nil {
+		onRemove(uid)
+	}
 	return nil
 }
 func (c *fakeCgroups) has(uid types.UID) bool {

@@ -21,7 +21,6 @@ declare -A KNOWN_LONG=(
 	[server/server_test.go]=825
 	[test/e2e/volumes_test.go]=741
 	[test/e2e/network_test.go]=708
-	[controllers/pod_controller.go]=509
 	[runtime/container_test.go]=691
 	[node/reporter_test.go]=619
 )

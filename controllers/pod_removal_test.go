@@ -1,0 +1,73 @@
+package controllers
+
+// Pod removal against envtest and the CRI fake (see pod_controller_test.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/internal/await"
+)
+
+// A container that the runtime reports exited but will not remove, as
+// containerd 1.6 leaves one whose start a nodelet SIGKILL cut short, goes
+// once what is left in the pod's cgroup is killed: the deleted pod does
+// not stay terminating.
+func TestAContainerTheRuntimeWillNotRemoveGoesOnceItsCgroupIsKilled(t *testing.T) {
+	env := startReconciler(t)
+	ctx := context.Background()
+	env.createNamespace(t, "stuck")
+	pod := testPod("stuck", "web")
+	if err := env.client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(pod)
+	pod = env.waitForPod(t, key, "pod running", running)
+
+	// Every removal fails, as with containerd's task still running, until
+	// the pod's cgroup is removed: its processes killed.
+	stillRunning := grpcstatus.Error(codes.FailedPrecondition, "cannot delete running task: failed precondition")
+	env.runtime.Lock()
+	if env.runtime.Errors == nil {
+		env.runtime.Errors = map[string][]error{}
+	}
+	env.runtime.Errors["RemoveContainer"] = slices.Repeat([]error{stillRunning}, 100_000)
+	env.runtime.Unlock()
+	env.cgroups.mu.Lock()
+	env.cgroups.onRemove = func(uid types.UID) {
+		if uid == pod.UID {
+			env.runtime.Lock()
+			delete(env.runtime.Errors, "RemoveContainer")
+			env.runtime.Unlock()
+		}
+	}
+	env.cgroups.mu.Unlock()
+
+	if err := env.client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	await.Eventually(t, 30*time.Second, "pod gone from the API", func(context.Context) error {
+		err := env.client.Get(ctx, key, &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading it: %w", err)
+		}
+		return errors.New("still there")
+	})
+	if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
+		t.Errorf("runtime objects left: %d", n)
+	}
+}
