@@ -250,6 +250,21 @@ func (e *reconcilerEnv) waitForPod(t *testing.T, key types.NamespacedName, what 
 	return pod
 }
 
+// waitForPodGone waits until the API server no longer has the pod.
+func (e *reconcilerEnv) waitForPodGone(t *testing.T, key types.NamespacedName) {
+	t.Helper()
+	await.Eventually(t, 30*time.Second, "pod gone from the API", func(ctx context.Context) error {
+		err := e.client.Get(ctx, key, &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading it: %w", err)
+		}
+		return errors.New("still there")
+	})
+}
+
 // runtimeContainers lists the fake's containers of one pod.
 func (e *reconcilerEnv) runtimeContainers(t *testing.T, uid types.UID) []*runtimeapi.Container {
 	t.Helper()
@@ -402,16 +417,7 @@ func TestPodReconciler(t *testing.T) {
 		if err := env.client.Delete(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		await.Eventually(t, 30*time.Second, "pod gone from the API", func(context.Context) error {
-			err := env.client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading it: %w", err)
-			}
-			return errors.New("still there")
-		})
+		env.waitForPodGone(t, client.ObjectKeyFromObject(pod))
 		if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
 			t.Errorf("runtime objects left: %d", n)
 		}

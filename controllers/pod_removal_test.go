@@ -4,20 +4,13 @@ package controllers
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/nodelet/nodelet/internal/await"
 )
 
 // A container that the runtime reports exited but will not remove, as
@@ -57,16 +50,7 @@ func TestAContainerTheRuntimeWillNotRemoveGoesOnceItsCgroupIsKilled(t *testing.T
 	if err := env.client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	await.Eventually(t, 30*time.Second, "pod gone from the API", func(context.Context) error {
-		err := env.client.Get(ctx, key, &corev1.Pod{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading it: %w", err)
-		}
-		return errors.New("still there")
-	})
+	env.waitForPodGone(t, key)
 	if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
 		t.Errorf("runtime objects left: %d", n)
 	}
