@@ -207,7 +207,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	runtimeManager.CheckResolvConfLimits()
-	share, err := opts.readMachineShare()
+	share, err := opts.readMachineShare(ctx)
 	if err != nil {
 		return err
 	}

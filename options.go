@@ -45,8 +45,9 @@ type Options struct {
 	// non-loopback address. Flag only.
 	NodeIP string
 	// RegisterWithTaints, NodeLabels, HostnameOverride, TopologyZone,
-	// TopologyRegion, Capacity, CgroupRootInOwnPod, HostPortsShared,
-	// HostRoot and RuntimeHostRoot: see options_companion.go. Flags only.
+	// TopologyRegion, Capacity, CgroupRootInOwnPod,
+	// CgroupRootInRuntimePod, HostPortsShared, HostRoot and
+	// RuntimeHostRoot: see options_companion.go. Flags only.
 	RegisterWithTaints []corev1.Taint
 	NodeLabels         map[string]string
 	HostnameOverride   string
@@ -54,9 +55,11 @@ type Options struct {
 	TopologyRegion     string
 	Capacity           map[string]string
 	CgroupRootInOwnPod bool
-	HostPortsShared    bool
-	HostRoot           string
-	RuntimeHostRoot    string
+	// CgroupRootInRuntimePod: see options_runtime_pod.go.
+	CgroupRootInRuntimePod bool
+	HostPortsShared        bool
+	HostRoot               string
+	RuntimeHostRoot        string
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.

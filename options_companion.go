@@ -4,6 +4,7 @@ package main
 // the host's kubelet (see "As a DaemonSet" in the README).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +22,7 @@ import (
 
 func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.Var(&taintsFlag{taints: &o.RegisterWithTaints}, "register-with-taints", "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"); a Node that exists keeps its own.")
-	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's DaemonSet pod's requests. Needs --cgroup-root-in-own-pod.")
+	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's runtime pod's requests. Needs --cgroup-root-in-own-pod or --cgroup-root-in-runtime-pod.")
 	fs.Var(newMapFlag(&o.NodeLabels, "="), "node-labels", "Labels added to the Node when it is created (a Node that exists keeps its own), as key=value pairs, comma separated: a companion's release. Keys in the kubernetes.io and k8s.io namespaces are refused, as the kubelet refuses them, but for the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (the hostname and topology labels have flags of their own), and so is "+node.LabelAgent+", nodelet's own.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The Node's kubernetes.io/hostname label and Hostname address instead of its name: a companion's is its host's, the same machine.")
 	fs.StringVar(&o.TopologyZone, "topology-zone", o.TopologyZone, "The Node's topology.kubernetes.io/zone label, set when it is created; empty sets none. A companion's is its host's.")
@@ -30,6 +31,7 @@ func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RuntimeHostRoot, "runtime-host-root", o.RuntimeHostRoot, "Where the container runtime has the host's root when it runs in a container (a companion's runtime in its DaemonSet pod: /host): the host paths nodelet hands it (hostPath volumes and persistent volumes, Localhost seccomp profiles) are given under it, except those within --root-dir, which that container must mount at the same path. Empty: the runtime runs on the host and gets every path as it is.")
 	fs.BoolVar(&o.HostPortsShared, "host-ports-shared", o.HostPortsShared, "The node's address and ports are its host's, shared with the pods of the host's own agent (a companion node without an address of its own): pods that hold host ports are refused (HostPortsNotSupported).")
 	fs.BoolVar(&o.CgroupRootInOwnPod, "cgroup-root-in-own-pod", o.CgroupRootInOwnPod, "Make --cgroup-root inside the cgroup of nodelet's own pod (the parent of the cgroup /proc/self/cgroup names; the pod must be privileged, so that it has no cgroup namespace), and measure memory.available there: a companion node's pods then count against its DaemonSet pod's requests and limits on the host.")
+	fs.BoolVar(&o.CgroupRootInRuntimePod, "cgroup-root-in-runtime-pod", o.CgroupRootInRuntimePod, "As --cgroup-root-in-own-pod, in the cgroup of the pod the container runtime runs in (the process listening on --container-runtime-endpoint, found by the socket's peer credentials; both pods must share the host's PIDs and be privileged): a companion node whose runtime runs in a DaemonSet pod of its own, which an upgrade of nodelet's does not replace.")
 }
 
 // nodeLabels are the labels the Node is created with beyond nodelet's
@@ -102,7 +104,8 @@ func parseCapacity(pairs map[string]string) (corev1.ResourceList, error) {
 // validateCompanion checks the companion's flags. A capacity of the pod's
 // own is only true when the pods are inside the pod's cgroup, where the
 // host's kubelet holds them to it, and memory.available is measured there:
-// --capacity needs --cgroup-root-in-own-pod.
+// --capacity needs --cgroup-root-in-own-pod or --cgroup-root-in-runtime-pod,
+// which exclude each other.
 func (o *Options) validateCompanion() error {
 	if _, err := parseCapacity(o.Capacity); err != nil {
 		return err
@@ -127,8 +130,16 @@ func (o *Options) validateCompanion() error {
 			return fmt.Errorf("--hostname-override %q: %s", o.HostnameOverride, strings.Join(errs, "; "))
 		}
 	}
-	if len(o.Capacity) > 0 && !o.CgroupRootInOwnPod {
-		return errors.New("--capacity needs --cgroup-root-in-own-pod: the pods must be held to it by the pod's cgroup")
+	if o.CgroupRootInOwnPod && o.CgroupRootInRuntimePod {
+		return errors.New("--cgroup-root-in-own-pod and --cgroup-root-in-runtime-pod exclude each other: the pods' cgroups go in one pod's")
+	}
+	if len(o.Capacity) > 0 && !o.CgroupRootInOwnPod && !o.CgroupRootInRuntimePod {
+		return errors.New("--capacity needs --cgroup-root-in-own-pod or --cgroup-root-in-runtime-pod: the pods must be held to it by the pod's cgroup")
+	}
+	if o.CgroupRootInRuntimePod {
+		if _, err := runtimeSocketPath(o.ContainerRuntimeEndpoint); err != nil {
+			return fmt.Errorf("--cgroup-root-in-runtime-pod: %w", err)
+		}
 	}
 	return nil
 }
@@ -138,16 +149,18 @@ func (o *Options) validateCompanion() error {
 type machineShare struct {
 	machine node.MachineInfo
 	// cgroupRoot is --cgroup-root, inside the own pod's cgroup with
-	// --cgroup-root-in-own-pod.
+	// --cgroup-root-in-own-pod, the runtime's pod's with
+	// --cgroup-root-in-runtime-pod.
 	cgroupRoot string
 	// memoryCgroup is where memory.available is measured: "" for the
-	// root, the own pod's cgroup with --cgroup-root-in-own-pod.
+	// root, that pod's cgroup otherwise.
 	memoryCgroup string
 }
 
 // readMachineShare reads the machine's facts and, with
-// --cgroup-root-in-own-pod, nodelet's own cgroup.
-func (o *Options) readMachineShare() (machineShare, error) {
+// --cgroup-root-in-own-pod, nodelet's own cgroup, with
+// --cgroup-root-in-runtime-pod the runtime's (waiting for it to listen).
+func (o *Options) readMachineShare(ctx context.Context) (machineShare, error) {
 	machine, err := node.ReadMachineInfo(o.RootDir)
 	if err != nil {
 		return machineShare{}, err
@@ -157,16 +170,26 @@ func (o *Options) readMachineShare() (machineShare, error) {
 		return machineShare{}, err
 	}
 	share := machineShare{machine: machine.Within(capacity), cgroupRoot: o.CgroupRoot}
-	if !o.CgroupRootInOwnPod {
+	var flag, procCgroup string
+	switch {
+	case o.CgroupRootInOwnPod:
+		flag, procCgroup = "--cgroup-root-in-own-pod", "/proc/self/cgroup"
+	case o.CgroupRootInRuntimePod:
+		pid, err := o.runtimePID(ctx)
+		if err != nil {
+			return machineShare{}, fmt.Errorf("--cgroup-root-in-runtime-pod: %w", err)
+		}
+		flag, procCgroup = "--cgroup-root-in-runtime-pod", fmt.Sprintf("/proc/%d/cgroup", pid)
+	default:
 		return share, nil
 	}
-	data, err := os.ReadFile("/proc/self/cgroup")
+	data, err := os.ReadFile(procCgroup)
 	if err != nil {
-		return machineShare{}, fmt.Errorf("--cgroup-root-in-own-pod: %w", err)
+		return machineShare{}, fmt.Errorf("%s: %w", flag, err)
 	}
-	pod, err := cgroups.OwnPodCgroup(string(data))
+	pod, err := cgroups.PodCgroup(string(data))
 	if err != nil {
-		return machineShare{}, fmt.Errorf("--cgroup-root-in-own-pod: %w", err)
+		return machineShare{}, fmt.Errorf("%s: %s: %w", flag, procCgroup, err)
 	}
 	share.cgroupRoot, share.memoryCgroup = path.Join(pod, o.CgroupRoot), pod
 	return share, nil

@@ -38,6 +38,18 @@ func TestCapacityFlag(t *testing.T) {
 			args: []string{"--capacity=cpu=1500m,memory=2Gi", "--cgroup-root-in-own-pod"},
 			want: map[string]string{"cpu": "1500m", "memory": "2Gi"},
 		},
+		"the runtime's pod's cpu and memory, inside its cgroup": {
+			args: []string{"--capacity=cpu=1,memory=1Gi", "--cgroup-root-in-runtime-pod", "--container-runtime-endpoint=unix:///run/nodelet-companion/containerd/containerd.sock"},
+			want: map[string]string{"cpu": "1", "memory": "1Gi"},
+		},
+		"both pods' cgroups": {
+			args:    []string{"--capacity=cpu=1", "--cgroup-root-in-own-pod", "--cgroup-root-in-runtime-pod"},
+			wantErr: "exclude each other",
+		},
+		"the runtime's pod, found through a TCP endpoint": {
+			args:    []string{"--cgroup-root-in-runtime-pod", "--container-runtime-endpoint=tcp://127.0.0.1:1234"},
+			wantErr: "is not a unix socket",
+		},
 		"without the pod's cgroup": {
 			args:    []string{"--capacity=cpu=1"},
 			wantErr: "--capacity needs --cgroup-root-in-own-pod",

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// OwnPodCgroup is the cgroup of the pod this process runs in, read from
-// its /proc/self/cgroup: the parent of its container's cgroup. It is the
+// PodCgroup is the cgroup of the pod a process runs in, read from its
+// /proc/<pid>/cgroup (/proc/self/cgroup for nodelet's own): the parent of
+// its container's cgroup. It is the
 // v1 memory controller's path when memory is a v1 controller (cgroup v1
 // gives each controller a line, "4:memory:/..."; the kubelet puts a pod's
 // containers in the same path in all of them), otherwise the unified
@@ -17,9 +18,9 @@ import (
 // nothing of where the pod's limits are. The path is the host's only outside a cgroup namespace:
 // the runtime gives privileged containers none, others see "/" — and "/"
 // or a container cgroup right under the root is refused, as no pod's.
-func OwnPodCgroup(procSelfCgroup string) (string, error) {
+func PodCgroup(procCgroup string) (string, error) {
 	var unified, memory string
-	for _, line := range strings.Split(procSelfCgroup, "\n") {
+	for _, line := range strings.Split(procCgroup, "\n") {
 		hierarchy, rest, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
@@ -40,14 +41,14 @@ func OwnPodCgroup(procSelfCgroup string) (string, error) {
 		own = unified
 	}
 	if own == "" {
-		return "", fmt.Errorf("no unified or memory cgroup in /proc/self/cgroup")
+		return "", fmt.Errorf("no unified or memory cgroup in the process's cgroup file")
 	}
 	if !path.IsAbs(own) || path.Clean(own) != own {
-		return "", fmt.Errorf("own cgroup %q is not a clean absolute path", own)
+		return "", fmt.Errorf("the process's cgroup %q is not a clean absolute path", own)
 	}
 	pod := path.Dir(own)
 	if pod == "/" {
-		return "", fmt.Errorf("own cgroup %q has no pod cgroup above it: not in a pod, or in a cgroup namespace (an unprivileged container)", own)
+		return "", fmt.Errorf("the process's cgroup %q has no pod cgroup above it: not in a pod, or in a cgroup namespace (an unprivileged container)", own)
 	}
 	return pod, nil
 }

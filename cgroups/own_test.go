@@ -5,60 +5,60 @@ import (
 	"testing"
 )
 
-func TestOwnPodCgroup(t *testing.T) {
+func TestPodCgroup(t *testing.T) {
 	tests := map[string]struct {
-		procSelfCgroup string
-		want           string
-		wantErr        string
+		procCgroup string
+		want       string
+		wantErr    string
 	}{
 		"cgroup v2, the host kubelet's cgroupfs driver": {
-			procSelfCgroup: "0::/kubepods/burstable/pod0f6c9a4e-5a8e-4b9e-9d1e-2f3c4b5a6d7e/3b1f0c2d\n",
-			want:           "/kubepods/burstable/pod0f6c9a4e-5a8e-4b9e-9d1e-2f3c4b5a6d7e",
+			procCgroup: "0::/kubepods/burstable/pod0f6c9a4e-5a8e-4b9e-9d1e-2f3c4b5a6d7e/3b1f0c2d\n",
+			want:       "/kubepods/burstable/pod0f6c9a4e-5a8e-4b9e-9d1e-2f3c4b5a6d7e",
 		},
 		"cgroup v2, the systemd driver": {
-			procSelfCgroup: "0::/kubepods.slice/kubepods-pod0f6c9a4e_5a8e.slice/cri-containerd-3b1f0c2d.scope\n",
-			want:           "/kubepods.slice/kubepods-pod0f6c9a4e_5a8e.slice",
+			procCgroup: "0::/kubepods.slice/kubepods-pod0f6c9a4e_5a8e.slice/cri-containerd-3b1f0c2d.scope\n",
+			want:       "/kubepods.slice/kubepods-pod0f6c9a4e_5a8e.slice",
 		},
 		"cgroup v1: the memory controller's line": {
-			procSelfCgroup: "12:pids:/kubepods/besteffort/podabc/c1\n5:cpu,cpuacct:/kubepods/besteffort/podabc/c1\n4:memory:/kubepods/besteffort/podabc/c1\n1:name=systemd:/system.slice/containerd.service\n",
-			want:           "/kubepods/besteffort/podabc",
+			procCgroup: "12:pids:/kubepods/besteffort/podabc/c1\n5:cpu,cpuacct:/kubepods/besteffort/podabc/c1\n4:memory:/kubepods/besteffort/podabc/c1\n1:name=systemd:/system.slice/containerd.service\n",
+			want:       "/kubepods/besteffort/podabc",
 		},
 		"hybrid: the memory controller's line, where the pod's memory limit is": {
-			procSelfCgroup: "4:memory:/kubepods/podabc/c1\n0::/kubepods/podabc/c1\n",
-			want:           "/kubepods/podabc",
+			procCgroup: "4:memory:/kubepods/podabc/c1\n0::/kubepods/podabc/c1\n",
+			want:       "/kubepods/podabc",
 		},
 		"cgroup v1 with the kernel's line of a cgroup2 mounted nowhere": {
-			procSelfCgroup: "9:name=systemd:/\n4:memory:/kubepods/burstable/podabc/c1\n1:cpu:/kubepods/burstable/podabc/c1\n0::/\n",
-			want:           "/kubepods/burstable/podabc",
+			procCgroup: "9:name=systemd:/\n4:memory:/kubepods/burstable/podabc/c1\n1:cpu:/kubepods/burstable/podabc/c1\n0::/\n",
+			want:       "/kubepods/burstable/podabc",
 		},
 		"in a cgroup namespace, the own cgroup is the root": {
-			procSelfCgroup: "0::/\n",
-			wantErr:        "no pod cgroup above it",
+			procCgroup: "0::/\n",
+			wantErr:    "no pod cgroup above it",
 		},
 		"a cgroup right under the root is no pod's": {
-			procSelfCgroup: "0::/init.scope\n",
-			wantErr:        "no pod cgroup above it",
+			procCgroup: "0::/init.scope\n",
+			wantErr:    "no pod cgroup above it",
 		},
 		"a path seen from inside another namespace": {
-			procSelfCgroup: "0::/../../kubepods/podabc/c1\n",
-			wantErr:        "not a clean absolute path",
+			procCgroup: "0::/../../kubepods/podabc/c1\n",
+			wantErr:    "not a clean absolute path",
 		},
 		"nothing usable": {
-			procSelfCgroup: "3:cpuset:/kubepods/podabc/c1\n",
-			wantErr:        "no unified or memory cgroup",
+			procCgroup: "3:cpuset:/kubepods/podabc/c1\n",
+			wantErr:    "no unified or memory cgroup",
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := OwnPodCgroup(tc.procSelfCgroup)
+			got, err := PodCgroup(tc.procCgroup)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("OwnPodCgroup() = %q, %v; want an error containing %q", got, err, tc.wantErr)
+					t.Fatalf("PodCgroup() = %q, %v; want an error containing %q", got, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Errorf("OwnPodCgroup() = %q, %v; want %q", got, err, tc.want)
+				t.Errorf("PodCgroup() = %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

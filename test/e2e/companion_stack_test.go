@@ -133,14 +133,7 @@ func installCompanion(t *testing.T, r companionRelease, values map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := yaml.Marshal(values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeValues(t, values)
 	if _, err := helm(t.Context(), "install", r.name, filepath.Join(root, "charts", "nodelet"), "--namespace", r.namespace, "--values", file); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +156,20 @@ func installCompanion(t *testing.T, r companionRelease, values map[string]any) {
 			t.Errorf("cleanup: deleting bridge %s: %v: %s", r.bridge, err, out)
 		}
 	})
+}
+
+// writeValues writes the chart's values to a file of the test's.
+func writeValues(t *testing.T, values map[string]any) string {
+	t.Helper()
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // logCompanionState logs what a failed companion test leaves: the

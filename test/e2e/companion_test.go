@@ -32,17 +32,18 @@ const companionReadyTimeout = 5 * time.Minute
 // TestCompanion installs charts/nodelet with `helm install` (helm built
 // from its Go module) and the image built from this tree, on the stack's
 // host node, which a real kubelet runs (hack/host-kubelet.sh): the
-// DaemonSet pod brings its containerd, nodelet gets its node's identity
+// runtime DaemonSet's pod brings containerd, nodelet gets its node's identity
 // through a CSR the chart's approver approves, and the companion
 // `<host>-nodelet` becomes Ready, with the host's share the pod requests
 // as its capacity (less kubeReserved as allocatable, over which a pod is
 // refused) and the companion taint. A pod that tolerates the taint
-// runs there, its cgroup inside the DaemonSet pod's, and its logs, exec and
+// runs there, its cgroup inside the runtime's pod's, and its logs, exec and
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
-// container when the nodelet or the containerd container restarts. `helm uninstall`
-// then removes the DaemonSet pod, and its post-delete hook the companion
-// Node.
+// container when the nodelet or the containerd container restarts, and
+// when `helm upgrade` to a new image tag replaces nodelet's pod. `helm
+// uninstall` then removes the DaemonSets' pods, and its post-delete hook
+// the companion Node.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
 	ctx := t.Context()
@@ -83,10 +84,10 @@ func TestCompanion(t *testing.T) {
 	checkCompanionNode(t, companion, host)
 	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, ns, companion) })
 
-	agent := daemonSetPod(t, r)
+	agent, runtimePod := daemonSetPod(t, r, "agent"), daemonSetPod(t, r, "runtime")
 	hostFiles := writeHostFiles(t, r)
 	pod := runOnCompanion(t, ns, r.node, hostFiles)
-	checkPodCgroupInAgentPod(t, host, agent, pod)
+	checkPodCgroupInRuntimePod(t, host, runtimePod, pod)
 	t.Run("hostPath volumes are the host's", func(t *testing.T) { checkHostPathVolumes(t, pod, hostFiles) })
 
 	t.Run("logs", func(t *testing.T) {
@@ -102,11 +103,14 @@ func TestCompanion(t *testing.T) {
 		}
 	})
 	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns, pod.Name) })
-	for _, container := range []string{"nodelet", "containerd"} {
+	for container, in := range map[string]*corev1.Pod{"nodelet": agent, "containerd": runtimePod} {
 		t.Run("a restart of the "+container+" container keeps the pod's container", func(t *testing.T) {
-			checkRestartKeepsPod(t, host, agent, container, pod)
+			checkRestartKeepsPod(t, host, in, container, pod)
 		})
 	}
+	t.Run("helm upgrade to a new image tag keeps the pod's container", func(t *testing.T) {
+		agent = checkUpgradeKeepsPod(t, host, r, agent, runtimePod, pod)
+	})
 
 	// Its pods go first: nothing would finish their deletion after.
 	f.deletePod(t, pod, ptr.To[int64](2))
@@ -117,15 +121,17 @@ func TestCompanion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
-	await.Eventually(t, 3*time.Minute, "the DaemonSet pod to be gone after helm uninstall", func(ctx context.Context) error {
-		_, err := f.Client.CoreV1().Pods(ns).Get(ctx, agent.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
+	await.Eventually(t, 3*time.Minute, "the DaemonSets' pods to be gone after helm uninstall", func(ctx context.Context) error {
+		for _, p := range []*corev1.Pod{agent, runtimePod} {
+			_, err := f.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err == nil {
+				return fmt.Errorf("pod %s still there", p.Name)
+			}
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("pod %s still there", agent.Name)
+		return nil
 	})
 }
 
@@ -180,9 +186,9 @@ func checkOverAllocatableRefused(t *testing.T, ns string, node *corev1.Node) {
 	f.waitForPodGone(t, pod, time.Minute)
 }
 
-// checkRestartKeepsPod stops a container of the DaemonSet pod (nodelet,
-// or the runtime the pod brings) through the host's runtime, as a crash
-// would; the host kubelet starts it again, and the companion's pod keeps
+// checkRestartKeepsPod stops a container of a DaemonSet pod (nodelet's, or
+// the runtime's) through the host's runtime, as a crash would; the host
+// kubelet starts it again, and the companion's pod keeps
 // its container (the runtime's shims run in a cgroup of their own, their
 // sockets on a host folder) and is still served (an exec through the
 // node API).
@@ -204,9 +210,11 @@ func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, contain
 	if err := runtimeService.StopContainer(ctx, id, 10); err != nil {
 		t.Fatalf("stopping the %s container %s through the host's runtime: %v", container, id, err)
 	}
-	f.waitForPod(t, agent, 2*time.Minute, "to run its "+container+" container again, nodelet Ready", func(p *corev1.Pod) (bool, error) {
-		c, n := containerStatus(p, container), containerStatus(p, "nodelet")
-		return c != nil && c.RestartCount > stopped.RestartCount && c.State.Running != nil && n != nil && n.Ready, nil
+	// Ready: nodelet's readiness probe; containerd, which has none, once
+	// it runs.
+	f.waitForPod(t, agent, 2*time.Minute, "to run its "+container+" container again, Ready", func(p *corev1.Pod) (bool, error) {
+		c := containerStatus(p, container)
+		return c != nil && c.RestartCount > stopped.RestartCount && c.State.Running != nil && c.Ready, nil
 	})
 	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after the "+container+" container's restart", func(ctx context.Context) error {
 		out, stderr, err := f.kubectl(ctx, nil, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
@@ -229,17 +237,18 @@ func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, contain
 	}
 }
 
-// daemonSetPod is the release's nodelet pod, on the host node.
-func daemonSetPod(t *testing.T, r companionRelease) *corev1.Pod {
+// daemonSetPod is the release's pod of a DaemonSet on the host node:
+// nodelet's (component agent) or the runtime's (component runtime).
+func daemonSetPod(t *testing.T, r companionRelease, component string) *corev1.Pod {
 	t.Helper()
 	pods, err := f.Client.CoreV1().Pods(r.namespace).List(t.Context(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=agent",
+		LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=" + component,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pods.Items) != 1 {
-		t.Fatalf("the release has %d nodelet pods, want 1", len(pods.Items))
+		t.Fatalf("the release has %d %s pods, want 1", len(pods.Items), component)
 	}
 	return &pods.Items[0]
 }
@@ -292,15 +301,15 @@ func runOnCompanion(t *testing.T, ns, node, hostFiles string) *corev1.Pod {
 	return running
 }
 
-// checkPodCgroupInAgentPod: the companion's pod's cgroup is inside the
-// DaemonSet pod's, which the host kubelet made under its QoS tier:
-// <host root>/kubepods/burstable/pod<agent uid>/<cgroup root>/kubepods/.../pod<uid>,
-// in the memory hierarchy, where the host kubelet limits the agent pod.
-func checkPodCgroupInAgentPod(t *testing.T, host hostEnv, agent, pod *corev1.Pod) {
+// checkPodCgroupInRuntimePod: the companion's pod's cgroup is inside the
+// runtime DaemonSet's pod's, which the host kubelet made under its QoS tier:
+// <host root>/kubepods/burstable/pod<runtime pod uid>/<cgroup root>/kubepods/.../pod<uid>,
+// in the memory hierarchy, where the host kubelet limits the runtime's pod.
+func checkPodCgroupInRuntimePod(t *testing.T, host hostEnv, runtimePod, pod *corev1.Pod) {
 	t.Helper()
-	agentCgroup := filepath.Join("/sys/fs/cgroup/memory", host.CgroupRoot, "kubepods", "burstable", "pod"+string(agent.UID))
+	agentCgroup := filepath.Join("/sys/fs/cgroup/memory", host.CgroupRoot, "kubepods", "burstable", "pod"+string(runtimePod.UID))
 	if _, err := os.Stat(agentCgroup); err != nil {
-		t.Fatalf("the DaemonSet pod's cgroup: %v", err)
+		t.Fatalf("the runtime pod's cgroup: %v", err)
 	}
 	var found []string
 	err := filepath.WalkDir(agentCgroup, func(path string, d os.DirEntry, err error) error {
@@ -316,7 +325,7 @@ func checkPodCgroupInAgentPod(t *testing.T, host hostEnv, agent, pod *corev1.Pod
 		t.Fatal(err)
 	}
 	if len(found) != 1 {
-		t.Errorf("cgroups of pod %s under the DaemonSet pod's %s: %v, want one", pod.Name, agentCgroup, found)
+		t.Errorf("cgroups of pod %s under the runtime pod's %s: %v, want one", pod.Name, agentCgroup, found)
 	}
 }
 

@@ -108,6 +108,28 @@ nodelet registered itself, which carries the label nodelet.dev/agent.
 {{- toYaml $affinity }}
 {{- end }}
 
+{{- define "nodelet.runtimeSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodelet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: runtime
+{{- end }}
+
+{{- define "nodelet.runtimeLabels" -}}
+helm.sh/chart: {{ include "nodelet.chart" . }}
+{{ include "nodelet.runtimeSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+The host folders of the CNI configuration and plugins the runtime's pod and
+nodelet's share, under the runtime's state folder (cleared on reboot:
+nodelet writes the conflist again, its pod's init container the plugins).
+*/}}
+{{- define "nodelet.runtimeCNIDir" -}}
+{{- printf "%s/nodelet-cni" (clean .Values.runtime.stateDir) }}
+{{- end }}
+
 {{- define "nodelet.approverSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "nodelet.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
