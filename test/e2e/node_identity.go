@@ -70,9 +70,19 @@ func renderChart(t *testing.T, release, namespace string) chartRendering {
 		if err := yaml.Unmarshal([]byte(doc), &object.Object); err != nil {
 			t.Fatalf("decoding the chart's rendering: %v\n%s", err, doc)
 		}
+		// Hooks run at other moments than an install (the post-delete one
+		// at an uninstall).
+		if _, hook := object.GetAnnotations()["helm.sh/hook"]; hook {
+			continue
+		}
 		switch object.GetKind() {
 		case "":
 		case "DaemonSet":
+			// nodelet's, not the runtime's beside it, whose pods have no
+			// ServiceAccount token.
+			if object.GetLabels()["app.kubernetes.io/component"] != "agent" {
+				continue
+			}
 			rendering.daemonSet = &appsv1.DaemonSet{}
 			if err := yaml.Unmarshal([]byte(doc), rendering.daemonSet); err != nil {
 				t.Fatalf("decoding nodelet's DaemonSet: %v", err)
