@@ -216,7 +216,15 @@ func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, contain
 		c := containerStatus(p, container)
 		return c != nil && c.RestartCount > stopped.RestartCount && c.State.Running != nil && c.Ready, nil
 	})
-	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after the "+container+" container's restart", func(ctx context.Context) error {
+	checkContainerKept(t, pod, "the "+container+" container's restart")
+}
+
+// checkContainerKept checks that the companion's pod still answers an
+// exec after what happened, with the container instance it had in pod's
+// status: same ID, restart count and start time.
+func checkContainerKept(t *testing.T, pod *corev1.Pod, after string) {
+	t.Helper()
+	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after "+after, func(ctx context.Context) error {
 		out, stderr, err := f.kubectl(ctx, nil, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, stderr)
@@ -226,14 +234,15 @@ func checkRestartKeepsPod(t *testing.T, host hostEnv, agent *corev1.Pod, contain
 		}
 		return nil
 	})
-	now, err := f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	now, err := f.Client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, after := pod.Status.ContainerStatuses[0], now.Status.ContainerStatuses[0]
-	if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil {
-		t.Errorf("pod %s's container after the %s container's restart: %s, restarts %d, running %v; want %s, restarts %d, running",
-			pod.Name, container, after.ContainerID, after.RestartCount, after.State.Running != nil, before.ContainerID, before.RestartCount)
+	b, a := pod.Status.ContainerStatuses[0], now.Status.ContainerStatuses[0]
+	if a.ContainerID != b.ContainerID || a.RestartCount != b.RestartCount || a.State.Running == nil || b.State.Running == nil ||
+		!a.State.Running.StartedAt.Equal(&b.State.Running.StartedAt) {
+		t.Errorf("pod %s's container after %s: %s, restarts %d, state %+v; want %s, restarts %d, running since %v",
+			pod.Name, after, a.ContainerID, a.RestartCount, a.State, b.ContainerID, b.RestartCount, b.State.Running)
 	}
 }
 

@@ -80,25 +80,6 @@ func checkUpgradeKeepsPod(t *testing.T, host hostEnv, r companionRelease, agent,
 	if now := daemonSetPod(t, r, "runtime"); now.UID != runtimePod.UID {
 		t.Errorf("the runtime's pod after helm upgrade: %s (%s), want %s (%s) kept (OnDelete)", now.Name, now.UID, runtimePod.Name, runtimePod.UID)
 	}
-	await.Eventually(t, time.Minute, "an exec in "+pod.Name+" after helm upgrade", func(ctx context.Context) error {
-		out, stderr, err := f.kubectl(ctx, nil, "exec", "-n", pod.Namespace, pod.Name, "--", "cat", "/www/index.html")
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, stderr)
-		}
-		if out != "served by the companion\n" {
-			return fmt.Errorf("read %q", out)
-		}
-		return nil
-	})
-	after, err := f.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, a := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
-	if a.ContainerID != b.ContainerID || a.RestartCount != b.RestartCount || a.State.Running == nil || b.State.Running == nil ||
-		!a.State.Running.StartedAt.Equal(&b.State.Running.StartedAt) {
-		t.Errorf("pod %s's container after helm upgrade: %s, restarts %d, state %+v; want %s, restarts %d, running since %v",
-			pod.Name, a.ContainerID, a.RestartCount, a.State, b.ContainerID, b.RestartCount, b.State.Running)
-	}
+	checkContainerKept(t, before, "helm upgrade")
 	return upgraded
 }
