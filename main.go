@@ -129,6 +129,7 @@ func run(ctx context.Context, opts Options) error {
 		LeaderElection:         false,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		PprofBindAddress:       opts.PprofBindAddress,
 	})
 	if err != nil {
 		return fmt.Errorf("building manager: %w", err)

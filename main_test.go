@@ -100,8 +100,8 @@ func TestEmptyResolvConfIsKeptApartFromAnUnsetOne(t *testing.T) {
 
 func TestEffectiveConfigurationIsTheFileDefaultedAndTheFlags(t *testing.T) {
 	file := configHeader + "maxPods: 42\nnetworkMode: agent\nallowedUnsafeSysctls: [net.core.somaxconn]\n" +
-		"authorization:\n  webhook:\n    cacheAuthorizedTTL: 1m\n"
-	opts, err := parseOptions([]string{"--config", writeConfig(t, file), "--max-pods=7", "--cluster-domain=flag.local", "--health-probe-bind-address=0"}, nil)
+		"authorization:\n  webhook:\n    cacheAuthorizedTTL: 1m\npprofBindAddress: 127.0.0.1:6060\n"
+	opts, err := parseOptions([]string{"--config", writeConfig(t, file), "--max-pods=7", "--cluster-domain=flag.local", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6061"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,7 @@ func TestEffectiveConfigurationIsTheFileDefaultedAndTheFlags(t *testing.T) {
 	want.MaxPods = 7
 	want.ClusterDomain = "flag.local"
 	want.HealthzBindAddress, want.HealthzPort = "", ptr.To[int32](0)
+	want.PprofBindAddress = "127.0.0.1:6061"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effective configuration (-want +got):\n%s", diff)
 	}

@@ -138,6 +138,8 @@ type Options struct {
 
 	// MetricsBindAddress serves /metrics; "0" turns it off.
 	MetricsBindAddress string
+	// PprofBindAddress serves /debug/pprof; "" or "0" turns it off.
+	PprofBindAddress string
 	// HealthProbeBindAddress is host:port of /healthz and /readyz, the
 	// file's healthzBindAddress and healthzPort; "0" turns them off.
 	HealthProbeBindAddress string
@@ -228,6 +230,7 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		ContainerLogMonitorInterval: c.ContainerLogMonitorInterval,
 
 		MetricsBindAddress:     c.MetricsBindAddress,
+		PprofBindAddress:       c.PprofBindAddress,
 		HealthProbeBindAddress: healthz,
 	}
 }
@@ -312,6 +315,7 @@ func (o *Options) configuration() (*configv1alpha1.NodeletConfiguration, error) 
 		ContainerLogMonitorInterval: o.ContainerLogMonitorInterval,
 
 		MetricsBindAddress: o.MetricsBindAddress,
+		PprofBindAddress:   o.PprofBindAddress,
 		HealthzBindAddress: healthzAddress,
 		HealthzPort:        ptr.To(healthzPort),
 	}
@@ -401,6 +405,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ContainerLogMonitorInterval.Duration, "container-log-monitor-interval", o.ContainerLogMonitorInterval.Duration, "How often container logs are looked at for rotation.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the metrics endpoint; 0 turns it off.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof profiles, unauthenticated (off by default; 0 turns it off).")
 }
 
 // parseOptions reads defaults, then the --config file, then the flags given

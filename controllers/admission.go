@@ -196,8 +196,12 @@ func podPhaseTerminal(pod *corev1.Pod) bool {
 func (r *PodReconciler) admissionReader() admissionReader {
 	return admissionReader{
 		pods: func(ctx context.Context) ([]*corev1.Pod, error) {
+			// Every admission reads every pod of the node, so a burst of n
+			// pods deep-copied the cache n² times over. Judging only reads
+			// (allocation.Apply copies before it changes anything), so it
+			// reads the cache's objects as they are.
 			list := &corev1.PodList{}
-			if err := r.Client.List(ctx, list); err != nil {
+			if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 				return nil, fmt.Errorf("listing the node's pods: %w", err)
 			}
 			var pods []*corev1.Pod

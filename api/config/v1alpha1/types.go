@@ -213,6 +213,9 @@ type NodeletConfiguration struct {
 	// MetricsBindAddress is the host:port of nodelet's own /metrics; "0"
 	// turns it off. Default: "127.0.0.1:10290".
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// PprofBindAddress is the host:port of Go's /debug/pprof profiles of
+	// nodelet, unauthenticated, so off unless set; "0" or "" is off.
+	PprofBindAddress string `json:"pprofBindAddress,omitempty"`
 	// HealthzBindAddress is the IP address of /healthz and /readyz.
 	// Default: "127.0.0.1".
 	HealthzBindAddress string `json:"healthzBindAddress,omitempty"`
