@@ -125,8 +125,9 @@ EOF
 chmod 0600 "$KUBELET_KUBECONFIG"
 
 KUBELET_CONFIG=$STATE_DIR/kubelet-config.yaml
-write_kubelet_config "$KUBELET_CONFIG" "$CRI_ENDPOINT" false "$CGROUP_ROOT" 127.0.0.1 \
+write_kubelet_config "$KUBELET_CONFIG" "$CRI_ENDPOINT" true "$CGROUP_ROOT" 127.0.0.1 \
 	"$NODELET_PORT" "$NODELET_HEALTH_PORT" "$BENCH_PKI/ca.crt" "$POD_LOG_DIR" "$KUBELET_ROOT_DIR"
+make_cgroup_root
 start_daemon kubelet "$BIN_DIR/kubelet" \
 	--config="$KUBELET_CONFIG" \
 	--kubeconfig="$KUBELET_KUBECONFIG" \

@@ -130,25 +130,6 @@ EOF
 	chmod 0600 "$KUBELET_KUBECONFIG" "$key"
 }
 
-# make_cgroup_root makes the kubelet's cgroupRoot in every hierarchy: with
-# QoS cgroups, it refuses to start unless it exists. A new cpuset cgroup
-# has no CPUs nor memory nodes, and takes no task until given its parent's.
-make_cgroup_root() {
-	local hierarchy parent dir part
-	for hierarchy in /sys/fs/cgroup/*/; do
-		parent=${hierarchy%/}
-		for part in ${CGROUP_ROOT//\// }; do
-			dir=$parent/$part
-			mkdir -p "$dir"
-			if [[ -f $dir/cpuset.cpus && -z $(<"$dir/cpuset.cpus") ]]; then
-				cat "$parent/cpuset.cpus" >"$dir/cpuset.cpus"
-				cat "$parent/cpuset.mems" >"$dir/cpuset.mems"
-			fi
-			parent=$dir
-		done
-	done
-}
-
 up() {
 	[[ -f $ADMIN_KUBECONFIG ]] || die "profile $PROFILE's stack is not up (hack/local-up.sh $PROFILE)"
 	"$REPO_ROOT/hack/build-tools.sh" kubelet

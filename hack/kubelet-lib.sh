@@ -77,3 +77,22 @@ write_kubelet_conflist() {
 }
 EOC
 }
+
+# make_cgroup_root makes the kubelet's cgroupRoot in every hierarchy: with
+# QoS cgroups, it refuses to start unless it exists. A new cpuset cgroup
+# has no CPUs nor memory nodes, and takes no task until given its parent's.
+make_cgroup_root() {
+	local hierarchy parent dir part
+	for hierarchy in /sys/fs/cgroup/*/; do
+		parent=${hierarchy%/}
+		for part in ${CGROUP_ROOT//\// }; do
+			dir=$parent/$part
+			mkdir -p "$dir"
+			if [[ -f $dir/cpuset.cpus && -z $(<"$dir/cpuset.cpus") ]]; then
+				cat "$parent/cpuset.cpus" >"$dir/cpuset.cpus"
+				cat "$parent/cpuset.mems" >"$dir/cpuset.mems"
+			fi
+			parent=$dir
+		done
+	done
+}
