@@ -46,6 +46,9 @@ type claimMount struct {
 	// gid is the volume's pv.beta.kubernetes.io/gid annotation: a group
 	// the pod's containers get, to use the volume as it.
 	gid string
+	// block: the volume is a raw block device (volumeMode Block), which
+	// the pod's containers get as a device (volumeDevices).
+	block bool
 }
 
 // volumeGIDAnnotation names the group a persistent volume is usable by;
@@ -111,9 +114,8 @@ func checkBoundVolume(name string, claimUID types.UID, pv *corev1.PersistentVolu
 
 // checkVolumeMode is why the pod's containers cannot use pv as they ask:
 // a Block volume in volumeMounts, or a Filesystem one in volumeDevices
-// (the kubelet's words), or a Block one at all (nodelet maps no block
-// devices yet).
-func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume) error {
+// (the kubelet's words). block tells the volume is a Block one.
+func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume) (block bool, err error) {
 	mode := corev1.PersistentVolumeFilesystem
 	if pv.Spec.VolumeMode != nil {
 		mode = *pv.Spec.VolumeMode
@@ -121,13 +123,11 @@ func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume
 	mounted, mapped := volumeUse(pod, volume)
 	switch {
 	case mounted && mode != corev1.PersistentVolumeFilesystem:
-		return &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", volume, mode)}
+		return false, &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", volume, mode)}
 	case mapped && mode != corev1.PersistentVolumeBlock:
-		return &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", volume, mode)}
-	case mode == corev1.PersistentVolumeBlock:
-		return &UnsupportedVolumeError{Volume: volume, What: "persistentVolumeClaim volumes of volumeMode Block"}
+		return false, &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", volume, mode)}
 	}
-	return nil
+	return mode == corev1.PersistentVolumeBlock, nil
 }
 
 // volumeUse tells whether a container of the pod mounts the volume
@@ -170,10 +170,11 @@ func claimSource(pod *corev1.Pod, vol *corev1.Volume) (source corev1.PersistentV
 // the scheduler may have been bypassed by setting nodeName). readOnly is
 // the claim source's.
 func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1.PersistentVolume, nodeLabels map[string]string) (claimMount, error) {
-	if err := checkVolumeMode(pod, vol.Name, pv); err != nil {
+	block, err := checkVolumeMode(pod, vol.Name, pv)
+	if err != nil {
 		return claimMount{}, err
 	}
-	m := claimMount{pv: pv.Name, readOnly: readOnly, gid: pv.Annotations[volumeGIDAnnotation]}
+	m := claimMount{pv: pv.Name, readOnly: readOnly, gid: pv.Annotations[volumeGIDAnnotation], block: block}
 	switch {
 	case pv.Spec.Local != nil:
 		m.kind, m.path = claimLocal, pv.Spec.Local.Path
@@ -184,8 +185,17 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 	default:
 		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: fmt.Sprintf("%s persistent volumes", orUnknown(sourceKind(pv.Spec.PersistentVolumeSource)))}
 	}
+	// The kubelet's hostPath plugin maps no devices: it finds no block
+	// volume plugin for the volume.
+	if block && m.kind == claimHostPath {
+		return claimMount{}, &MountError{Operation: "MapVolume.FindMapperPluginBySpec", Volume: pv.Name, Err: errors.New("no block volume plugin matched: hostPath volumes cannot be of volumeMode Block")}
+	}
 	if err := storagehelpers.CheckNodeAffinity(pv, nodeLabels); err != nil {
-		return claimMount{}, &MountError{Operation: "MountVolume.NodeAffinity check", Volume: pv.Name, Err: err}
+		operation := "MountVolume.NodeAffinity check"
+		if block {
+			operation = "MapVolume.NodeAffinity check"
+		}
+		return claimMount{}, &MountError{Operation: operation, Volume: pv.Name, Err: err}
 	}
 	// The kubelet bind-mounts a local volume with them (noexec, nosuid,
 	// ...); nodelet does not yet, and refuses rather than mount without.

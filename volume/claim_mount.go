@@ -32,7 +32,8 @@ type claimSetUp struct {
 // a generic ephemeral volume's) to its persistent volume, as the
 // kubelet's volume manager does before mounting, and mounts it: a local
 // volume is bind-mounted into the pod's folder (read-only when the claim
-// source says so), a hostPath one is handed to the runtime as it is. The
+// source says so), a hostPath one is handed to the runtime as it is; a
+// volume of volumeMode Block is mapped instead (block.go). The
 // claim and the volume are read from the API server each time, never
 // cached: the node may read only those of its own pods. Errors are user
 // errors (*ClaimError, *MountError, *UnsupportedVolumeError): the pod
@@ -64,21 +65,33 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 	}
 	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}, gid: mount.gid}
 
-	switch mount.kind {
-	case claimCSI:
+	switch {
+	case mount.kind == claimCSI:
 		set, err := m.setUpCSIClaim(ctx, pod, pv, mount.readOnly)
 		if err != nil {
 			return claimSetUp{}, err
 		}
 		out.dir, out.usage, out.csi, out.republish = set.path, usageCSI, set.volume, set.republish
-	case claimHostPath:
+		if mount.block {
+			// A device's usage is not measured (see the README).
+			out.usage = usageNone
+		}
+	case mount.kind == claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.
 		if err := checkHostPath(m.hostRoot, mount.path, mount.hostPathType); err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
 		out.dir, out.usage = mount.path, usageNone
-	case claimLocal:
+	case mount.block:
+		// The device itself, linked into the pod's folder: nothing is
+		// mounted, no ownership changed, no usage measured.
+		link := m.deviceDir(pod.UID, pluginLocalVolume, mount.pv)
+		if err := mapLocalDevice(m.hostRoot, mount.path, link); err != nil {
+			return claimSetUp{}, &MountError{Operation: "MapVolume.MapBlockVolume", Volume: mount.pv, Err: err}
+		}
+		out.dir, out.usage = link, usageNone
+	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
 		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly)
 		if err != nil {

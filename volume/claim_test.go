@@ -197,14 +197,36 @@ func TestClaimMountOf(t *testing.T) {
 			wantErr:  "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: volume data has volumeMode Filesystem, but is specified in volumeDevices",
 			wantKind: &ClaimError{},
 		},
-		"a Block volume in volumeDevices: refused, not ignored": {
+		"a Block local volume in volumeDevices: mapped": {
 			mutatePod: func(pod *corev1.Pod) {
 				pod.Spec.Containers[0].VolumeMounts = nil
 				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 			},
 			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
-			wantErr:  `volume "data": persistentVolumeClaim volumes of volumeMode Block are not supported by nodelet yet`,
-			wantKind: &UnsupportedVolumeError{},
+			want:     claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", block: true},
+		},
+		"a Block local volume on another node: the kubelet's map error": {
+			mutatePod: func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].VolumeMounts = nil
+				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+			},
+			mutatePV:   func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
+			nodeLabels: map[string]string{"kubernetes.io/hostname": "node-2"},
+			wantErr:    `MapVolume.NodeAffinity check failed for volume "pv-1" : no matching NodeSelectorTerms`,
+			wantKind:   &MountError{},
+		},
+		"a Block hostPath volume: no block plugin, as under the kubelet": {
+			mutatePod: func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].VolumeMounts = nil
+				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+			},
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+				pv.Spec.Local = nil
+				pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/dev/sdb"}
+			},
+			wantErr:  `MapVolume.FindMapperPluginBySpec failed for volume "pv-1" : no block volume plugin matched: hostPath volumes cannot be of volumeMode Block`,
+			wantKind: &MountError{},
 		},
 	}
 	for name, tc := range tests {

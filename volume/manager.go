@@ -7,6 +7,7 @@
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~secret/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~local-volume/<pv name>
+//	<RootDir>/pods/<uid>/volumeDevices/<plugin>/<pv name> (a block volume's link)
 //
 // Supported: projected (serviceAccountToken, configMap, secret,
 // downwardAPI sources), configMap, secret, downwardAPI, emptyDir (disk or
@@ -216,6 +217,13 @@ func (m *Manager) PodDir(uid types.UID) string {
 
 func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
 	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
+}
+
+// deviceDir is the link to a block volume's device in the pod's folder
+// (<RootDir>/pods/<uid>/volumeDevices/<plugin>/<name>), the runtime's
+// host path for the device.
+func (m *Manager) deviceDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumeDevices", plugin, name)
 }
 
 // SetUpPod makes every volume of the pod ready and returns the host path
