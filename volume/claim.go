@@ -205,3 +205,33 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 	}
 	return m, nil
 }
+
+// errReadWriteOncePodInUse is the kubelet's reason for refusing a second
+// pod a ReadWriteOncePod volume.
+var errReadWriteOncePodInUse = errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
+
+// readWriteOncePod tells whether pv may be used by a single pod of the
+// node: its only access mode is ReadWriteOncePod. With several modes the
+// kubelet does not know which one a pod means, and lets it be.
+func readWriteOncePod(pv *corev1.PersistentVolume) bool {
+	return len(pv.Spec.AccessModes) == 1 && pv.Spec.AccessModes[0] == corev1.ReadWriteOncePod
+}
+
+// checkReadWriteOncePod is why the pod may not set up pv, a volume other
+// pods of the node (users, by UID) have set up, in the kubelet's words:
+// a ReadWriteOncePod volume is one pod's until it is torn down for it.
+func checkReadWriteOncePod(pv *corev1.PersistentVolume, block bool, pod types.UID, users []types.UID) error {
+	if !readWriteOncePod(pv) {
+		return nil
+	}
+	for _, user := range users {
+		if user != pod {
+			operation := "MountVolume.SetUp"
+			if block {
+				operation = "MapVolume.SetUpDevice"
+			}
+			return &MountError{Operation: operation, Volume: pv.Name, Err: errReadWriteOncePodInUse}
+		}
+	}
+	return nil
+}

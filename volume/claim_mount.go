@@ -3,16 +3,23 @@ package volume
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ephemeralvolume "k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
-// pluginLocalVolume is the kubelet's folder for local volumes.
-const pluginLocalVolume = "kubernetes.io~local-volume"
+// pluginLocalVolume is the kubelet's folder for local volumes;
+// pluginHostPath its name for hostPath ones.
+const (
+	pluginLocalVolume = "kubernetes.io~local-volume"
+	pluginHostPath    = "kubernetes.io~host-path"
+)
 
 // claimSetUp is what setting up a persistentVolumeClaim volume gives.
 type claimSetUp struct {
@@ -64,6 +71,19 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		return claimSetUp{}, err
 	}
 	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}, gid: mount.gid}
+	if readWriteOncePod(pv) {
+		// Checked and set up under one lock, so two pods cannot both
+		// find the volume free.
+		unlock := m.csiLocks.lock("ReadWriteOncePod|" + pv.Name)
+		defer unlock()
+		users, err := m.volumeUsers(pv.Name)
+		if err != nil {
+			return claimSetUp{}, fmt.Errorf("finding the pods that use volume %s: %w", pv.Name, err)
+		}
+		if err := checkReadWriteOncePod(pv, mount.block, pod.UID, users); err != nil {
+			return claimSetUp{}, err
+		}
+	}
 
 	switch {
 	case mount.kind == claimCSI:
@@ -80,6 +100,11 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.
 		if err := checkHostPath(m.hostRoot, mount.path, mount.hostPathType); err != nil {
+			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
+		}
+		// Nothing of the volume is in the pod's folder: an empty folder
+		// there records that the pod uses it (volumeUsers).
+		if err := ensureDir(m.volumeDir(pod.UID, pluginHostPath, mount.pv), 0o750); err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
 		out.dir, out.usage = mount.path, usageNone
@@ -110,4 +135,34 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		out.dir, out.usage = dir, claimUsageMethod(ownFS, true)
 	}
 	return out, nil
+}
+
+// volumeUsers are the pods whose folders (those being removed too) hold
+// the persistent volume pv: mounted, mapped or recorded there, until
+// their teardown is done. Read from the disk, so it holds after a
+// restart.
+func (m *Manager) volumeUsers(pv string) ([]types.UID, error) {
+	var users []types.UID
+	for _, pattern := range []string{
+		filepath.Join(m.rootDir, "pods", "*", "volumes", "*", pv),
+		filepath.Join(m.rootDir, "pods", "*", "volumeDevices", "*", pv),
+	} {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
+			rel, err := filepath.Rel(filepath.Join(m.rootDir, "pods"), path)
+			if err != nil {
+				return nil, err
+			}
+			folder, _, _ := strings.Cut(rel, string(filepath.Separator))
+			uid, removing := removingOwner(folder)
+			if !removing {
+				uid = types.UID(folder)
+			}
+			users = append(users, uid)
+		}
+	}
+	return users, nil
 }

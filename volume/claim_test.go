@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -294,6 +295,41 @@ func TestExtraSupplementalGroups(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, extraSupplementalGroups(pod, tc.gids)); diff != "" {
 				t.Errorf("extraSupplementalGroups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckReadWriteOncePod(t *testing.T) {
+	modes := func(m ...corev1.PersistentVolumeAccessMode) *corev1.PersistentVolume {
+		pv := localPV()
+		pv.Spec.AccessModes = m
+		return pv
+	}
+	rwop := modes(corev1.ReadWriteOncePod)
+	tests := map[string]struct {
+		pv      *corev1.PersistentVolume
+		block   bool
+		users   []types.UID
+		wantErr string
+	}{
+		"unused: the pod may have it":                {pv: rwop},
+		"used by the pod itself (set up again)":      {pv: rwop, users: []types.UID{"uid-1"}},
+		"used by another pod: the kubelet's refusal": {pv: rwop, users: []types.UID{"uid-1", "uid-2"}, wantErr: `MountVolume.SetUp failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`},
+		"a block volume: the kubelet's map refusal":  {pv: rwop, block: true, users: []types.UID{"uid-2"}, wantErr: `MapVolume.SetUpDevice failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`},
+		"ReadWriteOnce: shared by the node's pods":   {pv: modes(corev1.ReadWriteOnce), users: []types.UID{"uid-2"}},
+		"several modes: which one is meant is not known, as the kubelet lets it be": {
+			pv: modes(corev1.ReadWriteOncePod, corev1.ReadOnlyMany), users: []types.UID{"uid-2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := checkReadWriteOncePod(tc.pv, tc.block, "uid-1", tc.users)
+			if errText(err) != tc.wantErr {
+				t.Fatalf("error = %q, want %q", errText(err), tc.wantErr)
+			}
+			if err != nil && !IsUserError(err) {
+				t.Errorf("error %T is not a user error", err)
 			}
 		})
 	}
