@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,6 +50,46 @@ type claimMount struct {
 	// block: the volume is a raw block device (volumeMode Block), which
 	// the pod's containers get as a device (volumeDevices).
 	block bool
+	// mountOptions are a local volume's mount options (see
+	// pvMountOptions), its bind mount's flags.
+	mountOptions []string
+}
+
+// mountOptionsAnnotation is the beta annotation of mount options, which
+// the kubelet reads before the field.
+const mountOptionsAnnotation = "volume.beta.kubernetes.io/mount-options"
+
+// pvMountOptions are the volume's mount options as the kubelet reads
+// them for the check of the plugin's support and for local and other
+// in-tree mounts: the beta annotation's, else the field's.
+func pvMountOptions(pv *corev1.PersistentVolume) []string {
+	if s, ok := pv.Annotations[mountOptionsAnnotation]; ok {
+		return strings.Split(s, ",")
+	}
+	return pv.Spec.MountOptions
+}
+
+// localMountOptions are the options a local volume's bind mount takes:
+// the kernel's flags for a mount point, which a bind mount is remounted
+// with. The kubelet hands any option to mount(8), which passes the others
+// to a bind remount that ignores them; nodelet refuses them rather than
+// ignore them.
+var localMountOptions = map[string]bool{
+	"ro": true, "rw": true, "noexec": true, "exec": true, "nosuid": true, "suid": true,
+	"nodev": true, "dev": true, "noatime": true, "atime": true, "nodiratime": true, "diratime": true,
+	"relatime": true, "norelatime": true, "strictatime": true, "sync": true, "async": true,
+	"dirsync": true, "defaults": true,
+}
+
+// checkLocalMountOptions is why a local volume cannot be mounted with
+// options, nil when each is a mount point's flag.
+func checkLocalMountOptions(options []string) error {
+	for _, o := range options {
+		if !localMountOptions[strings.TrimSpace(o)] {
+			return fmt.Errorf("mount option %q is not a bind mount's flag: nodelet mounts local volumes with ro, rw, noexec, exec, nosuid, suid, nodev, dev, noatime, atime, nodiratime, diratime, relatime, norelatime, strictatime, sync, async, dirsync and defaults only", o)
+		}
+	}
+	return nil
 }
 
 // volumeGIDAnnotation names the group a persistent volume is usable by;
@@ -197,11 +238,20 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 		}
 		return claimMount{}, &MountError{Operation: operation, Volume: pv.Name, Err: err}
 	}
-	// The kubelet bind-mounts a local volume with them (noexec, nosuid,
-	// ...); nodelet does not yet, and refuses rather than mount without.
-	// A CSI driver gets them as its mount flags.
-	if len(pv.Spec.MountOptions) > 0 && m.kind != claimCSI {
-		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: "persistent volumes with mountOptions"}
+	// Mount options: a CSI driver gets the field's as its mount flags
+	// (csi.go); a local volume is bind-mounted with them; the kubelet's
+	// hostPath plugin takes none. A device is not mounted: the kubelet
+	// maps it whatever its options say.
+	options := pvMountOptions(pv)
+	switch {
+	case len(options) == 0 || m.kind == claimCSI || block:
+	case m.kind == claimHostPath:
+		return claimMount{}, &MountError{Operation: "MountVolume.MountOptionSupport check", Volume: pv.Name, Err: errors.New("mount options are not supported for this volume type")}
+	default:
+		if err := checkLocalMountOptions(options); err != nil {
+			return claimMount{}, &MountError{Volume: pv.Name, Err: err}
+		}
+		m.mountOptions = options
 	}
 	return m, nil
 }

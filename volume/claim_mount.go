@@ -118,12 +118,12 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		out.dir, out.usage = link, usageNone
 	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
-		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly)
+		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly, mount.mountOptions)
 		if err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
 		if made {
-			m.log.V(2).Info("Mounted local volume", "pod", klog.KObj(pod), "volume", vol.Name, "pv", mount.pv, "path", mount.path, "readOnly", mount.readOnly)
+			m.log.V(2).Info("Mounted local volume", "pod", klog.KObj(pod), "volume", vol.Name, "pv", mount.pv, "path", mount.path, "readOnly", mount.readOnly, "mountOptions", mount.mountOptions)
 			// Ownership is changed on the volume's first mount for the
 			// pod, as the kubelet changes it on a new mount only.
 			if o := claimOwnership(pod.Spec.SecurityContext, mount.readOnly, true); o != nil {

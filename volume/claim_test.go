@@ -180,10 +180,31 @@ func TestClaimMountOf(t *testing.T) {
 			wantErr:  `volume "data": nfs persistent volumes are not supported by nodelet yet`,
 			wantKind: &UnsupportedVolumeError{},
 		},
-		"mount options: refused, not ignored": {
-			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec"} },
-			wantErr:  `volume "data": persistent volumes with mountOptions are not supported by nodelet yet`,
-			wantKind: &UnsupportedVolumeError{},
+		"a local volume's mount options: its bind mount's": {
+			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec", "nosuid"} },
+			want:     claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", mountOptions: []string{"noexec", "nosuid"}},
+		},
+		"the beta annotation's mount options before the field's, as the kubelet reads them": {
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Annotations = map[string]string{"volume.beta.kubernetes.io/mount-options": "ro,nodev"}
+				pv.Spec.MountOptions = []string{"noexec"}
+			},
+			want: claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", mountOptions: []string{"ro", "nodev"}},
+		},
+		"a mount option that is no bind mount's flag: refused, not ignored": {
+			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec", "uid=1000"} },
+			wantErr:  `MountVolume.SetUp failed for volume "pv-1" : mount option "uid=1000" is not a bind mount's flag: nodelet mounts local volumes with ro, rw, noexec, exec, nosuid, suid, nodev, dev, noatime, atime, nodiratime, diratime, relatime, norelatime, strictatime, sync, async, dirsync and defaults only`,
+			wantKind: &MountError{},
+		},
+		"a hostPath volume with mount options: the kubelet's support check": {
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Spec.Local = nil
+				pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/srv/data"}
+				pv.Spec.NodeAffinity = nil
+				pv.Spec.MountOptions = []string{"noexec"}
+			},
+			wantErr:  `MountVolume.MountOptionSupport check failed for volume "pv-1" : mount options are not supported for this volume type`,
+			wantKind: &MountError{},
 		},
 		"a Block volume in volumeMounts: the kubelet's error": {
 			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
@@ -203,8 +224,12 @@ func TestClaimMountOf(t *testing.T) {
 				pod.Spec.Containers[0].VolumeMounts = nil
 				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 			},
-			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
-			want:     claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", block: true},
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+				// Not mounted: the kubelet maps it whatever they say.
+				pv.Spec.MountOptions = []string{"noexec"}
+			},
+			want: claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", block: true},
 		},
 		"a Block local volume on another node: the kubelet's map error": {
 			mutatePod: func(pod *corev1.Pod) {

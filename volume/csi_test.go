@@ -430,3 +430,26 @@ func TestCSIInlineVolumeIsPublishedWithoutStaging(t *testing.T) {
 		t.Errorf("calls: an ephemeral volume is never staged (-want +got):\n%s", diff)
 	}
 }
+
+// The PersistentVolume's mountOptions are the driver's mount flags, at
+// staging and at publishing alike, as the kubelet passes them.
+func TestCSIMountOptionsAreTheDriversMountFlags(t *testing.T) {
+	node := &fakeCSINode{}
+	drivers := &fakeCSIDrivers{node: node, registered: true}
+	objects := csiClaimObjects()
+	objects[1] = csiPV(func(pv *corev1.PersistentVolume) {
+		pv.Spec.CSI.FSType = "ext4"
+		pv.Spec.MountOptions = []string{"noatime", "discard"}
+	})
+	e := newTestEnv(t, Options{CSI: drivers, NodeName: "node-1"}, objects...)
+	setUp(t, e, csiClaimPod("uid-1"))
+	want := &csipb.VolumeCapability_MountVolume{FsType: "ext4", MountFlags: []string{"noatime", "discard"}}
+	if len(node.stages) != 1 || len(node.publishes) != 1 {
+		t.Fatalf("stages %d publishes %d, want one each", len(node.stages), len(node.publishes))
+	}
+	for call, capability := range map[string]*csipb.VolumeCapability{"NodeStageVolume": node.stages[0].VolumeCapability, "NodePublishVolume": node.publishes[0].VolumeCapability} {
+		if diff := cmp.Diff(want, capability.GetMount(), protocmp.Transform()); diff != "" {
+			t.Errorf("%s's mount capability (-want +got):\n%s", call, diff)
+		}
+	}
+}
