@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ephemeralvolume "k8s.io/component-helpers/storage/ephemeral"
@@ -138,21 +139,31 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 }
 
 // volumeUsers are the pods whose folders (those being removed too) hold
-// the persistent volume pv: mounted, mapped or recorded there, until
-// their teardown is done. Read from the disk, so it holds after a
-// restart.
+// the persistent volume pv: mounted, mapped or recorded there by the
+// plugins of claims, until their teardown is done (a pod's inline CSI
+// volume of the same name is not it). Read from the disk, so it holds
+// after a restart.
 func (m *Manager) volumeUsers(pv string) ([]types.UID, error) {
+	pods := filepath.Join(m.rootDir, "pods")
 	var users []types.UID
 	for _, pattern := range []string{
-		filepath.Join(m.rootDir, "pods", "*", "volumes", "*", pv),
-		filepath.Join(m.rootDir, "pods", "*", "volumeDevices", "*", pv),
+		filepath.Join(pods, "*", "volumes", pluginLocalVolume, pv),
+		filepath.Join(pods, "*", "volumes", pluginHostPath, pv),
+		filepath.Join(pods, "*", "volumes", pluginCSI, pv),
+		filepath.Join(pods, "*", "volumeDevices", pluginLocalVolume, pv),
 	} {
 		paths, err := filepath.Glob(pattern)
 		if err != nil {
 			return nil, err
 		}
 		for _, path := range paths {
-			rel, err := filepath.Rel(filepath.Join(m.rootDir, "pods"), path)
+			if filepath.Base(filepath.Dir(path)) == pluginCSI {
+				record, err := readCSIRecord(filepath.Join(path, csiVolumeDataFile))
+				if err == nil && record.VolumeLifecycleMode == string(storagev1.VolumeLifecycleEphemeral) {
+					continue
+				}
+			}
+			rel, err := filepath.Rel(pods, path)
 			if err != nil {
 				return nil, err
 			}

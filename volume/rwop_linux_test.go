@@ -29,6 +29,10 @@ func TestSetUpPodRefusesAReadWriteOncePodVolumeInUse(t *testing.T) {
 	}
 	first, second := claimVolumePod(false), claimVolumePod(false)
 	second.UID = types.UID("second")
+	// Another pod's emptyDir of the volume's name is not the volume.
+	other := makePod(corev1.Volume{Name: "pv-1", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	other.UID = types.UID("other")
+	setUp(t, e, other)
 
 	setUp(t, e, first)
 	e.restart()
