@@ -82,9 +82,16 @@ func TestCSIBlockVolumeIsStagedPublishedMappedAndReleasedInReverse(t *testing.T)
 		t.Errorf("capabilities %v / %v, want Block access (no fsType, no mount flags)", stage.VolumeCapability, publishReq.VolumeCapability)
 	}
 
-	// Set up again (a resync, or a restart): nothing called again.
+	// Set up again (a resync, or a restart): nothing called again; a
+	// nodelet killed between publishing and linking links now.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
 	e.restart()
 	setUp(t, e, pod)
+	if got, err := os.Readlink(link); err != nil || got != publish {
+		t.Errorf("link after a restart -> %q (%v), want the publish file %s", got, err, publish)
+	}
 	if diff := cmp.Diff([]string{"NodeStageVolume vol-1", "NodePublishVolume vol-1"}, node.takeCalls()); diff != "" {
 		t.Errorf("set-up calls (-want +got):\n%s", diff)
 	}
