@@ -179,6 +179,7 @@ func run(ctx context.Context, opts Options) error {
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
 		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
 		StatsPeriod:     opts.volumeStatsPeriod(),
+		Recorder:        recorder,
 	}, clientset, clk, log.WithName("volume"))
 	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats, Abnormal: podVolumes.ClaimVolumesAbnormal})
 	userNamespaces, err := newUserNamespaces(opts, podVolumes, log)

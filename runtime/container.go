@@ -39,6 +39,10 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 	if err != nil {
 		return nil, err
 	}
+	devices, err := m.makeBlockDevices(pod, container, env)
+	if err != nil {
+		return nil, err
+	}
 	security, err := containerSecurityContext(pod, container, sc, env.userNamespace)
 	if err != nil {
 		return nil, err
@@ -61,6 +65,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, container *corev1.Con
 		Args:        expandAll(container.Args, values),
 		WorkingDir:  container.WorkingDir,
 		Mounts:      mounts,
+		Devices:     devices,
 		LogPath:     containerLogPath(container.Name, plan.RestartCount),
 		Stdin:       container.Stdin,
 		StdinOnce:   container.StdinOnce,
@@ -151,6 +156,31 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 	}
 	idmapMounts(mounts, env.userNamespace)
 	return mounts, nil
+}
+
+// makeBlockDevices hands the runtime each of the container's
+// volumeDevices: the link to the device in the pod's folder, which the
+// runtime resolves, at its devicePath, read-only ("r") when the pod
+// claims the volume read-only, else "mrw", as the kubelet.
+func (m *Manager) makeBlockDevices(pod *corev1.Pod, container *corev1.Container, env *PodEnv) ([]*runtimeapi.Device, error) {
+	readOnly := readOnlyVolumes(pod)
+	var devices []*runtimeapi.Device
+	for _, d := range container.VolumeDevices {
+		path, ok := env.VolumePaths[d.Name]
+		if !ok {
+			return nil, fmt.Errorf("cannot find volume %q to pass into container %q", d.Name, container.Name)
+		}
+		permissions := "mrw"
+		if readOnly[d.Name] {
+			permissions = "r"
+		}
+		devices = append(devices, &runtimeapi.Device{
+			ContainerPath: d.DevicePath,
+			HostPath:      m.config.HostPaths.ForRuntime(path),
+			Permissions:   permissions,
+		})
+	}
+	return devices, nil
 }
 
 // readOnlyVolumes are the pod's volumes every container mounts read-only,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,49 @@ type claimMount struct {
 	// gid is the volume's pv.beta.kubernetes.io/gid annotation: a group
 	// the pod's containers get, to use the volume as it.
 	gid string
+	// block: the volume is a raw block device (volumeMode Block), which
+	// the pod's containers get as a device (volumeDevices).
+	block bool
+	// mountOptions are a local volume's mount options (see
+	// pvMountOptions), its bind mount's flags.
+	mountOptions []string
+}
+
+// mountOptionsAnnotation is the beta annotation of mount options, which
+// the kubelet reads before the field.
+const mountOptionsAnnotation = "volume.beta.kubernetes.io/mount-options"
+
+// pvMountOptions are the volume's mount options as the kubelet reads
+// them for the check of the plugin's support and for local and other
+// in-tree mounts: the beta annotation's, else the field's.
+func pvMountOptions(pv *corev1.PersistentVolume) []string {
+	if s, ok := pv.Annotations[mountOptionsAnnotation]; ok {
+		return strings.Split(s, ",")
+	}
+	return pv.Spec.MountOptions
+}
+
+// localMountOptions are the options a local volume's bind mount takes:
+// the kernel's flags for a mount point, which a bind mount is remounted
+// with. The kubelet hands any option to mount(8), which passes the others
+// to a bind remount that ignores them; nodelet refuses them rather than
+// ignore them.
+var localMountOptions = map[string]bool{
+	"ro": true, "rw": true, "noexec": true, "exec": true, "nosuid": true, "suid": true,
+	"nodev": true, "dev": true, "noatime": true, "atime": true, "nodiratime": true, "diratime": true,
+	"relatime": true, "norelatime": true, "strictatime": true, "sync": true, "async": true,
+	"dirsync": true, "defaults": true,
+}
+
+// checkLocalMountOptions is why a local volume cannot be mounted with
+// options, nil when each is a mount point's flag.
+func checkLocalMountOptions(options []string) error {
+	for _, o := range options {
+		if !localMountOptions[strings.TrimSpace(o)] {
+			return fmt.Errorf("mount option %q is not a bind mount's flag: nodelet mounts local volumes with ro, rw, noexec, exec, nosuid, suid, nodev, dev, noatime, atime, nodiratime, diratime, relatime, norelatime, strictatime, sync, async, dirsync and defaults only", o)
+		}
+	}
+	return nil
 }
 
 // volumeGIDAnnotation names the group a persistent volume is usable by;
@@ -111,9 +155,8 @@ func checkBoundVolume(name string, claimUID types.UID, pv *corev1.PersistentVolu
 
 // checkVolumeMode is why the pod's containers cannot use pv as they ask:
 // a Block volume in volumeMounts, or a Filesystem one in volumeDevices
-// (the kubelet's words), or a Block one at all (nodelet maps no block
-// devices yet).
-func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume) error {
+// (the kubelet's words). block tells the volume is a Block one.
+func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume) (block bool, err error) {
 	mode := corev1.PersistentVolumeFilesystem
 	if pv.Spec.VolumeMode != nil {
 		mode = *pv.Spec.VolumeMode
@@ -121,13 +164,11 @@ func checkVolumeMode(pod *corev1.Pod, volume string, pv *corev1.PersistentVolume
 	mounted, mapped := volumeUse(pod, volume)
 	switch {
 	case mounted && mode != corev1.PersistentVolumeFilesystem:
-		return &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", volume, mode)}
+		return false, &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", volume, mode)}
 	case mapped && mode != corev1.PersistentVolumeBlock:
-		return &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", volume, mode)}
-	case mode == corev1.PersistentVolumeBlock:
-		return &UnsupportedVolumeError{Volume: volume, What: "persistentVolumeClaim volumes of volumeMode Block"}
+		return false, &ClaimError{Volume: volume, Err: fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", volume, mode)}
 	}
-	return nil
+	return mode == corev1.PersistentVolumeBlock, nil
 }
 
 // volumeUse tells whether a container of the pod mounts the volume
@@ -170,10 +211,11 @@ func claimSource(pod *corev1.Pod, vol *corev1.Volume) (source corev1.PersistentV
 // the scheduler may have been bypassed by setting nodeName). readOnly is
 // the claim source's.
 func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1.PersistentVolume, nodeLabels map[string]string) (claimMount, error) {
-	if err := checkVolumeMode(pod, vol.Name, pv); err != nil {
+	block, err := checkVolumeMode(pod, vol.Name, pv)
+	if err != nil {
 		return claimMount{}, err
 	}
-	m := claimMount{pv: pv.Name, readOnly: readOnly, gid: pv.Annotations[volumeGIDAnnotation]}
+	m := claimMount{pv: pv.Name, readOnly: readOnly, gid: pv.Annotations[volumeGIDAnnotation], block: block}
 	switch {
 	case pv.Spec.Local != nil:
 		m.kind, m.path = claimLocal, pv.Spec.Local.Path
@@ -184,14 +226,62 @@ func claimMountOf(pod *corev1.Pod, vol *corev1.Volume, readOnly bool, pv *corev1
 	default:
 		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: fmt.Sprintf("%s persistent volumes", orUnknown(sourceKind(pv.Spec.PersistentVolumeSource)))}
 	}
-	if err := storagehelpers.CheckNodeAffinity(pv, nodeLabels); err != nil {
-		return claimMount{}, &MountError{Operation: "MountVolume.NodeAffinity check", Volume: pv.Name, Err: err}
+	// The kubelet's hostPath plugin maps no devices: it finds no block
+	// volume plugin for the volume.
+	if block && m.kind == claimHostPath {
+		return claimMount{}, &MountError{Operation: "MapVolume.FindMapperPluginBySpec", Volume: pv.Name, Err: errors.New("no block volume plugin matched: hostPath volumes cannot be of volumeMode Block")}
 	}
-	// The kubelet bind-mounts a local volume with them (noexec, nosuid,
-	// ...); nodelet does not yet, and refuses rather than mount without.
-	// A CSI driver gets them as its mount flags.
-	if len(pv.Spec.MountOptions) > 0 && m.kind != claimCSI {
-		return claimMount{}, &UnsupportedVolumeError{Volume: vol.Name, What: "persistent volumes with mountOptions"}
+	if err := storagehelpers.CheckNodeAffinity(pv, nodeLabels); err != nil {
+		operation := "MountVolume.NodeAffinity check"
+		if block {
+			operation = "MapVolume.NodeAffinity check"
+		}
+		return claimMount{}, &MountError{Operation: operation, Volume: pv.Name, Err: err}
+	}
+	// Mount options: a CSI driver gets the field's as its mount flags
+	// (csi.go); a local volume is bind-mounted with them; the kubelet's
+	// hostPath plugin takes none. A device is not mounted: the kubelet
+	// maps it whatever its options say.
+	options := pvMountOptions(pv)
+	switch {
+	case len(options) == 0 || m.kind == claimCSI || block:
+	case m.kind == claimHostPath:
+		return claimMount{}, &MountError{Operation: "MountVolume.MountOptionSupport check", Volume: pv.Name, Err: errors.New("mount options are not supported for this volume type")}
+	default:
+		if err := checkLocalMountOptions(options); err != nil {
+			return claimMount{}, &MountError{Volume: pv.Name, Err: err}
+		}
+		m.mountOptions = options
 	}
 	return m, nil
+}
+
+// errReadWriteOncePodInUse is the kubelet's reason for refusing a second
+// pod a ReadWriteOncePod volume.
+var errReadWriteOncePodInUse = errors.New("volume uses the ReadWriteOncePod access mode and is already in use by another pod")
+
+// readWriteOncePod tells whether pv may be used by a single pod of the
+// node: its only access mode is ReadWriteOncePod. With several modes the
+// kubelet does not know which one a pod means, and lets it be.
+func readWriteOncePod(pv *corev1.PersistentVolume) bool {
+	return len(pv.Spec.AccessModes) == 1 && pv.Spec.AccessModes[0] == corev1.ReadWriteOncePod
+}
+
+// checkReadWriteOncePod is why the pod may not set up pv, a volume other
+// pods of the node (users, by UID) have set up, in the kubelet's words:
+// a ReadWriteOncePod volume is one pod's until it is torn down for it.
+func checkReadWriteOncePod(pv *corev1.PersistentVolume, block bool, pod types.UID, users []types.UID) error {
+	if !readWriteOncePod(pv) {
+		return nil
+	}
+	for _, user := range users {
+		if user != pod {
+			operation := "MountVolume.SetUp"
+			if block {
+				operation = "MapVolume.SetUpDevice"
+			}
+			return &MountError{Operation: operation, Volume: pv.Name, Err: errReadWriteOncePodInUse}
+		}
+	}
+	return nil
 }

@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // ensureBindMount makes target a bind mount of the folder source, read-only
-// when readOnly, as the kubelet mounts a local volume into a pod's
-// folder. made is false when target already was one (SetUpPod again, or
-// after a restart); ownFS tells whether source is a file system's mount
-// point of its own (its usage is then its statfs).
-func ensureBindMount(source, target string, readOnly bool) (made, ownFS bool, err error) {
+// when readOnly, with the flags of options (checkLocalMountOptions), as
+// the kubelet mounts a local volume into a pod's folder. made is false
+// when target already was one (SetUpPod again, or after a restart);
+// ownFS tells whether source is a file system's mount point of its own
+// (its usage is then its statfs).
+func ensureBindMount(source, target string, readOnly bool, options []string) (made, ownFS bool, err error) {
 	resolvedSource, err := filepath.EvalSymlinks(source)
 	if os.IsNotExist(err) {
 		return false, false, fmt.Errorf("path %q does not exist", source)
@@ -54,12 +56,38 @@ func ensureBindMount(source, target string, readOnly bool) (made, ownFS bool, er
 	if err := unix.Mount(resolvedSource, resolvedTarget, "", unix.MS_BIND, ""); err != nil {
 		return false, ownFS, &os.PathError{Op: "bind mount " + resolvedSource + " on", Path: resolvedTarget, Err: err}
 	}
-	if readOnly {
-		// A bind mount takes its read-only flag only from a remount.
-		if err := unix.Mount("", resolvedTarget, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+	if flags := bindMountFlags(readOnly, options); flags != 0 {
+		// A bind mount takes its flags only from a remount.
+		if err := unix.Mount("", resolvedTarget, "", unix.MS_BIND|unix.MS_REMOUNT|flags, ""); err != nil {
 			_ = unmount(resolvedTarget)
-			return false, ownFS, &os.PathError{Op: "remount read-only", Path: resolvedTarget, Err: err}
+			return false, ownFS, &os.PathError{Op: fmt.Sprintf("remount (read-only %t, options %v)", readOnly, options), Path: resolvedTarget, Err: err}
 		}
 	}
 	return true, ownFS, nil
+}
+
+// bindMountFlags are the flags a bind mount is remounted with: read-only
+// when readOnly, and those its options set, a later option undoing an
+// earlier one as mount(8) reads them.
+func bindMountFlags(readOnly bool, options []string) uintptr {
+	var flags uintptr
+	set := map[string]uintptr{
+		"ro": unix.MS_RDONLY, "noexec": unix.MS_NOEXEC, "nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV,
+		"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+		"strictatime": unix.MS_STRICTATIME, "sync": unix.MS_SYNCHRONOUS, "dirsync": unix.MS_DIRSYNC,
+	}
+	clear := map[string]uintptr{
+		"rw": unix.MS_RDONLY, "exec": unix.MS_NOEXEC, "suid": unix.MS_NOSUID, "dev": unix.MS_NODEV,
+		"atime": unix.MS_NOATIME, "diratime": unix.MS_NODIRATIME, "norelatime": unix.MS_RELATIME,
+		"async": unix.MS_SYNCHRONOUS,
+	}
+	for _, o := range options {
+		o = strings.TrimSpace(o)
+		flags |= set[o]
+		flags &^= clear[o]
+	}
+	if readOnly {
+		flags |= unix.MS_RDONLY
+	}
+	return flags
 }

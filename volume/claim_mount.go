@@ -3,16 +3,24 @@ package volume
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ephemeralvolume "k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
-// pluginLocalVolume is the kubelet's folder for local volumes.
-const pluginLocalVolume = "kubernetes.io~local-volume"
+// pluginLocalVolume is the kubelet's folder for local volumes;
+// pluginHostPath its name for hostPath ones.
+const (
+	pluginLocalVolume = "kubernetes.io~local-volume"
+	pluginHostPath    = "kubernetes.io~host-path"
+)
 
 // claimSetUp is what setting up a persistentVolumeClaim volume gives.
 type claimSetUp struct {
@@ -32,7 +40,8 @@ type claimSetUp struct {
 // a generic ephemeral volume's) to its persistent volume, as the
 // kubelet's volume manager does before mounting, and mounts it: a local
 // volume is bind-mounted into the pod's folder (read-only when the claim
-// source says so), a hostPath one is handed to the runtime as it is. The
+// source says so), a hostPath one is handed to the runtime as it is; a
+// volume of volumeMode Block is mapped instead (block.go). The
 // claim and the volume are read from the API server each time, never
 // cached: the node may read only those of its own pods. Errors are user
 // errors (*ClaimError, *MountError, *UnsupportedVolumeError): the pod
@@ -63,29 +72,59 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		return claimSetUp{}, err
 	}
 	out := claimSetUp{claim: &statsapi.PVCReference{Name: name, Namespace: pod.Namespace}, gid: mount.gid}
+	if readWriteOncePod(pv) {
+		// Checked and set up under one lock, so two pods cannot both
+		// find the volume free.
+		unlock := m.csiLocks.lock("ReadWriteOncePod|" + pv.Name)
+		defer unlock()
+		users, err := m.volumeUsers(pv.Name)
+		if err != nil {
+			return claimSetUp{}, fmt.Errorf("finding the pods that use volume %s: %w", pv.Name, err)
+		}
+		if err := checkReadWriteOncePod(pv, mount.block, pod.UID, users); err != nil {
+			return claimSetUp{}, err
+		}
+	}
 
-	switch mount.kind {
-	case claimCSI:
+	switch {
+	case mount.kind == claimCSI:
 		set, err := m.setUpCSIClaim(ctx, pod, pv, mount.readOnly)
 		if err != nil {
 			return claimSetUp{}, err
 		}
 		out.dir, out.usage, out.csi, out.republish = set.path, usageCSI, set.volume, set.republish
-	case claimHostPath:
+		if mount.block {
+			// A device's usage is not measured (see the README).
+			out.usage = usageNone
+		}
+	case mount.kind == claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
 		// the kubelet's hostPath volumes.
 		if err := checkHostPath(m.hostRoot, mount.path, mount.hostPathType); err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
+		// Nothing of the volume is in the pod's folder: an empty folder
+		// there records that the pod uses it (volumeUsers).
+		if err := ensureDir(m.volumeDir(pod.UID, pluginHostPath, mount.pv), 0o750); err != nil {
+			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
+		}
 		out.dir, out.usage = mount.path, usageNone
-	case claimLocal:
+	case mount.block:
+		// The device itself, linked into the pod's folder: nothing is
+		// mounted, no ownership changed, no usage measured.
+		link := m.deviceDir(pod.UID, pluginLocalVolume, mount.pv)
+		if err := mapLocalDevice(m.hostRoot, mount.path, link); err != nil {
+			return claimSetUp{}, &MountError{Operation: "MapVolume.MapBlockVolume", Volume: mount.pv, Err: err}
+		}
+		out.dir, out.usage = link, usageNone
+	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
-		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly)
+		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly, mount.mountOptions)
 		if err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
 		if made {
-			m.log.V(2).Info("Mounted local volume", "pod", klog.KObj(pod), "volume", vol.Name, "pv", mount.pv, "path", mount.path, "readOnly", mount.readOnly)
+			m.log.V(2).Info("Mounted local volume", "pod", klog.KObj(pod), "volume", vol.Name, "pv", mount.pv, "path", mount.path, "readOnly", mount.readOnly, "mountOptions", mount.mountOptions)
 			// Ownership is changed on the volume's first mount for the
 			// pod, as the kubelet changes it on a new mount only.
 			if o := claimOwnership(pod.Spec.SecurityContext, mount.readOnly, true); o != nil {
@@ -97,4 +136,44 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		out.dir, out.usage = dir, claimUsageMethod(ownFS, true)
 	}
 	return out, nil
+}
+
+// volumeUsers are the pods whose folders (those being removed too) hold
+// the persistent volume pv: mounted, mapped or recorded there by the
+// plugins of claims, until their teardown is done (a pod's inline CSI
+// volume of the same name is not it). Read from the disk, so it holds
+// after a restart.
+func (m *Manager) volumeUsers(pv string) ([]types.UID, error) {
+	pods := filepath.Join(m.rootDir, "pods")
+	var users []types.UID
+	for _, pattern := range []string{
+		filepath.Join(pods, "*", "volumes", pluginLocalVolume, pv),
+		filepath.Join(pods, "*", "volumes", pluginHostPath, pv),
+		filepath.Join(pods, "*", "volumes", pluginCSI, pv),
+		filepath.Join(pods, "*", "volumeDevices", pluginLocalVolume, pv),
+	} {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
+			if filepath.Base(filepath.Dir(path)) == pluginCSI {
+				record, err := readCSIRecord(filepath.Join(path, csiVolumeDataFile))
+				if err == nil && record.VolumeLifecycleMode == string(storagev1.VolumeLifecycleEphemeral) {
+					continue
+				}
+			}
+			rel, err := filepath.Rel(pods, path)
+			if err != nil {
+				return nil, err
+			}
+			folder, _, _ := strings.Cut(rel, string(filepath.Separator))
+			uid, removing := removingOwner(folder)
+			if !removing {
+				uid = types.UID(folder)
+			}
+			users = append(users, uid)
+		}
+	}
+	return users, nil
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -179,10 +180,31 @@ func TestClaimMountOf(t *testing.T) {
 			wantErr:  `volume "data": nfs persistent volumes are not supported by nodelet yet`,
 			wantKind: &UnsupportedVolumeError{},
 		},
-		"mount options: refused, not ignored": {
-			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec"} },
-			wantErr:  `volume "data": persistent volumes with mountOptions are not supported by nodelet yet`,
-			wantKind: &UnsupportedVolumeError{},
+		"a local volume's mount options: its bind mount's": {
+			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec", "nosuid"} },
+			want:     claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", mountOptions: []string{"noexec", "nosuid"}},
+		},
+		"the beta annotation's mount options before the field's, as the kubelet reads them": {
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Annotations = map[string]string{"volume.beta.kubernetes.io/mount-options": "ro,nodev"}
+				pv.Spec.MountOptions = []string{"noexec"}
+			},
+			want: claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", mountOptions: []string{"ro", "nodev"}},
+		},
+		"a mount option that is no bind mount's flag: refused, not ignored": {
+			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.MountOptions = []string{"noexec", "uid=1000"} },
+			wantErr:  `MountVolume.SetUp failed for volume "pv-1" : mount option "uid=1000" is not a bind mount's flag: nodelet mounts local volumes with ro, rw, noexec, exec, nosuid, suid, nodev, dev, noatime, atime, nodiratime, diratime, relatime, norelatime, strictatime, sync, async, dirsync and defaults only`,
+			wantKind: &MountError{},
+		},
+		"a hostPath volume with mount options: the kubelet's support check": {
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Spec.Local = nil
+				pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/srv/data"}
+				pv.Spec.NodeAffinity = nil
+				pv.Spec.MountOptions = []string{"noexec"}
+			},
+			wantErr:  `MountVolume.MountOptionSupport check failed for volume "pv-1" : mount options are not supported for this volume type`,
+			wantKind: &MountError{},
 		},
 		"a Block volume in volumeMounts: the kubelet's error": {
 			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
@@ -197,14 +219,40 @@ func TestClaimMountOf(t *testing.T) {
 			wantErr:  "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: volume data has volumeMode Filesystem, but is specified in volumeDevices",
 			wantKind: &ClaimError{},
 		},
-		"a Block volume in volumeDevices: refused, not ignored": {
+		"a Block local volume in volumeDevices: mapped": {
 			mutatePod: func(pod *corev1.Pod) {
 				pod.Spec.Containers[0].VolumeMounts = nil
 				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 			},
-			mutatePV: func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
-			wantErr:  `volume "data": persistentVolumeClaim volumes of volumeMode Block are not supported by nodelet yet`,
-			wantKind: &UnsupportedVolumeError{},
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+				// Not mounted: the kubelet maps it whatever they say.
+				pv.Spec.MountOptions = []string{"noexec"}
+			},
+			want: claimMount{pv: "pv-1", kind: claimLocal, path: "/mnt/disks/vol1", block: true},
+		},
+		"a Block local volume on another node: the kubelet's map error": {
+			mutatePod: func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].VolumeMounts = nil
+				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+			},
+			mutatePV:   func(pv *corev1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock) },
+			nodeLabels: map[string]string{"kubernetes.io/hostname": "node-2"},
+			wantErr:    `MapVolume.NodeAffinity check failed for volume "pv-1" : no matching NodeSelectorTerms`,
+			wantKind:   &MountError{},
+		},
+		"a Block hostPath volume: no block plugin, as under the kubelet": {
+			mutatePod: func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].VolumeMounts = nil
+				pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+			},
+			mutatePV: func(pv *corev1.PersistentVolume) {
+				pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+				pv.Spec.Local = nil
+				pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/dev/sdb"}
+			},
+			wantErr:  `MapVolume.FindMapperPluginBySpec failed for volume "pv-1" : no block volume plugin matched: hostPath volumes cannot be of volumeMode Block`,
+			wantKind: &MountError{},
 		},
 	}
 	for name, tc := range tests {
@@ -272,6 +320,41 @@ func TestExtraSupplementalGroups(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, extraSupplementalGroups(pod, tc.gids)); diff != "" {
 				t.Errorf("extraSupplementalGroups (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckReadWriteOncePod(t *testing.T) {
+	modes := func(m ...corev1.PersistentVolumeAccessMode) *corev1.PersistentVolume {
+		pv := localPV()
+		pv.Spec.AccessModes = m
+		return pv
+	}
+	rwop := modes(corev1.ReadWriteOncePod)
+	tests := map[string]struct {
+		pv      *corev1.PersistentVolume
+		block   bool
+		users   []types.UID
+		wantErr string
+	}{
+		"unused: the pod may have it":                {pv: rwop},
+		"used by the pod itself (set up again)":      {pv: rwop, users: []types.UID{"uid-1"}},
+		"used by another pod: the kubelet's refusal": {pv: rwop, users: []types.UID{"uid-1", "uid-2"}, wantErr: `MountVolume.SetUp failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`},
+		"a block volume: the kubelet's map refusal":  {pv: rwop, block: true, users: []types.UID{"uid-2"}, wantErr: `MapVolume.SetUpDevice failed for volume "pv-1" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`},
+		"ReadWriteOnce: shared by the node's pods":   {pv: modes(corev1.ReadWriteOnce), users: []types.UID{"uid-2"}},
+		"several modes: which one is meant is not known, as the kubelet lets it be": {
+			pv: modes(corev1.ReadWriteOncePod, corev1.ReadOnlyMany), users: []types.UID{"uid-2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			err := checkReadWriteOncePod(tc.pv, tc.block, "uid-1", tc.users)
+			if errText(err) != tc.wantErr {
+				t.Fatalf("error = %q, want %q", errText(err), tc.wantErr)
+			}
+			if err != nil && !IsUserError(err) {
+				t.Errorf("error %T is not a user error", err)
 			}
 		})
 	}

@@ -50,6 +50,22 @@ func csiStagingPath(rootDir, driver, handle string) string {
 	return filepath.Join(rootDir, "plugins", csiPluginName, driver, fmt.Sprintf("%x", sha256.Sum256([]byte(handle))), "globalmount")
 }
 
+// The kubelet's paths of a CSI volume of volumeMode Block: staged once for
+// the node at <root>/plugins/kubernetes.io/csi/volumeDevices/staging/<pv>
+// (a folder the driver puts its own things in), published for each pod
+// to the file <root>/plugins/kubernetes.io/csi/volumeDevices/publish/<pv>/<pod
+// uid> (its folder made by the node, the file by the driver), and mapped
+// into the pod's folder as the link
+// <root>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>, which the
+// runtime is handed as the container's device.
+func csiBlockStagingPath(rootDir, pv string) string {
+	return filepath.Join(rootDir, "plugins", csiPluginName, "volumeDevices", "staging", pv)
+}
+
+func csiBlockPublishPath(rootDir, pv string, uid types.UID) string {
+	return filepath.Join(rootDir, "plugins", csiPluginName, "volumeDevices", "publish", pv, string(uid))
+}
+
 // csiUniqueName is the volume's name in the node's volumesInUse and the
 // attach/detach controller's records.
 func csiUniqueName(driver, handle string) corev1.UniqueVolumeName {
@@ -79,6 +95,10 @@ type csiMount struct {
 	fsType    string
 	// mountFlags are the PersistentVolume's mountOptions.
 	mountFlags []string
+	// block: the volume is a raw block device (volumeMode Block), mapped
+	// into the pod rather than mounted; no fsType, mount flags or
+	// fsGroup, as the kubelet's block mapper.
+	block      bool
 	accessMode corev1.PersistentVolumeAccessMode
 	// context is the volume context NodePublishVolume gets; stageContext
 	// the one NodeStageVolume gets (without the pod's information).
@@ -129,6 +149,10 @@ func csiPersistentMount(pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly b
 	m.attach = attachRequired(driver)
 	m.context = csiVolumeContext(pod, source.VolumeAttributes, driver, false)
 	setCSIRepublishing(&m, driver)
+	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {
+		m.block, m.fsType, m.mountFlags = true, "", nil
+		return m, nil
+	}
 	rwo := slices.Contains(pv.Spec.AccessModes, corev1.ReadWriteOnce) || slices.Contains(pv.Spec.AccessModes, corev1.ReadWriteOncePod)
 	m.fsGroup = csiGivesFSGroup(pod, fsGroupPolicy(driver), m.readOnly, m.fsType, rwo)
 	return m, nil
@@ -268,7 +292,8 @@ func csiVolumeContext(pod *corev1.Pod, attributes map[string]string, driver *sto
 }
 
 // csiCapability is the volume capability the node service is asked for:
-// a mounted file system, with the PersistentVolume's access mode.
+// a mounted file system (or a raw block device), with the
+// PersistentVolume's access mode.
 func csiCapability(m csiMount) *csipb.VolumeCapability {
 	mode := csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 	switch m.accessMode {
@@ -278,6 +303,12 @@ func csiCapability(m csiMount) *csipb.VolumeCapability {
 		mode = csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
 	case corev1.ReadWriteOncePod:
 		mode = csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+	}
+	if m.block {
+		return &csipb.VolumeCapability{
+			AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}},
+			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: mode},
+		}
 	}
 	return &csipb.VolumeCapability{
 		AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{FsType: m.fsType, MountFlags: m.mountFlags}},
@@ -301,11 +332,29 @@ type csiRecord struct {
 	// StagingPath is where the volume is staged, empty when the driver
 	// does not stage it.
 	StagingPath string `json:"stagingPath,omitempty"`
-	// TargetPath is where it is published.
+	// TargetPath is where it is published: a folder, or for a block
+	// volume a file.
 	TargetPath string `json:"targetPath"`
+	// DeviceMapPath is a block volume's link in the pod's folder to
+	// TargetPath, the device the runtime is handed; empty for a mounted
+	// volume. It goes first on teardown.
+	DeviceMapPath string `json:"deviceMapPath,omitempty"`
 	// Unpublished is set once NodeUnpublishVolume succeeded: the record
 	// no longer holds the staging in use.
 	Unpublished bool `json:"unpublished,omitempty"`
+}
+
+// csiOperations are the names the kubelet gives the steps of setting a
+// volume up in its events: mounting, or for a block volume mapping.
+type csiOperations struct {
+	waitForAttach, stage, publish, mapDevice string
+}
+
+func csiOperationsFor(block bool) csiOperations {
+	if block {
+		return csiOperations{waitForAttach: "MapVolume.WaitForAttach", stage: "MapVolume.SetUpDevice", publish: "MapVolume.MapPodDevice", mapDevice: "MapVolume.MapBlockVolume"}
+	}
+	return csiOperations{waitForAttach: "MountVolume.WaitForAttach", stage: "MountVolume.MountDevice", publish: "MountVolume.SetUp"}
 }
 
 // csiTeardownStep is the next call tearing down a volume of a pod takes.

@@ -2,13 +2,11 @@ package volume
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -119,20 +117,35 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 	target := filepath.Join(dir, "mount")
 	recordPath := filepath.Join(dir, csiVolumeDataFile)
 	out := csiSetUp{path: target, volume: csiVolumeID{driver: mount.driver, handle: mount.handle}, republish: mount.republish}
+	ops := csiOperationsFor(mount.block)
+	mapPath := ""
+	if mount.block {
+		target = csiBlockPublishPath(m.rootDir, mount.name, pod.UID)
+		mapPath = m.deviceDir(pod.UID, pluginCSI, mount.name)
+		out.path = mapPath
+	}
 	if mount.attach {
 		m.markCSIInUse(pod.UID, csiUniqueName(mount.driver, mount.handle))
 	}
 	published := false
 	if record, err := readCSIRecord(recordPath); err == nil && !record.Unpublished {
-		if mounted, err := isMountPoint(target); err == nil && mounted {
+		if mount.block {
+			// The driver bind-mounts the device on the file or makes
+			// a device node there.
+			published = checkBlockDevice(target) == nil
+		} else if mounted, err := isMountPoint(target); err == nil && mounted {
 			published = true
 		}
 	}
-	if published && !mount.republish {
-		return out, nil
-	}
 	fail := func(operation string, err error) (csiSetUp, error) {
 		return csiSetUp{}, &MountError{Operation: operation, Volume: mount.name, Err: err}
+	}
+	if published && !mount.republish {
+		// A nodelet killed between publishing and mapping maps now.
+		if err := mapBlockDevice(target, mapPath); err != nil {
+			return fail(ops.mapDevice, err)
+		}
+		return out, nil
 	}
 
 	var publishContext map[string]string
@@ -142,33 +155,33 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 		va, err := m.client.StorageV1().VolumeAttachments().Get(ctx, attachment, metav1.GetOptions{})
 		switch {
 		case err != nil:
-			return fail("MountVolume.WaitForAttach", fmt.Errorf("volume %s has GET error for volume attachment %s: %w", mount.handle, attachment, err))
+			return fail(ops.waitForAttach, fmt.Errorf("volume %s has GET error for volume attachment %s: %w", mount.handle, attachment, err))
 		case !va.Status.Attached:
-			return fail("MountVolume.WaitForAttach", fmt.Errorf("volume %s is not attached for volume attachment %s", mount.handle, attachment))
+			return fail(ops.waitForAttach, fmt.Errorf("volume %s is not attached for volume attachment %s", mount.handle, attachment))
 		}
 		publishContext = va.Status.AttachmentMetadata
 	}
 	client, err := m.csi.NodeClient(mount.driver)
 	if err != nil {
-		return fail("MountVolume.MountDevice", fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", err))
+		return fail(ops.stage, fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", err))
 	}
 	stage := false
 	if !mount.ephemeral {
 		if stage, err = stagesVolumes(ctx, client); err != nil {
-			return fail("MountVolume.MountDevice", err)
+			return fail(ops.stage, err)
 		}
 	}
 	stageSecrets, err := m.csiSecrets(ctx, "NodeStageSecretRef", mount.stageSecret)
 	if err != nil {
-		return fail("MountVolume.MountDevice", err)
+		return fail(ops.stage, err)
 	}
 	publishSecrets, err := m.csiSecrets(ctx, "NodePublishSecretRef", mount.publishSecret)
 	if err != nil {
-		return fail("MountVolume.SetUp", err)
+		return fail(ops.publish, err)
 	}
 	tokens, err := m.csiTokensFor(ctx, pod, mount.tokenRequests, m.clock.Now())
 	if err != nil {
-		return fail("MountVolume.SetUp", fmt.Errorf("failed to get service account token attributes: %w", err))
+		return fail(ops.publish, fmt.Errorf("failed to get service account token attributes: %w", err))
 	}
 	volumeContext, publishSecrets := withCSITokens(mount.context, publishSecrets, tokens, mount.tokensInSecrets)
 
@@ -180,11 +193,15 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 		AttachmentID:        attachment,
 		VolumeLifecycleMode: string(storagev1.VolumeLifecyclePersistent),
 		TargetPath:          target,
+		DeviceMapPath:       mapPath,
 	}
 	if mount.ephemeral {
 		record.VolumeLifecycleMode = string(storagev1.VolumeLifecycleEphemeral)
 	}
-	if stage {
+	switch {
+	case stage && mount.block:
+		record.StagingPath = csiBlockStagingPath(m.rootDir, mount.name)
+	case stage:
 		record.StagingPath = csiStagingPath(m.rootDir, mount.driver, mount.handle)
 	}
 	// The record first, under the staging's lock: from then on a teardown
@@ -192,17 +209,17 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 	unlock := m.csiLocks.lock(record.StagingPath + "|" + mount.handle)
 	defer unlock()
 	if err := ensureDir(dir, 0o750); err != nil {
-		return fail("MountVolume.SetUp", err)
+		return fail(ops.publish, err)
 	}
 	if !published {
 		if err := writeCSIRecord(recordPath, record); err != nil {
-			return fail("MountVolume.SetUp", err)
+			return fail(ops.publish, err)
 		}
 	}
 	capability := csiCapability(mount)
 	if stage && !published {
 		if err := os.MkdirAll(record.StagingPath, 0o750); err != nil {
-			return fail("MountVolume.MountDevice", err)
+			return fail(ops.stage, err)
 		}
 		callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
 		_, err := client.NodeStageVolume(callCtx, &csipb.NodeStageVolumeRequest{
@@ -215,7 +232,14 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 		})
 		cancel()
 		if err != nil {
-			return fail("MountVolume.MountDevice", err)
+			return fail(ops.stage, err)
+		}
+	}
+	if mount.block {
+		// The publish file's folder is the node's to make, the file the
+		// driver's.
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+			return fail(ops.publish, err)
 		}
 	}
 	callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
@@ -231,13 +255,16 @@ func (m *Manager) setUpCSI(ctx context.Context, pod *corev1.Pod, mount csiMount)
 	})
 	cancel()
 	if err != nil {
-		return fail("MountVolume.SetUp", err)
+		return fail(ops.publish, err)
 	}
-	m.log.V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "volume", mount.name, "driver", mount.driver, "handle", mount.handle, "staged", stage, "republished", published)
+	m.log.V(2).Info("Published CSI volume", "pod", klog.KObj(pod), "volume", mount.name, "driver", mount.driver, "handle", mount.handle, "staged", stage, "republished", published, "block", mount.block)
+	if err := mapBlockDevice(target, mapPath); err != nil {
+		return fail(ops.mapDevice, err)
+	}
 	if mount.fsGroup && !published {
 		if o := claimOwnership(pod.Spec.SecurityContext, mount.readOnly, true); o != nil {
 			if err := m.changeOwnership(pod, mount.name, target, *o); err != nil {
-				return fail("MountVolume.SetUp", err)
+				return fail(ops.publish, err)
 			}
 		}
 	}
@@ -304,6 +331,13 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, recordPath string) erro
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %w", record.SpecVolumeID, err)
 	}
 	if nextCSITeardownStep(record, nil) == csiUnpublish {
+		// A block volume's link in the pod's folder goes first: the
+		// reverse of mapping it last.
+		if record.DeviceMapPath != "" {
+			if err := os.Remove(record.DeviceMapPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("UnmapVolume.UnmapBlockVolume failed for volume %q: %w", record.SpecVolumeID, err)
+			}
+		}
 		callCtx, cancel := context.WithTimeout(ctx, csiTimeout)
 		_, err := client.NodeUnpublishVolume(callCtx, &csipb.NodeUnpublishVolumeRequest{VolumeId: record.VolumeHandle, TargetPath: record.TargetPath})
 		cancel()
@@ -332,9 +366,17 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, recordPath string) erro
 			}
 			// The staging folder and the one named for the handle go,
 			// as the kubelet removes them; a folder still mounted or
-			// not empty stays.
-			_ = os.Remove(record.StagingPath)
-			_ = os.Remove(filepath.Dir(record.StagingPath))
+			// not empty stays. A block volume's staging folder holds
+			// what its driver left: removed whole, unless something
+			// under it is still mounted.
+			if record.DeviceMapPath != "" {
+				if err := removeUnmounted(record.StagingPath); err != nil {
+					return fmt.Errorf("UnmapDevice failed for volume %q: %w", record.SpecVolumeID, err)
+				}
+			} else {
+				_ = os.Remove(record.StagingPath)
+				_ = os.Remove(filepath.Dir(record.StagingPath))
+			}
 			m.log.V(2).Info("Unstaged CSI volume", "volume", record.SpecVolumeID, "driver", record.DriverName, "staging", record.StagingPath)
 		}
 	}
@@ -342,101 +384,14 @@ func (m *Manager) tearDownCSIVolume(ctx context.Context, recordPath string) erro
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q: %s is still mounted after NodeUnpublishVolume", record.SpecVolumeID, record.TargetPath)
 	}
 	_ = os.Remove(record.TargetPath)
+	if record.DeviceMapPath != "" {
+		// The volume's publish folder, once no pod's file is left in it.
+		_ = os.Remove(filepath.Dir(record.TargetPath))
+	}
 	if err := os.Remove(recordPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
-}
-
-// csiRecords reads every CSI record on the node but the one at except.
-func (m *Manager) csiRecords(except string) ([]csiRecord, error) {
-	paths, err := filepath.Glob(filepath.Join(m.rootDir, "pods", "*", "volumes", pluginCSI, "*", csiVolumeDataFile))
-	if err != nil {
-		return nil, err
-	}
-	var records []csiRecord
-	for _, path := range paths {
-		if path == except {
-			continue
-		}
-		record, err := readCSIRecord(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		records = append(records, record)
-	}
-	return records, nil
-}
-
-func readCSIRecord(path string) (csiRecord, error) {
-	var record csiRecord
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return record, err
-	}
-	if err := json.Unmarshal(data, &record); err != nil {
-		return record, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return record, nil
-}
-
-// writeCSIRecord replaces the record whole (a new file renamed over it),
-// so a nodelet killed meanwhile leaves the old one or the new one.
-func writeCSIRecord(path string, record csiRecord) error {
-	data, err := json.Marshal(record)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// markCSIInUse notes an attachable volume the pod is about to use.
-func (m *Manager) markCSIInUse(uid types.UID, name corev1.UniqueVolumeName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.csiInUse == nil {
-		m.csiInUse = map[types.UID][]corev1.UniqueVolumeName{}
-	}
-	if !slices.Contains(m.csiInUse[uid], name) {
-		m.csiInUse[uid] = append(m.csiInUse[uid], name)
-	}
-}
-
-func (m *Manager) forgetCSIInUse(uid types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.csiInUse, uid)
-}
-
-// VolumesInUse are the attachable volumes the node's pods use or are about
-// to use (the Node's status.volumesInUse): those being set up, and those
-// a record holds on disk until they are unstaged. The attach/detach
-// controller detaches none of them.
-func (m *Manager) VolumesInUse() []corev1.UniqueVolumeName {
-	var names []corev1.UniqueVolumeName
-	m.mu.Lock()
-	for _, inUse := range m.csiInUse {
-		names = append(names, inUse...)
-	}
-	m.mu.Unlock()
-	records, err := m.csiRecords("")
-	if err != nil {
-		m.log.Error(err, "Failed to read CSI volume records")
-	}
-	for _, record := range records {
-		if record.AttachmentID != "" {
-			names = append(names, csiUniqueName(record.DriverName, record.VolumeHandle))
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
 }
 
 // noCSIDrivers is a node with no CSI driver registered.

@@ -66,9 +66,19 @@ func csiUsage(resp *csipb.NodeGetVolumeStatsResponse, condition bool, now time.T
 	}
 	if condition {
 		abnormal := resp.GetVolumeCondition().GetAbnormal()
-		u.abnormal = &abnormal
+		u.abnormal, u.conditionReason = &abnormal, resp.GetVolumeCondition().GetMessage()
 	}
 	return u, nil
+}
+
+// volumeConditionEvent is the kubelet's warning for a measurement of the
+// pod's volume whose driver says it is abnormal: its message, and
+// whether there is one to give.
+func volumeConditionEvent(volume string, u usage) (string, bool) {
+	if u.abnormal == nil || !*u.abnormal {
+		return "", false
+	}
+	return fmt.Sprintf("Volume %s: %s", volume, u.conditionReason), true
 }
 
 func nonNegative(v int64) uint64 {

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 )
@@ -187,5 +188,58 @@ func TestCSIVolumeWithoutGetVolumeStatsHasNoStats(t *testing.T) {
 	}
 	if got := node.statsRequests(); len(got) != 1 || got[0].VolumePath != filepath.Join(e.root, "pods", string(podUID), "volumes/kubernetes.io~csi/scratch/mount") {
 		t.Errorf("NodeGetVolumeStats requests %v, want one at the publish path", got)
+	}
+}
+
+// A measurement whose driver says the volume is abnormal gives the
+// kubelet's VolumeConditionAbnormal warning on the pod; a normal one
+// gives none.
+func TestCSIAbnormalVolumeGivesTheKubeletsEvent(t *testing.T) {
+	node := &fakeCSINode{
+		caps:  []csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS, csipb.NodeServiceCapability_RPC_VOLUME_CONDITION},
+		stats: fakeCSIStats{resp: csiStatsResponse(300, false)},
+	}
+	recorder := record.NewFakeRecorder(10)
+	e := newTestEnv(t, Options{CSI: &fakeCSIDrivers{node: node, registered: true}, NodeName: "node-1", StatsPeriod: time.Minute, Recorder: recorder}, csiClaimObjects()...)
+	setUp(t, e, csiClaimPod("uid-1"))
+	ctx := context.Background()
+
+	e.m.ClaimVolumeStats(ctx)
+	if n := len(recorder.Events); n != 0 {
+		t.Fatalf("%d events for a normal volume: %s", n, <-recorder.Events)
+	}
+	node.mu.Lock()
+	node.stats.resp = csiStatsResponse(300, true)
+	node.mu.Unlock()
+	e.clock.Step(time.Minute)
+	e.m.ClaimVolumeStats(ctx)
+	select {
+	case got := <-recorder.Events:
+		if want := "Warning VolumeConditionAbnormal Volume data: the test says so"; got != want {
+			t.Errorf("event %q, want %q", got, want)
+		}
+	default:
+		t.Error("no event for an abnormal volume")
+	}
+}
+
+func TestVolumeConditionEvent(t *testing.T) {
+	tests := map[string]struct {
+		u      usage
+		want   string
+		wantOK bool
+	}{
+		"no condition":     {},
+		"normal":           {u: usage{abnormal: ptr.To(false), conditionReason: "fine"}},
+		"abnormal":         {u: usage{abnormal: ptr.To(true), conditionReason: "disk gone"}, want: "Volume data: disk gone", wantOK: true},
+		"abnormal, unsaid": {u: usage{abnormal: ptr.To(true)}, want: "Volume data: ", wantOK: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := volumeConditionEvent("data", tc.u)
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("volumeConditionEvent = %q %t, want %q %t", got, ok, tc.want, tc.wantOK)
+			}
+		})
 	}
 }

@@ -2,16 +2,14 @@ package volume
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/grpc"
+	"google.golang.org/protobuf/testing/protocmp"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,6 +117,27 @@ func TestCSIPersistentMount(t *testing.T) {
 			check: func(t *testing.T, m csiMount) {
 				if !m.readOnly || m.fsGroup {
 					t.Errorf("readOnly %t fsGroup %t, want true false", m.readOnly, m.fsGroup)
+				}
+			},
+		},
+		"a Block volume is asked for as a device: no fsType, mount flags or fsGroup, as the kubelet's block mapper": {
+			pod: withFSGroup, driver: csiDriverObject(func(s *storagev1.CSIDriverSpec) { s.FSGroupPolicy = ptr.To(storagev1.FileFSGroupPolicy) }),
+			pv: func(pv *corev1.PersistentVolume) {
+				pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+				pv.Spec.CSI.FSType = "ext4"
+				pv.Spec.MountOptions = []string{"noatime"}
+				pv.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+			},
+			check: func(t *testing.T, m csiMount) {
+				if !m.block || m.fsType != "" || m.mountFlags != nil || m.fsGroup {
+					t.Errorf("block %t fsType %q mountFlags %v fsGroup %t, want a device alone", m.block, m.fsType, m.mountFlags, m.fsGroup)
+				}
+				want := &csipb.VolumeCapability{
+					AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}},
+					AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER},
+				}
+				if diff := cmp.Diff(want, csiCapability(m), protocmp.Transform()); diff != "" {
+					t.Errorf("capability (-want +got):\n%s", diff)
 				}
 			},
 		},
@@ -243,81 +262,6 @@ func TestNextCSITeardownStep(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fakeCSINode is a node service that records its calls, and fails those
-// named in fail.
-type fakeCSINode struct {
-	csipb.NodeClient
-	mu    sync.Mutex
-	calls []string
-	fail  map[string]bool
-	// publishes are the NodePublishVolume requests it got.
-	publishes []*csipb.NodePublishVolumeRequest
-	// caps are its capabilities beyond STAGE_UNSTAGE_VOLUME; stats is
-	// what NodeGetVolumeStats answers (csi_stats_test.go).
-	caps  []csipb.NodeServiceCapability_RPC_Type
-	stats fakeCSIStats
-}
-
-func (f *fakeCSINode) record(call string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, call)
-	if f.fail[call] {
-		return errors.New(call + " failed")
-	}
-	return nil
-}
-
-func (f *fakeCSINode) takeCalls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	calls := f.calls
-	f.calls = nil
-	return calls
-}
-
-func (f *fakeCSINode) NodeGetCapabilities(context.Context, *csipb.NodeGetCapabilitiesRequest, ...grpc.CallOption) (*csipb.NodeGetCapabilitiesResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var caps []*csipb.NodeServiceCapability
-	for _, c := range append([]csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}, f.caps...) {
-		caps = append(caps, &csipb.NodeServiceCapability{Type: &csipb.NodeServiceCapability_Rpc{Rpc: &csipb.NodeServiceCapability_RPC{Type: c}}})
-	}
-	return &csipb.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
-}
-
-func (f *fakeCSINode) NodeStageVolume(_ context.Context, req *csipb.NodeStageVolumeRequest, _ ...grpc.CallOption) (*csipb.NodeStageVolumeResponse, error) {
-	return &csipb.NodeStageVolumeResponse{}, f.record("NodeStageVolume " + req.VolumeId)
-}
-
-func (f *fakeCSINode) NodeUnstageVolume(_ context.Context, req *csipb.NodeUnstageVolumeRequest, _ ...grpc.CallOption) (*csipb.NodeUnstageVolumeResponse, error) {
-	return &csipb.NodeUnstageVolumeResponse{}, f.record("NodeUnstageVolume " + req.VolumeId)
-}
-
-func (f *fakeCSINode) NodePublishVolume(_ context.Context, req *csipb.NodePublishVolumeRequest, _ ...grpc.CallOption) (*csipb.NodePublishVolumeResponse, error) {
-	f.mu.Lock()
-	f.publishes = append(f.publishes, req)
-	f.mu.Unlock()
-	return &csipb.NodePublishVolumeResponse{}, f.record("NodePublishVolume " + req.VolumeId)
-}
-
-func (f *fakeCSINode) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublishVolumeRequest, _ ...grpc.CallOption) (*csipb.NodeUnpublishVolumeResponse, error) {
-	return &csipb.NodeUnpublishVolumeResponse{}, f.record("NodeUnpublishVolume " + req.VolumeId)
-}
-
-// fakeCSIDrivers has the fake registered as mock.csi when registered.
-type fakeCSIDrivers struct {
-	node       *fakeCSINode
-	registered bool
-}
-
-func (d *fakeCSIDrivers) NodeClient(name string) (csipb.NodeClient, error) {
-	if !d.registered || name != "mock.csi" {
-		return nil, errors.New("driver name " + name + " not found in the list of registered CSI drivers")
-	}
-	return d.node, nil
 }
 
 func csiClaimObjects() []apiruntime.Object {
@@ -484,5 +428,28 @@ func TestCSIInlineVolumeIsPublishedWithoutStaging(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"NodePublishVolume " + handle, "NodeUnpublishVolume " + handle}, drivers.node.takeCalls()); diff != "" {
 		t.Errorf("calls: an ephemeral volume is never staged (-want +got):\n%s", diff)
+	}
+}
+
+// The PersistentVolume's mountOptions are the driver's mount flags, at
+// staging and at publishing alike, as the kubelet passes them.
+func TestCSIMountOptionsAreTheDriversMountFlags(t *testing.T) {
+	node := &fakeCSINode{}
+	drivers := &fakeCSIDrivers{node: node, registered: true}
+	objects := csiClaimObjects()
+	objects[1] = csiPV(func(pv *corev1.PersistentVolume) {
+		pv.Spec.CSI.FSType = "ext4"
+		pv.Spec.MountOptions = []string{"noatime", "discard"}
+	})
+	e := newTestEnv(t, Options{CSI: drivers, NodeName: "node-1"}, objects...)
+	setUp(t, e, csiClaimPod("uid-1"))
+	want := &csipb.VolumeCapability_MountVolume{FsType: "ext4", MountFlags: []string{"noatime", "discard"}}
+	if len(node.stages) != 1 || len(node.publishes) != 1 {
+		t.Fatalf("stages %d publishes %d, want one each", len(node.stages), len(node.publishes))
+	}
+	for call, capability := range map[string]*csipb.VolumeCapability{"NodeStageVolume": node.stages[0].VolumeCapability, "NodePublishVolume": node.publishes[0].VolumeCapability} {
+		if diff := cmp.Diff(want, capability.GetMount(), protocmp.Transform()); diff != "" {
+			t.Errorf("%s's mount capability (-want +got):\n%s", call, diff)
+		}
 	}
 }

@@ -7,6 +7,7 @@
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~secret/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~downward-api/<name>
 //	<RootDir>/pods/<uid>/volumes/kubernetes.io~local-volume/<pv name>
+//	<RootDir>/pods/<uid>/volumeDevices/<plugin>/<pv name> (a block volume's link)
 //
 // Supported: projected (serviceAccountToken, configMap, secret,
 // downwardAPI sources), configMap, secret, downwardAPI, emptyDir (disk or
@@ -42,6 +43,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
@@ -97,6 +99,9 @@ type Options struct {
 	CSI CSIDrivers
 	// NodeName names the node's VolumeAttachments and CSI records.
 	NodeName string
+	// Recorder records the events of pods' volumes that are not about
+	// setting them up (VolumeConditionAbnormal). Default: none.
+	Recorder record.EventRecorder
 }
 
 // Manager materialises pod volumes. Safe for concurrent use on different
@@ -137,6 +142,7 @@ type Manager struct {
 
 	csi      CSIDrivers
 	nodeName string
+	recorder record.EventRecorder
 	// csiLocks serialise the set-ups and teardowns of one staged volume.
 	csiLocks keyedMutex
 }
@@ -194,6 +200,7 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 	return &Manager{
 		csi:          csiDrivers,
 		nodeName:     opts.NodeName,
+		recorder:     opts.Recorder,
 		rootDir:      opts.RootDir,
 		hostRoot:     opts.HostRoot,
 		syncPeriod:   syncPeriod,
@@ -216,6 +223,13 @@ func (m *Manager) PodDir(uid types.UID) string {
 
 func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
 	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
+}
+
+// deviceDir is the link to a block volume's device in the pod's folder
+// (<RootDir>/pods/<uid>/volumeDevices/<plugin>/<name>), the runtime's
+// host path for the device.
+func (m *Manager) deviceDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.PodDir(uid), "volumeDevices", plugin, name)
 }
 
 // SetUpPod makes every volume of the pod ready and returns the host path
@@ -266,7 +280,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 		paths[vol.Name] = state.path
 		refreshAt = earliest(refreshAt, state.dueAt)
 		if state.usage != usageNone {
-			targets = append(targets, statsTarget{uid: pod.UID, name: vol.Name, path: state.path, method: state.usage, claim: state.claim, csi: state.csi})
+			targets = append(targets, statsTarget{uid: pod.UID, pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, name: vol.Name, path: state.path, method: state.usage, claim: state.claim, csi: state.csi})
 		}
 	}
 	m.setStatsTargets(pod.UID, targets)

@@ -31,6 +31,6 @@ func measureUsage(string, usageMethod, time.Time) (usage, error) {
 	return usage{}, errors.ErrUnsupported
 }
 
-func ensureBindMount(string, string, bool) (bool, bool, error) {
+func ensureBindMount(string, string, bool, []string) (bool, bool, error) {
 	return false, false, errors.ErrUnsupported
 }

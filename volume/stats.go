@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -29,7 +30,9 @@ const concurrentWalks = 2
 
 // statsTarget is a volume whose usage is reported.
 type statsTarget struct {
-	uid    types.UID
+	uid types.UID
+	// pod names the pod, for the events of its volumes' conditions.
+	pod    types.NamespacedName
 	name   string
 	path   string
 	method usageMethod
@@ -156,6 +159,11 @@ func (m *Manager) measure(t statsTarget, now time.Time) chan struct{} {
 			// A pod torn down meanwhile, most often, or a driver that
 			// failed to answer.
 			m.log.V(1).Info("Failed to measure a volume's usage", "podUID", t.uid, "volume", t.name, "err", err.Error())
+		}
+		if message, ok := volumeConditionEvent(t.name, u); err == nil && ok && m.recorder != nil {
+			// As the kubelet, at each measurement that finds it so.
+			ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: t.pod.Namespace, Name: t.pod.Name, UID: t.uid}
+			m.recorder.Event(ref, corev1.EventTypeWarning, "VolumeConditionAbnormal", message)
 		}
 		m.usage.mu.Lock()
 		defer m.usage.mu.Unlock()

@@ -78,8 +78,9 @@ type usage struct {
 	walked           bool
 	used, inodesUsed uint64
 	// abnormal is the volume's condition as its CSI driver reports it
-	// (VOLUME_CONDITION); nil when none is.
-	abnormal *bool
+	// (VOLUME_CONDITION), with the driver's message; nil when none is.
+	abnormal        *bool
+	conditionReason string
 }
 
 // fsStats is a measurement as the stats summary reports a volume.

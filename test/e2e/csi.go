@@ -201,6 +201,9 @@ type csiCall struct {
 	Error string
 	// Context is the request's volume context.
 	Context map[string]string
+	// StagingPath and TargetPath are the request's paths; Capability its
+	// volume capability as logged.
+	StagingPath, TargetPath, Capability string
 }
 
 // calls reads the plugin's calls for the volume handle, in order.
@@ -223,6 +226,9 @@ func (p *csiPlugin) calls(t *testing.T, handle string) []csiCall {
 			Request struct {
 				VolumeID      string            `json:"volume_id"`
 				VolumeContext map[string]string `json:"volume_context"`
+				StagingPath   string            `json:"staging_target_path"`
+				TargetPath    string            `json:"target_path"`
+				Capability    json.RawMessage   `json:"volume_capability"`
 			}
 			Error string
 		}
@@ -234,7 +240,10 @@ func (p *csiPlugin) calls(t *testing.T, handle string) []csiCall {
 		if call.Request.VolumeID != handle || strings.HasSuffix(call.Method, "/NodeGetVolumeStats") {
 			continue
 		}
-		calls = append(calls, csiCall{Method: call.Method[strings.LastIndexByte(call.Method, '/')+1:], OK: call.Error == "", Error: call.Error, Context: call.Request.VolumeContext})
+		calls = append(calls, csiCall{
+			Method: call.Method[strings.LastIndexByte(call.Method, '/')+1:], OK: call.Error == "", Error: call.Error, Context: call.Request.VolumeContext,
+			StagingPath: call.Request.StagingPath, TargetPath: call.Request.TargetPath, Capability: string(call.Request.Capability),
+		})
 	}
 	return calls
 }
@@ -269,10 +278,17 @@ func (p *csiPlugin) waitForCall(t *testing.T, handle, method string, ok bool, ti
 // a claim bound to it by name.
 func (f *Framework) csiClaim(t *testing.T, ns, handle string) string {
 	t.Helper()
+	return f.csiClaimOfMode(t, ns, handle, corev1.PersistentVolumeFilesystem)
+}
+
+// csiClaimOfMode is csiClaim with the volume and claim of volumeMode mode.
+func (f *Framework) csiClaimOfMode(t *testing.T, ns, handle string, mode corev1.PersistentVolumeMode) string {
+	t.Helper()
 	pvName := ns + "-" + handle
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName},
 		Spec: corev1.PersistentVolumeSpec{
+			VolumeMode:                    &mode,
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
@@ -290,6 +306,7 @@ func (f *Framework) csiClaim(t *testing.T, ns, handle string) string {
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 		Spec: corev1.PersistentVolumeClaimSpec{
+			VolumeMode:       &mode,
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: ptr.To(""),
 			VolumeName:       pvName,

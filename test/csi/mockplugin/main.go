@@ -15,6 +15,8 @@
 //   - NodeUnpublishVolume unmounts the target and removes it;
 //   - NodeUnstageVolume unmounts the staging path, and fails while a
 //     target published from it is still mounted;
+//   - a volume asked for with Block access is a file in the data folder
+//     behind a loop device, staged and published as a device (block.go);
 //   - NodeGetVolumeStats (GET_VOLUME_STATS, VOLUME_CONDITION) answers
 //     from statfs and a count of the files of the published path.
 //

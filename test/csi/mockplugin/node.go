@@ -82,6 +82,12 @@ func (n *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeReques
 	if req.GetVolumeId() == "" || req.GetStagingTargetPath() == "" || req.GetVolumeCapability() == nil {
 		return nil, status.Error(codes.InvalidArgument, "volume ID, staging target path and capability are required")
 	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		if err := stageBlock(n.plugin.dataDir, req.GetVolumeId(), req.GetStagingTargetPath()); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
 	source := filepath.Join(n.plugin.dataDir, filepath.Base(req.GetVolumeId()))
 	if err := os.MkdirAll(source, 0o777); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
@@ -105,6 +111,12 @@ func (n *node) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRe
 		}
 	}
 	n.plugin.mu.Unlock()
+	if block, err := unstageBlock(staging); block {
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &csi.NodeUnstageVolumeResponse{}, nil
+	}
 	if err := unmount(staging); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -122,14 +134,20 @@ func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if err := checkTokens(req.GetVolumeId(), req.GetVolumeContext()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if mounted, err := isMountPoint(staging); err != nil || !mounted {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", req.GetVolumeId(), staging)
-	}
-	if err := os.MkdirAll(target, 0o750); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	if err := bindMount(staging, target, req.GetReadonly()); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+	if req.GetVolumeCapability().GetBlock() != nil {
+		if err := publishBlock(staging, target, req.GetReadonly()); err != nil {
+			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
+	} else {
+		if mounted, err := isMountPoint(staging); err != nil || !mounted {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", req.GetVolumeId(), staging)
+		}
+		if err := os.MkdirAll(target, 0o750); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		if err := bindMount(staging, target, req.GetReadonly()); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
 	}
 	n.plugin.mu.Lock()
 	n.plugin.published[target] = staging

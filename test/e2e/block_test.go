@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/await"
+)
+
+// Claims of volumeMode Block: the container gets the volume as a device
+// (volumeDevices), a CSI one staged, published and mapped by the node as
+// the kubelet does it (the plugin's volume is a file behind a loop
+// device), a local one whose path is a device; raw bytes written by one
+// pod are read by the next.
+
+// blockPod is a pod that has the claim "data" as its device /dev/xvda
+// and runs script.
+func blockPod(ns, name, script string) *corev1.Pod {
+	pod := newPod(ns, name).withGracePeriod(1).withShell(script).obj()
+	pod.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+	}}}
+	return pod
+}
+
+// writeBlock writes text at the start of the device, synced, and says so.
+func writeBlock(text string) string {
+	return fmt.Sprintf(`[ -b /dev/xvda ] && printf '%s' | dd of=/dev/xvda conv=fsync 2>/dev/null && echo WROTE; exec sleep 3600`, text)
+}
+
+// The writer's bytes survive its pod and the volume's unstaging (nodelet
+// killed between unpublishing and unstaging it) and are read by the
+// next pod; the driver's call log shows each pod's stage, publish,
+// unpublish, unstage in order, at the kubelet's block paths.
+func TestCSIBlockVolumeIsMappedAndItsBytesOutliveThePod(t *testing.T) {
+	plugin := f.startCSIPlugin(t, nil)
+	ns := f.NewNamespace(t)
+	const handle, text = "vol-block", "raw bytes from the writer"
+	pvName := f.csiClaimOfMode(t, ns, handle, corev1.PersistentVolumeBlock)
+
+	writer := f.createPod(t, blockPod(ns, "writer", writeBlock(text)))
+	writer = f.waitForPod(t, writer, 2*time.Minute, "to be Running and Ready with its block volume", runningAndReady)
+	f.waitForLogLine(t, writer, "app", time.Minute, "WROTE", func(line string) bool { return line == "WROTE" })
+	link := filepath.Join(f.podDir(writer), "volumeDevices", "kubernetes.io~csi", pvName)
+	if target, err := os.Readlink(link); err != nil || !strings.HasSuffix(target, filepath.Join("volumeDevices", "publish", pvName, string(writer.UID))) {
+		t.Errorf("the pod's device link %s -> %q (%v), want the publish file", link, target, err)
+	}
+
+	// Killed between NodeUnpublishVolume and NodeUnstageVolume.
+	plugin.setHook(t, "NodeUnstageVolume", true)
+	f.deletePod(t, writer, nil)
+	plugin.waitForCall(t, handle, "NodeUnstageVolume", false, 2*time.Minute)
+	if err := f.Nodelet.Kill(); err != nil {
+		t.Fatalf("killing nodelet: %v", err)
+	}
+	plugin.setHook(t, "NodeUnstageVolume", false)
+	f.restartNodelet(t)
+	f.waitForPodGone(t, writer, 2*time.Minute)
+	plugin.waitForCall(t, handle, "NodeUnstageVolume", true, 2*time.Minute)
+	f.expectPodFolderGone(t, f.podDir(writer))
+
+	reader := f.createPod(t, blockPod(ns, "reader", fmt.Sprintf(`echo "READ $(head -c %d /dev/xvda)"; exec sleep 3600`, len(text))))
+	reader = f.waitForPod(t, reader, 2*time.Minute, "to be Running and Ready with its block volume", runningAndReady)
+	f.waitForLogLine(t, reader, "app", time.Minute, "the writer's bytes", func(line string) bool { return line == "READ "+text })
+	f.deletePod(t, reader, nil)
+	f.waitForPodGone(t, reader, 2*time.Minute)
+	await.Eventually(t, 2*time.Minute, "the reader's NodeUnstageVolume", await.Condition(func(context.Context) (bool, error) {
+		n := 0
+		for _, c := range plugin.calls(t, handle) {
+			if c.Method == "NodeUnstageVolume" && c.OK {
+				n++
+			}
+		}
+		return n == 2, nil
+	}))
+
+	calls := plugin.calls(t, handle)
+	life := []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}
+	if diff := cmp.Diff(append(life, life...), okCalls(calls)); diff != "" {
+		t.Errorf("calls that succeeded, two pods (-want +got):\n%s\nall calls: %v", diff, calls)
+	}
+	staging := filepath.Join(f.Env.NodeletRootDir, "plugins", "kubernetes.io", "csi", "volumeDevices", "staging", pvName)
+	for _, c := range calls {
+		if !c.OK && !strings.Contains(c.Error, "injected by the test") {
+			t.Errorf("call %s failed, not by the test's doing: %s", c.Method, c.Error)
+		}
+		if (c.Method == "NodeStageVolume" || c.Method == "NodePublishVolume") && (c.StagingPath != staging || !strings.Contains(strings.ToLower(c.Capability), "block")) {
+			t.Errorf("%s with staging path %s and capability %s, want %s and Block access", c.Method, c.StagingPath, c.Capability, staging)
+		}
+	}
+	f.expectPodFolderGone(t, f.podDir(reader))
+	if _, err := os.Stat(staging); !os.IsNotExist(err) {
+		t.Errorf("the staging folder is left: %v", err)
+	}
+	if out, err := exec.Command("losetup", "-j", filepath.Join(plugin.dataDir, handle+".img")).Output(); err != nil || len(out) > 0 {
+		t.Errorf("loop devices still on the volume's file after unstaging: %q %v", out, err)
+	}
+}
+
+// localBlockClaim makes a local PersistentVolume of volumeMode Block on
+// path, on this node, and the claim "data" bound to it.
+func (f *Framework) localBlockClaim(t *testing.T, ns, path string) string {
+	t.Helper()
+	block := corev1.PersistentVolumeBlock
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-data"},
+		Spec: corev1.PersistentVolumeSpec{
+			VolumeMode:             &block,
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("4Mi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "data"},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{f.Env.NodeName}}},
+			}}}},
+		},
+	}
+	if _, err := f.Client.CoreV1().PersistentVolumes().Create(t.Context(), pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	if _, err := f.Client.CoreV1().PersistentVolumeClaims(ns).Create(t.Context(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			VolumeMode:       &block,
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("4Mi")}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return pv.Name
+}
+
+// A local volume whose path is a block device (a loop device the test
+// attaches) is the container's device: what it writes is on the device.
+// One whose path is a folder is never mounted in its place: the pod waits
+// with a FailedMount event.
+func TestLocalBlockVolumeIsTheContainersDeviceAndAFolderIsNot(t *testing.T) {
+	t.Parallel()
+	image := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(image, make([]byte, 4<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "-f", "--show", image).Output()
+	if err != nil {
+		t.Fatalf("attaching a loop device: %v", err)
+	}
+	device := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", device).Run() })
+
+	ns := f.NewNamespace(t)
+	const text = "raw bytes on a local disk"
+	f.localBlockClaim(t, ns, device)
+	pod := f.createPod(t, blockPod(ns, "writer", writeBlock(text)))
+	pod = f.waitForPod(t, pod, 2*time.Minute, "to be Running and Ready with its local device", runningAndReady)
+	f.waitForLogLine(t, pod, "app", time.Minute, "WROTE", func(line string) bool { return line == "WROTE" })
+	got := make([]byte, len(text))
+	d, err := os.Open(device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.ReadAt(got, 0)
+	d.Close()
+	if err != nil || string(got) != text {
+		t.Errorf("the device's first bytes: %q %v, want %q", got, err, text)
+	}
+	f.deletePod(t, pod, nil)
+	f.waitForPodGone(t, pod, 2*time.Minute)
+	f.expectPodFolderGone(t, f.podDir(pod))
+
+	folderNS := f.NewNamespace(t)
+	folder := t.TempDir()
+	pvName := f.localBlockClaim(t, folderNS, folder)
+	waiting := f.createPod(t, blockPod(folderNS, "waiting", writeBlock(text)))
+	f.waitForEvent(t, waiting, "FailedMount", fmt.Sprintf(`MapVolume.MapBlockVolume failed for volume %q : %s is not a block device`, pvName, folder), 2*time.Minute)
+	f.waitForPod(t, waiting, 30*time.Second, "to wait in ContainerCreating", waitingWith("app", "ContainerCreating", ""))
+}
