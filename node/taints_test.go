@@ -149,7 +149,7 @@ func TestCompanionRegistration(t *testing.T) {
 			Labels:             map[string]string{corev1.LabelTopologyZone: "zone-a"},
 			Machine: func() (MachineInfo, error) {
 				machine := MachineInfo{MilliCPUs: 8000, MemoryBytes: 32 << 30, EphemeralStorageBytes: 100 << 30}
-				return machine.Within(podShare), nil
+				return machine.Within(podShare, 0), nil
 			},
 		})
 		if err != nil {
