@@ -44,7 +44,8 @@ const companionReadyTimeout = 5 * time.Minute
 // container when the nodelet or the containerd container restarts, and
 // when `helm upgrade` to a new image tag replaces nodelet's pod. `helm
 // uninstall` then removes the DaemonSets' pods, and its post-delete hook
-// the companion Node.
+// the chart's host folders with the mounts under them, and the companion
+// Node.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
 	ctx := t.Context()
@@ -123,6 +124,7 @@ func TestCompanion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
+	t.Run("helm uninstall removes the chart's host folders and the mounts under them", func(t *testing.T) { checkHostCleaned(t, host, r) })
 	await.Eventually(t, 3*time.Minute, "the DaemonSets' pods to be gone after helm uninstall", func(ctx context.Context) error {
 		for _, p := range []*corev1.Pod{agent, runtimePod} {
 			_, err := f.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
