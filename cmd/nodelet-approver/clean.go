@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
@@ -58,7 +59,7 @@ func mainClean(args []string, goFlags *flag.FlagSet, zapOpts *zap.Options) {
 func parseCleanOptions(args []string, goFlags *flag.FlagSet) (cleanOptions, error) {
 	o := cleanOptions{hostRoot: "/host"}
 	fs := pflag.NewFlagSet("nodelet-approver "+cleanCommand, pflag.ContinueOnError)
-	fs.StringVar(&o.hostRoot, "host-root", o.hostRoot, "Where the host's / is mounted, with Bidirectional propagation.")
+	fs.StringVar(&o.hostRoot, "host-root", o.hostRoot, "Where the host's / is mounted, with Bidirectional propagation; / on the host itself.")
 	fs.StringSliceVar(&o.dirs, "dir", nil, "A host folder of the chart's, removed with every mount under it and everything in it (repeatable, required).")
 	fs.StringSliceVar(&o.ifEmpty, "dir-if-empty", nil, "A host folder removed after the --dir ones when it is empty (repeatable).")
 	fs.AddGoFlagSet(goFlags)
@@ -68,7 +69,13 @@ func parseCleanOptions(args []string, goFlags *flag.FlagSet) (cleanOptions, erro
 	if len(o.dirs) == 0 {
 		return o, errors.New("--dir is required")
 	}
-	for _, dir := range append([]string{o.hostRoot}, append(o.dirs, o.ifEmpty...)...) {
+	// The host's root is / when the command runs on the host itself.
+	if o.hostRoot != "/" {
+		if err := checkHostFolder(o.hostRoot); err != nil {
+			return o, fmt.Errorf("--host-root: %w", err)
+		}
+	}
+	for _, dir := range append(slices.Clone(o.dirs), o.ifEmpty...) {
 		if err := checkHostFolder(dir); err != nil {
 			return o, err
 		}

@@ -27,6 +27,8 @@ func TestParseCleanOptions(t *testing.T) {
 		"the root":              {args: []string{"--dir=/"}, wantErr: `"/": want a clean absolute path`},
 		"a relative one":        {args: []string{"--dir=var/lib/nodelet"}, wantErr: "want a clean absolute path"},
 		"one that is not clean": {args: []string{"--dir=/var/lib/../lib/nodelet"}, wantErr: "want a clean absolute path"},
+		"on the host itself":    {args: []string{"--host-root=/", "--dir=/var/lib/nodelet"}},
+		"a host root not clean": {args: []string{"--host-root=/host/", "--dir=/var/lib/nodelet"}, wantErr: "--host-root"},
 		"an if-empty root":      {args: []string{"--dir=/a", "--dir-if-empty=/"}, wantErr: `"/": want a clean absolute path`},
 	}
 	for name, tc := range tests {
