@@ -14,6 +14,7 @@
 #                                       would write (hack/check-manifests.sh)
 #
 # Needs helm in .cache/bin (hack/check-manifests.sh builds it) and python3.
+# shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CHART_DIR=$REPO_ROOT/charts/nodelet
