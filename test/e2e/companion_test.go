@@ -115,16 +115,27 @@ func TestCompanion(t *testing.T) {
 		agent = checkUpgradeKeepsPod(t, host, r, agent, runtimePod, pod)
 	})
 
-	// Its pods go first: nothing would finish their deletion after.
-	f.deletePod(t, pod, ptr.To[int64](2))
-	f.waitForPodGone(t, pod, 2*time.Minute)
-	// Its post-delete hook waits for the DaemonSet pod to go (its grace
-	// period, 30 s), its image on the host, and the Job's pod.
+	// The pod stays: its network namespace, volumes and root file system
+	// are mounted under the chart's host folders when the release goes,
+	// and the host's runtime kills its processes with the runtime's pod.
+	if mounts := chartMounts(t, host, r); len(mounts) == 0 {
+		t.Fatal("nothing is mounted under the chart's host folders before helm uninstall: its cleaning would not be checked")
+	}
+	// Its post-delete hook waits for the DaemonSets' pods to go (their
+	// grace period, 30 s), then for its pod on the host (its image on the
+	// host), then deletes the Node.
 	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
 	t.Run("helm uninstall removes the chart's host folders and the mounts under them", func(t *testing.T) { checkHostCleaned(t, host, r) })
+	// Its Node gone, nothing finishes the pod's deletion: force it (the
+	// pod garbage collector may have already).
+	err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	f.waitForPodGone(t, pod, time.Minute)
 	await.Eventually(t, 3*time.Minute, "the DaemonSets' pods to be gone after helm uninstall", func(ctx context.Context) error {
 		for _, p := range []*corev1.Pod{agent, runtimePod} {
 			_, err := f.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
