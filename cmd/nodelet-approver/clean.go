@@ -37,6 +37,9 @@ type cleanOptions struct {
 	// them; ifEmpty are folders removed after them when nothing else is
 	// left in them (the chart's parents of its folders).
 	dirs, ifEmpty []string
+	// bridge, when set, is the pods' bridge, deleted from the host's
+	// network (the pod is on it).
+	bridge string
 }
 
 func mainClean(args []string, goFlags *flag.FlagSet, zapOpts *zap.Options) {
@@ -62,6 +65,7 @@ func parseCleanOptions(args []string, goFlags *flag.FlagSet) (cleanOptions, erro
 	fs.StringVar(&o.hostRoot, "host-root", o.hostRoot, "Where the host's / is mounted, with Bidirectional propagation; / on the host itself.")
 	fs.StringSliceVar(&o.dirs, "dir", nil, "A host folder of the chart's, removed with every mount under it and everything in it (repeatable, required).")
 	fs.StringSliceVar(&o.ifEmpty, "dir-if-empty", nil, "A host folder removed after the --dir ones when it is empty (repeatable).")
+	fs.StringVar(&o.bridge, "bridge", "", "The pods' bridge, deleted from the network namespace of the command (the host's, on the host's network); none: no bridge is deleted.")
 	fs.AddGoFlagSet(goFlags)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -93,7 +97,8 @@ func checkHostFolder(dir string) error {
 }
 
 // cleanHost unmounts everything under each of the chart's folders and
-// removes them, then removes the if-empty ones that are. A folder still
+// removes them, then removes the if-empty ones that are, and deletes the
+// pods' bridge. A folder still
 // mounted is not removed: what is mounted there may be another's (a
 // hostPath's sub path). It goes on after a failure, and reports them all.
 func cleanHost(o cleanOptions, log logr.Logger) error {
@@ -113,6 +118,15 @@ func cleanHost(o cleanOptions, log logr.Logger) error {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST), errors.Is(err, unix.EBUSY):
 		default:
 			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
+		}
+	}
+	if o.bridge != "" {
+		deleted, err := deleteLink(o.bridge)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case deleted:
+			log.Info("Deleted the pods' bridge", "bridge", o.bridge)
 		}
 	}
 	return errors.Join(errs...)

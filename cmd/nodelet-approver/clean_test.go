@@ -5,11 +5,15 @@ package main
 // (a tmpfs mounted under a folder) and is skipped without it.
 
 import (
+	"encoding/binary"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -116,5 +120,65 @@ func TestCleanHostUnmountsFirst(t *testing.T) {
 	}
 	if strings.Contains(string(data), host) {
 		t.Errorf("a mount under %s is left after cleanHost()", host)
+	}
+}
+
+// TestCleanHostDeletesTheBridge: in a network namespace of the test's
+// own, a bridge made with ip(8) is deleted, and one not there is fine.
+func TestCleanHostDeletesTheBridge(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a network namespace of the test's own needs root")
+	}
+	done := make(chan error)
+	go func() {
+		// The thread stays in its new network namespace and dies with it.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			done <- err
+			return
+		}
+		if out, err := exec.Command("ip", "link", "add", "nlc-test", "type", "bridge").CombinedOutput(); err != nil {
+			done <- fmt.Errorf("ip link add: %v: %s", err, out)
+			return
+		}
+		if deleted, err := deleteLink("nlc-test"); err != nil || !deleted {
+			done <- fmt.Errorf("deleteLink() = %v, %v, want the bridge deleted", deleted, err)
+			return
+		}
+		if out, err := exec.Command("ip", "link", "show", "nlc-test").CombinedOutput(); err == nil {
+			done <- fmt.Errorf("the bridge is still there: %s", out)
+			return
+		}
+		if deleted, err := deleteLink("nlc-test"); err != nil || deleted {
+			done <- fmt.Errorf("deleteLink() of no bridge = %v, %v, want nothing and no error", deleted, err)
+			return
+		}
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAckError(t *testing.T) {
+	ack := func(code int32) []byte {
+		b := make([]byte, unix.NLMSG_HDRLEN+4)
+		binary.NativeEndian.PutUint16(b[4:6], unix.NLMSG_ERROR)
+		binary.NativeEndian.PutUint32(b[unix.NLMSG_HDRLEN:], uint32(code))
+		return b
+	}
+	if err := ackError(ack(0)); err != nil {
+		t.Errorf("ackError(0) = %v, want nil", err)
+	}
+	if err := ackError(ack(-int32(unix.EPERM))); !errors.Is(err, unix.EPERM) {
+		t.Errorf("ackError(-EPERM) = %v, want EPERM", err)
+	}
+	if err := ackError([]byte{1, 2}); err == nil {
+		t.Error("ackError() of a short answer = nil, want an error")
+	}
+	req := delLinkRequest(7)
+	if len(req) != unix.NLMSG_HDRLEN+unix.SizeofIfInfomsg || binary.NativeEndian.Uint16(req[4:6]) != unix.RTM_DELLINK ||
+		binary.NativeEndian.Uint32(req[unix.NLMSG_HDRLEN+4:]) != 7 {
+		t.Errorf("delLinkRequest(7) = %v, want RTM_DELLINK of index 7", req)
 	}
 }
