@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,8 @@ func chartMounts(t *testing.T, host hostEnv, r companionRelease) []string {
 // checkHostCleaned: helm uninstall returns once its hook's pod on the
 // host has unmounted everything under the chart's host folders (the
 // pods' network namespaces, volumes, the containers' root file systems)
-// and removed them, as the host's mount table shows, and its pod is gone.
+// and removed them, as the host's mount table shows, deleted the pods'
+// bridge, and its pod is gone.
 func checkHostCleaned(t *testing.T, host hostEnv, r companionRelease) {
 	for _, dir := range chartFolders {
 		if _, err := os.Lstat(filepath.Join(r.dir, dir)); !os.IsNotExist(err) {
@@ -56,6 +58,9 @@ func checkHostCleaned(t *testing.T, host hostEnv, r companionRelease) {
 	}
 	for _, line := range chartMounts(t, host, r) {
 		t.Errorf("mounted after helm uninstall, under the chart's host folders: %s", line)
+	}
+	if iface, err := net.InterfaceByName(r.bridge); err == nil {
+		t.Errorf("the pods' bridge %s (index %d) is left after helm uninstall", r.bridge, iface.Index)
 	}
 	pods, err := f.Client.CoreV1().Pods(r.namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "nodelet.dev/clean-host=true"})
 	if err != nil {
