@@ -138,11 +138,11 @@ func TestCleanHostDeletesTheBridge(t *testing.T) {
 			return
 		}
 		if out, err := exec.Command("ip", "link", "add", "nlc-test", "type", "bridge").CombinedOutput(); err != nil {
-			done <- fmt.Errorf("ip link add: %v: %s", err, out)
+			done <- fmt.Errorf("ip link add: %w: %s", err, out)
 			return
 		}
 		if deleted, err := deleteLink("nlc-test"); err != nil || !deleted {
-			done <- fmt.Errorf("deleteLink() = %v, %v, want the bridge deleted", deleted, err)
+			done <- fmt.Errorf("deleteLink() = %v, %w, want the bridge deleted", deleted, err)
 			return
 		}
 		if out, err := exec.Command("ip", "link", "show", "nlc-test").CombinedOutput(); err == nil {
@@ -150,7 +150,7 @@ func TestCleanHostDeletesTheBridge(t *testing.T) {
 			return
 		}
 		if deleted, err := deleteLink("nlc-test"); err != nil || deleted {
-			done <- fmt.Errorf("deleteLink() of no bridge = %v, %v, want nothing and no error", deleted, err)
+			done <- fmt.Errorf("deleteLink() of no bridge = %v, %w, want nothing and no error", deleted, err)
 			return
 		}
 		done <- nil
