@@ -35,6 +35,9 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 		MemoryCgroup:        share.memoryCgroup,
 		Cgroups:             podCgroups.Hierarchies(),
 		RootDir:             opts.RootDir,
+		NodeFsShareBytes:    share.nodeFsShareBytes(),
+		PIDCgroupDir:        share.pidsCgroupDir,
+		MaxPID:              share.machine.MaxPID,
 		Containers:          &controllers.ContainerGC{Client: c, Runtime: runtimeManager, Log: log.WithName("containergc")},
 		Images:              imageGC,
 		LocalStorage: evictionmanager.LocalStorageMeter{

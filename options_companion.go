@@ -22,7 +22,7 @@ import (
 
 func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {
 	fs.Var(&taintsFlag{taints: &o.RegisterWithTaints}, "register-with-taints", "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"); a Node that exists keeps its own.")
-	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu and memory capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi): a companion node's runtime pod's requests. Needs --cgroup-root-in-own-pod or --cgroup-root-in-runtime-pod.")
+	fs.Var(newMapFlag(&o.Capacity, "="), "capacity", "The Node's cpu, memory and ephemeral-storage capacity instead of the machine's, as resource=quantity pairs (e.g. cpu=2,memory=4Gi,ephemeral-storage=20Gi): a companion node's runtime pod's requests; nodefs eviction thresholds are then of that ephemeral-storage. Needs --cgroup-root-in-own-pod or --cgroup-root-in-runtime-pod.")
 	fs.Var(newMapFlag(&o.NodeLabels, "="), "node-labels", "Labels added to the Node when it is created (a Node that exists keeps its own), as key=value pairs, comma separated: a companion's release. Keys in the kubernetes.io and k8s.io namespaces are refused, as the kubelet refuses them, but for the kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes (the hostname and topology labels have flags of their own), and so is "+node.LabelAgent+", nodelet's own.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "The Node's kubernetes.io/hostname label and Hostname address instead of its name: a companion's is its host's, the same machine.")
 	fs.StringVar(&o.TopologyZone, "topology-zone", o.TopologyZone, "The Node's topology.kubernetes.io/zone label, set when it is created; empty sets none. A companion's is its host's.")
@@ -82,12 +82,15 @@ func (o *Options) topologyLabels() map[string]string {
 	return labels
 }
 
-// parseCapacity is --capacity: cpu and memory, each a positive quantity.
+// parseCapacity is --capacity: cpu, memory and ephemeral-storage, each a
+// positive quantity.
 func parseCapacity(pairs map[string]string) (corev1.ResourceList, error) {
 	capacity := corev1.ResourceList{}
 	for name, value := range pairs {
-		if name != string(corev1.ResourceCPU) && name != string(corev1.ResourceMemory) {
-			return nil, fmt.Errorf("--capacity: %q is not cpu or memory", name)
+		switch corev1.ResourceName(name) {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		default:
+			return nil, fmt.Errorf("--capacity: %q is not cpu, memory or ephemeral-storage", name)
 		}
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
@@ -145,9 +148,18 @@ func (o *Options) validateCompanion() error {
 }
 
 // machineShare is what of the machine the node has: all of it, or a
-// companion node's DaemonSet pod's CPU, memory and cgroup.
+// companion node's DaemonSet pod's CPU, memory, ephemeral storage, PIDs
+// and cgroup.
 type machineShare struct {
 	machine node.MachineInfo
+	// nodeFsShare is true when the machine's ephemeral storage is the
+	// pod's (--capacity's ephemeral-storage), not its file system's size:
+	// nodefs.available is then measured against it.
+	nodeFsShare bool
+	// pidsCgroupDir is the pod's cgroup's folder in the pids hierarchy
+	// when the host's kubelet limits its tasks (pids.max), where
+	// pid.available is measured; "" for the machine's.
+	pidsCgroupDir string
 	// cgroupRoot is --cgroup-root, inside the own pod's cgroup with
 	// --cgroup-root-in-own-pod, the runtime's pod's with
 	// --cgroup-root-in-runtime-pod.
@@ -169,7 +181,8 @@ func (o *Options) readMachineShare(ctx context.Context) (machineShare, error) {
 	if err != nil {
 		return machineShare{}, err
 	}
-	share := machineShare{machine: machine.Within(capacity), cgroupRoot: o.CgroupRoot}
+	_, nodeFsShare := capacity[corev1.ResourceEphemeralStorage]
+	share := machineShare{machine: machine.Within(capacity, 0), nodeFsShare: nodeFsShare, cgroupRoot: o.CgroupRoot}
 	var flag, procCgroup string
 	switch {
 	case o.CgroupRootInOwnPod:
@@ -192,7 +205,43 @@ func (o *Options) readMachineShare(ctx context.Context) (machineShare, error) {
 		return machineShare{}, fmt.Errorf("%s: %s: %w", flag, procCgroup, err)
 	}
 	share.cgroupRoot, share.memoryCgroup = path.Join(pod, o.CgroupRoot), pod
+	if share.pidsCgroupDir, share.machine.MaxPID, err = podPidsLimit(pod, share.machine.MaxPID); err != nil {
+		return machineShare{}, fmt.Errorf("%s: %w", flag, err)
+	}
 	return share, nil
+}
+
+// podPidsLimit is the pod's cgroup's folder in the pids hierarchy and the
+// node's PID limit, when the host's kubelet limits the pod's tasks (its
+// podPidsLimit, the pod cgroup's pids.max) below the machine's: the pod's
+// processes, the companion's pods' among them, can have no more. Without
+// a limit the machine's stays, and pid.available is the machine's.
+func podPidsLimit(pod string, machineMaxPID int64) (string, int64, error) {
+	hierarchies, err := cgroups.HostHierarchies()
+	if err != nil {
+		return "", 0, err
+	}
+	dir, ok := cgroups.PidsDir(hierarchies, pod)
+	if !ok {
+		return "", machineMaxPID, nil
+	}
+	limit, err := cgroups.ReadPidsMax(dir)
+	if err != nil {
+		return "", 0, fmt.Errorf("the PID limit of pod cgroup %s: %w", pod, err)
+	}
+	if limit == 0 || (machineMaxPID > 0 && limit >= machineMaxPID) {
+		return "", machineMaxPID, nil
+	}
+	return dir, limit, nil
+}
+
+// nodeFsShareBytes is the node's ephemeral storage when it is a share of
+// nodefs, 0 when it is the file system's size.
+func (s machineShare) nodeFsShareBytes() int64 {
+	if !s.nodeFsShare {
+		return 0
+	}
+	return s.machine.EphemeralStorageBytes
 }
 
 // readMachine is the node status reporter's Machine: the share, read once.

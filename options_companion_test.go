@@ -42,6 +42,10 @@ func TestCapacityFlag(t *testing.T) {
 			args: []string{"--capacity=cpu=1,memory=1Gi", "--cgroup-root-in-runtime-pod", "--container-runtime-endpoint=unix:///run/nodelet-companion/containerd/containerd.sock"},
 			want: map[string]string{"cpu": "1", "memory": "1Gi"},
 		},
+		"the runtime's pod's ephemeral storage too": {
+			args: []string{"--capacity=cpu=1,memory=1Gi,ephemeral-storage=20Gi", "--cgroup-root-in-runtime-pod", "--container-runtime-endpoint=unix:///run/nodelet-companion/containerd/containerd.sock"},
+			want: map[string]string{"cpu": "1", "memory": "1Gi", "ephemeral-storage": "20Gi"},
+		},
 		"both pods' cgroups": {
 			args:    []string{"--capacity=cpu=1", "--cgroup-root-in-own-pod", "--cgroup-root-in-runtime-pod"},
 			wantErr: "exclude each other",
@@ -56,7 +60,7 @@ func TestCapacityFlag(t *testing.T) {
 		},
 		"another resource": {
 			args:    []string{"--capacity=pods=10", "--cgroup-root-in-own-pod"},
-			wantErr: `"pods" is not cpu or memory`,
+			wantErr: `"pods" is not cpu, memory or ephemeral-storage`,
 		},
 		"not a quantity": {
 			args:    []string{"--capacity=memory=lots", "--cgroup-root-in-own-pod"},

@@ -66,14 +66,9 @@ type Manager struct {
 // its huge page sizes, and returns a Manager with the tree made and its top
 // limited.
 func New(opts Options) (*Manager, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	hierarchies, err := HostHierarchies()
 	if err != nil {
-		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
-	}
-	defer f.Close()
-	hierarchies, err := parseMountInfo(f)
-	if err != nil {
-		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
+		return nil, err
 	}
 	m, err := newManager(opts, hierarchies, HostHugePageSizes(), syscall.Rmdir)
 	if err != nil {

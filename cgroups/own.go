@@ -2,7 +2,10 @@ package cgroups
 
 import (
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -60,4 +63,60 @@ func containsController(list, controller string) bool {
 		}
 	}
 	return false
+}
+
+// HostHierarchies are the cgroup hierarchies mounted in nodelet's mount
+// namespace, read from /proc/self/mountinfo.
+func HostHierarchies() ([]Hierarchy, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
+	}
+	defer f.Close()
+	hierarchies, err := parseMountInfo(f)
+	if err != nil {
+		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
+	}
+	return hierarchies, nil
+}
+
+// PidsDir is the folder of cgroup in the hierarchy of the pids
+// controller: cgroup v1's pids hierarchy where there is one, else the
+// unified one. ok is false when neither is mounted. Pure.
+func PidsDir(hierarchies []Hierarchy, cgroup string) (dir string, ok bool) {
+	for _, h := range hierarchies {
+		if !h.Unified && h.has("pids") {
+			return cgroupDir(h, cgroup), true
+		}
+	}
+	for _, h := range hierarchies {
+		if h.Unified {
+			return cgroupDir(h, cgroup), true
+		}
+	}
+	return "", false
+}
+
+// ReadPidsMax is a cgroup folder's pids.max: the most tasks the cgroup
+// and its descendants may have, 0 for none ("max").
+func ReadPidsMax(dir string) (int64, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "pids.max"))
+	if err != nil {
+		return 0, err
+	}
+	return parsePidsMax(string(data))
+}
+
+// parsePidsMax reads a pids.max file's content: a number, or "max" for
+// no limit (0). Pure.
+func parsePidsMax(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "max" {
+		return 0, nil
+	}
+	limit, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || limit < 0 {
+		return 0, fmt.Errorf("pids.max %q is not a count of tasks or max", s)
+	}
+	return limit, nil
 }

@@ -63,3 +63,50 @@ func TestPodCgroup(t *testing.T) {
 		})
 	}
 }
+
+func TestPidsDir(t *testing.T) {
+	tests := map[string]struct {
+		hierarchies []Hierarchy
+		want        string
+		wantOK      bool
+	}{
+		"cgroup v1's pids hierarchy": {
+			hierarchies: []Hierarchy{{MountPoint: "/sys/fs/cgroup/unified", Unified: true}, {MountPoint: "/sys/fs/cgroup/pids", Controllers: []string{"pids"}}},
+			want:        "/sys/fs/cgroup/pids/kubepods/pod1", wantOK: true,
+		},
+		"the unified hierarchy without a v1 one": {
+			hierarchies: []Hierarchy{{MountPoint: "/sys/fs/cgroup", Unified: true, Controllers: []string{"memory", "pids"}}},
+			want:        "/sys/fs/cgroup/kubepods/pod1", wantOK: true,
+		},
+		"none mounted": {hierarchies: []Hierarchy{{MountPoint: "/sys/fs/cgroup/memory", Controllers: []string{"memory"}}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, ok := PidsDir(tc.hierarchies, "/kubepods/pod1")
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("PidsDir() = %q, %v, want %q, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestParsePidsMax(t *testing.T) {
+	tests := map[string]struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		"a limit":        {in: "4096\n", want: 4096},
+		"no limit":       {in: "max\n", want: 0},
+		"not a count":    {in: "many\n", wantErr: true},
+		"a negative one": {in: "-1\n", wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := parsePidsMax(tc.in)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("parsePidsMax(%q) = %d, %v, want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

@@ -68,6 +68,18 @@ type Options struct {
 	MemoryCgroup string
 	// RootDir is nodelet's state folder; its file system is nodefs.
 	RootDir string
+	// NodeFsShareBytes, when positive, is the node's ephemeral storage,
+	// a share of nodefs (a companion node's DaemonSet pod's): nodefs.available
+	// is then that share less the pods' use (eviction.NodeFsShare), so
+	// its thresholds are of the share. Measuring the pods' use needs
+	// LocalStorage.
+	NodeFsShareBytes int64
+	// PIDCgroupDir, when set, is the folder, in the pids hierarchy, of
+	// the cgroup that holds the whole node and limits its tasks to MaxPID
+	// (a companion node's DaemonSet pod's): pid.available is then MaxPID
+	// less the tasks in it.
+	PIDCgroupDir string
+	MaxPID       int64
 	// Period is how often the signals are read. Default: DefaultPeriod.
 	Period time.Duration
 	// Containers, when set, is asked to remove dead containers before
@@ -163,7 +175,9 @@ func (m *Manager) Eviction(uid types.UID) (Order, bool) {
 	return o, ok
 }
 
-func (m *Manager) observe(ctx context.Context, now time.Time) eviction.Observations {
+// observe reads the node's signals; active are the pods that use the
+// node, whose use a share of nodefs is measured from.
+func (m *Manager) observe(ctx context.Context, now time.Time, active []*corev1.Pod) eviction.Observations {
 	log := m.opts.Log
 	obs := eviction.Observations{}
 	if o, err := m.host.memoryAvailable(m.opts.MemoryCapacityBytes, now); err != nil {
@@ -173,6 +187,13 @@ func (m *Manager) observe(ctx context.Context, now time.Time) eviction.Observati
 	}
 	if err := fsObservations(m.opts.RootDir, eviction.SignalNodeFsAvailable, eviction.SignalNodeFsInodesFree, now, obs); err != nil {
 		log.Error(err, "Eviction manager: failed to observe nodefs")
+	} else if m.opts.NodeFsShareBytes > 0 {
+		if usage, err := m.podUsage(ctx, active, true); err != nil {
+			log.Error(err, "Eviction manager: failed to observe the pods' use of the node's share of nodefs")
+			delete(obs, eviction.SignalNodeFsAvailable)
+		} else {
+			obs[eviction.SignalNodeFsAvailable] = eviction.NodeFsShare(obs[eviction.SignalNodeFsAvailable], m.opts.NodeFsShareBytes, eviction.PodsEphemeralStorage(usage))
+		}
 	}
 	if m.imageFs != nil {
 		mp, err := imageFsMountpoint(ctx, m.imageFs)
@@ -183,7 +204,13 @@ func (m *Manager) observe(ctx context.Context, now time.Time) eviction.Observati
 			log.Error(err, "Eviction manager: failed to observe imagefs")
 		}
 	}
-	if o, err := m.host.pidAvailable(now); err != nil {
+	if m.opts.PIDCgroupDir != "" {
+		if current, err := readPidsCurrent(m.opts.PIDCgroupDir); err != nil {
+			log.Error(err, "Eviction manager: failed to observe PIDs")
+		} else {
+			obs[eviction.SignalPIDAvailable] = eviction.PIDShare(m.opts.MaxPID, current, now)
+		}
+	} else if o, err := m.host.pidAvailable(now); err != nil {
 		log.Error(err, "Eviction manager: failed to observe PIDs")
 	} else {
 		obs[eviction.SignalPIDAvailable] = o
@@ -197,20 +224,10 @@ func (m *Manager) synchronize(ctx context.Context) {
 	defer cancel()
 	log := m.opts.Log
 	now := m.opts.Clock.Now()
-	obs := m.observe(ctx, now)
-
-	m.mu.Lock()
-	state, act := eviction.Synchronize(m.opts.Config, m.state, obs, now)
-	m.state = state
-	m.mu.Unlock()
-
+	// The pods first: a share of nodefs is measured from their use.
 	pods := &corev1.PodList{}
 	if err := m.client.List(ctx, pods); err != nil {
 		log.Error(err, "Eviction manager: failed to list pods")
-		return
-	}
-	if m.pruneOrders(pods.Items, now) {
-		log.V(2).Info("Eviction manager: an evicted pod is still being cleaned up")
 		return
 	}
 	var active []*corev1.Pod
@@ -220,6 +237,17 @@ func (m *Manager) synchronize(ctx context.Context) {
 			continue
 		}
 		active = append(active, pod)
+	}
+	obs := m.observe(ctx, now, active)
+
+	m.mu.Lock()
+	state, act := eviction.Synchronize(m.opts.Config, m.state, obs, now)
+	m.state = state
+	m.mu.Unlock()
+
+	if m.pruneOrders(pods.Items, now) {
+		log.V(2).Info("Eviction manager: an evicted pod is still being cleaned up")
+		return
 	}
 	if m.localStorageEviction(ctx, active, now) {
 		return
@@ -232,7 +260,7 @@ func (m *Manager) synchronize(ctx context.Context) {
 	log.Info("Eviction manager: attempting to reclaim", "resourceName", resourceToReclaim)
 	m.opts.Recorder.Eventf(m.nodeRef(), corev1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim %s", resourceToReclaim)
 
-	if m.reclaimNodeLevelResources(ctx, threshold, func() eviction.Observations { return m.observe(ctx, m.opts.Clock.Now()) }) {
+	if m.reclaimNodeLevelResources(ctx, threshold, func() eviction.Observations { return m.observe(ctx, m.opts.Clock.Now(), active) }) {
 		return
 	}
 

@@ -126,6 +126,20 @@ func (h host) pidAvailable(now time.Time) (eviction.Observation, error) {
 	}, nil
 }
 
+// readPidsCurrent is a cgroup folder's pids.current: the tasks in it and
+// its descendants.
+func readPidsCurrent(dir string) (int64, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	if err != nil {
+		return 0, fmt.Errorf("reading the tasks of cgroup %s: %w", dir, err)
+	}
+	current, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("reading the tasks of cgroup %s: %w", dir, err)
+	}
+	return current, nil
+}
+
 func parseThreads(loadavg []byte) (int64, error) {
 	fields := strings.Fields(string(loadavg))
 	if len(fields) < 4 {

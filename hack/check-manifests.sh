@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks nodelet's deployment manifests, the kustomize configuration
 # (config/) and the Helm chart (charts/nodelet):
-#   1. config/default renders with kustomize;
+#   1. config/default renders with kustomize, and its DaemonSets are the
+#      chart's (hack/config-from-chart.sh --check);
 #   2. the chart passes `helm lint --strict` and renders, with its defaults
 #      and with the values that switch parts off; an empty node name suffix,
 #      capacityFromPod without resources.requests and no runtime at all
@@ -94,6 +95,8 @@ render() {
 	"$KUBECTL" kustomize "$REPO_ROOT/config/default" >"$work/kustomize.yaml" ||
 		die "kustomize could not render config/default"
 	ok "config/default renders ($(grep -c '^kind:' "$work/kustomize.yaml") objects)"
+	"$REPO_ROOT/hack/config-from-chart.sh" --check
+	ok "config/'s DaemonSets and runtime configuration are the chart's (hack/config-from-chart.sh)"
 
 	"$HELM" lint --strict "$CHART_DIR" >"$work/lint.log" 2>&1 || {
 		cat "$work/lint.log" >&2

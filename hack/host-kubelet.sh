@@ -66,6 +66,8 @@ KUBELET_POD_LOG_DIR=$HOST_DIR/pod-logs
 # Beside the stack's node ports (the daemon port, kube-proxy's and the
 # control plane's are 10249 to 10259 above the profile's offset).
 HOST_BRIDGE=nlh-$PROFILE
+# The kubelet's podPidsLimit: the companion's PID limit (TestCompanion).
+HOST_POD_PIDS_LIMIT=4096
 MOUNT_NS=$HOST_DIR/mnt-ns
 # The command prefix that enters the host node's mount namespace, if any.
 IN_MOUNT_NS=()
@@ -148,6 +150,12 @@ up() {
 	node_client_certificate
 	write_kubelet_config "$KUBELET_CONFIG" "$CRI_ENDPOINT" true "$CGROUP_ROOT" "$HOST_IP" \
 		"$KUBELET_PORT" "$KUBELET_HEALTH_PORT" "$STACK_PKI/ca.crt" "$KUBELET_POD_LOG_DIR" "$KUBELET_ROOT_DIR"
+	# The companion's share: its Node's ephemeral-storage capacity is the
+	# DaemonSet pod's request, which the scheduler admits only on a node
+	# that reports ephemeral storage; its PID limit is the one this kubelet
+	# puts on the pod's cgroup.
+	sed -i 's/^localStorageCapacityIsolation: false$/localStorageCapacityIsolation: true/' "$KUBELET_CONFIG"
+	echo "podPidsLimit: $HOST_POD_PIDS_LIMIT" >>"$KUBELET_CONFIG"
 	make_cgroup_root
 	log "Starting the kubelet for node $HOST_NODE_NAME on $CRI_ENDPOINT"
 	start_daemon kubelet "$BIN_DIR/kubelet" \
@@ -171,6 +179,8 @@ HOST_NODE_NAME=$HOST_NODE_NAME
 HOST_NODE_IP=$HOST_IP
 HOST_CRI_ENDPOINT=$CRI_ENDPOINT
 HOST_CGROUP_ROOT=$CGROUP_ROOT
+HOST_POD_PIDS_LIMIT=$HOST_POD_PIDS_LIMIT
+HOST_MOUNT_NS=${IN_MOUNT_NS[*]:+$MOUNT_NS}
 HOST_DIR=$HOST_DIR
 HOST_KUBELET_LOG=$LOG_DIR/kubelet.log
 HOST_CONTAINERD_LOG=$LOG_DIR/containerd.log

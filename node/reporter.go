@@ -83,7 +83,8 @@ type NodeStatusOptions struct {
 	Allocatable AllocatableConfig
 	// Labels are added to the Node's own (hostname, OS, architecture,
 	// agent) when it is created, as the kubelet's --node-labels; a Node
-	// that exists keeps its own. Default: none.
+	// that exists keeps its own, but for the kubelet's default labels
+	// (the topology ones), set again at each start. Default: none.
 	Labels map[string]string
 	// RegisterWithTaints are the taints the Node is created with (the
 	// kubelet's --register-with-taints); a Node that exists keeps its
@@ -311,6 +312,9 @@ func (r *NodeStatusReporter) register(ctx context.Context, log logr.Logger, fact
 		log.Info("Registered the node")
 	case apierrors.IsAlreadyExists(err):
 		log.V(2).Info("Found the node registered already")
+		if err := r.updateDefaultLabels(ctx, log, node); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("creating node %s: %w", r.opts.NodeName, err)
 	}
@@ -321,6 +325,25 @@ func (r *NodeStatusReporter) register(ctx context.Context, log logr.Logger, fact
 		}
 	}
 	r.nodeIPs.Store(&ips)
+	return nil
+}
+
+// updateDefaultLabels brings the default labels of the Node that exists
+// back to initial's, as the kubelet does each time it starts: a
+// companion moved to another zone, or given another hostname, says so.
+func (r *NodeStatusReporter) updateDefaultLabels(ctx context.Context, log logr.Logger, initial *corev1.Node) error {
+	existing := &corev1.Node{}
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(initial), existing); err != nil {
+		return fmt.Errorf("reading node %s: %w", initial.Name, err)
+	}
+	before := existing.DeepCopy()
+	if !updateDefaultLabels(initial, existing) {
+		return nil
+	}
+	if err := r.client.Patch(ctx, existing, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating the labels of node %s: %w", initial.Name, err)
+	}
+	log.Info("Updated the node's default labels", "labels", existing.Labels)
 	return nil
 }
 

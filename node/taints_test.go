@@ -116,8 +116,10 @@ func TestNewNodeCarriesTheRegistrationTaints(t *testing.T) {
 
 // TestCompanionRegistration: a new Node gets the taints; a Node that
 // exists keeps its own, as the kubelet leaves an administrator's removal
-// of a registration taint alone. A companion's capacity is its pod's share
-// of the machine; its hostname and zone labels are its host's.
+// of a registration taint alone, and its labels but for the kubelet's
+// default ones (hostname, zone), set again as the kubelet sets them when
+// it starts. A companion's capacity is its pod's share of the machine;
+// its hostname and zone labels are its host's.
 func TestCompanionRegistration(t *testing.T) {
 	cfg := testenv.StartAPIServer(t)
 	admin, err := client.New(cfg, client.Options{})
@@ -129,6 +131,7 @@ func TestCompanionRegistration(t *testing.T) {
 	existing.Name = "registered-before"
 	adminTaints := []corev1.Taint{{Key: "admin", Value: "kept", Effect: corev1.TaintEffectNoExecute}}
 	existing.Spec.Taints = slices.Clone(adminTaints)
+	existing.Labels = map[string]string{corev1.LabelHostname: "host-old", corev1.LabelTopologyZone: "zone-old", "admin": "kept"}
 	if err := admin.Create(context.Background(), existing); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +152,7 @@ func TestCompanionRegistration(t *testing.T) {
 			Labels:             map[string]string{corev1.LabelTopologyZone: "zone-a"},
 			Machine: func() (MachineInfo, error) {
 				machine := MachineInfo{MilliCPUs: 8000, MemoryBytes: 32 << 30, EphemeralStorageBytes: 100 << 30}
-				return machine.Within(podShare), nil
+				return machine.Within(podShare, 0), nil
 			},
 		})
 		if err != nil {
@@ -199,5 +202,12 @@ func TestCompanionRegistration(t *testing.T) {
 		if cpu, memory := list[corev1.ResourceCPU], list[corev1.ResourceMemory]; cpu.Cmp(podShare[corev1.ResourceCPU]) != 0 || memory.Cmp(podShare[corev1.ResourceMemory]) != 0 {
 			t.Errorf("cpu, memory = %s, %s; want the pod's share 1500m, 2Gi", cpu.String(), memory.String())
 		}
+	}
+	if err := admin.Get(ctx, client.ObjectKey{Name: existing.Name}, node); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{corev1.LabelHostname: "host-a", corev1.LabelTopologyZone: "zone-a", corev1.LabelOSStable: goruntime.GOOS, corev1.LabelArchStable: goruntime.GOARCH, "admin": "kept"}
+	if diff := cmp.Diff(want, node.Labels); diff != "" {
+		t.Errorf("the existing node's labels mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -124,8 +125,15 @@ func (m *Manager) removeTree(dir string) error {
 }
 
 // unmountAll unmounts every mount at or below dir and checks none is
-// left. Several rounds cover mounts stacked on one another.
-func (m *Manager) unmountAll(dir string) error {
+// left.
+func (m *Manager) unmountAll(dir string) error { return UnmountAll(dir, m.log) }
+
+// UnmountAll unmounts every mount at or below dir (a resolved path, as
+// mountinfo shows them), deepest first, lazily when busy, and checks none
+// is left in nodelet's mount namespace. Several rounds cover mounts
+// stacked on one another. A mount whose propagation is shared takes its
+// peers with it.
+func UnmountAll(dir string, log logr.Logger) error {
 	const rounds = 3
 	for round := 0; ; round++ {
 		mounts, err := readMountInfo()
@@ -143,7 +151,7 @@ func (m *Manager) unmountAll(dir string) error {
 			if err := unmount(mount.MountPoint); err != nil {
 				return err
 			}
-			m.log.V(2).Info("Unmounted", "path", mount.MountPoint, "fsType", mount.FSType)
+			log.V(2).Info("Unmounted", "path", mount.MountPoint, "fsType", mount.FSType)
 		}
 	}
 }

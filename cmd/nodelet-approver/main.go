@@ -3,7 +3,8 @@
 // certificate (package approver says which), and leaves every other one
 // pending. It is cluster-wide, so it runs leader-elected: one replica
 // decides at a time. `nodelet-approver remove-companions` is the chart's
-// post-delete hook (remove.go).
+// post-delete hook (remove.go), `nodelet-approver clean-host` the pod it
+// runs on each host (clean.go).
 package main
 
 import (
@@ -56,6 +57,10 @@ func main() {
 	zapOpts.BindFlags(goFlags)
 	if len(os.Args) > 1 && os.Args[1] == removeCommand {
 		mainRemove(os.Args[2:], goFlags, &zapOpts)
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == cleanCommand {
+		mainClean(os.Args[2:], goFlags, &zapOpts)
 		return
 	}
 	opts, err := parseOptions(os.Args[1:], goFlags)

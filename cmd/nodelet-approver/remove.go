@@ -2,7 +2,8 @@ package main
 
 // `nodelet-approver remove-companions`: the chart's post-delete hook. A
 // companion Node outlives its release (nodelet cannot tell an uninstall
-// from a restart of its pod), and nothing else deletes it.
+// from a restart of its pod), and nothing else deletes it; nor its
+// host folders, which a pod on each host removes (remove_hosts.go).
 
 import (
 	"context"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,6 +44,12 @@ type removeOptions struct {
 	// the release's companion Nodes.
 	namespace, podSelector, nodeSelector string
 	timeout                              time.Duration
+	// cleanPod, when set, is run on each host (--clean-host-pod); hosts
+	// are known from the pods seen and from the companion Nodes' names,
+	// which are their host's with nodeNameSuffix.
+	cleanPod       *corev1.Pod
+	nodeNameSuffix string
+	cleanTimeout   time.Duration
 }
 
 func mainRemove(args []string, goFlags *flag.FlagSet, zapOpts *zap.Options) {
@@ -60,16 +68,26 @@ func mainRemove(args []string, goFlags *flag.FlagSet, zapOpts *zap.Options) {
 }
 
 func parseRemoveOptions(args []string, goFlags *flag.FlagSet) (removeOptions, error) {
-	o := removeOptions{namespace: os.Getenv("POD_NAMESPACE"), timeout: 4 * time.Minute}
+	o := removeOptions{namespace: os.Getenv("POD_NAMESPACE"), timeout: 4 * time.Minute, cleanTimeout: 4 * time.Minute}
+	var cleanPod string
 	fs := pflag.NewFlagSet("nodelet-approver "+removeCommand, pflag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig of the hook's identity (default: in-cluster, or $KUBECONFIG).")
 	fs.StringVar(&o.namespace, "namespace", o.namespace, "Namespace of nodelet's DaemonSet (default: $POD_NAMESPACE).")
 	fs.StringVar(&o.podSelector, "pod-selector", "", "Label selector of the DaemonSet's pods, waited for to be gone first: a nodelet still running would register its Node again (required).")
 	fs.StringVar(&o.nodeSelector, "node-selector", "", "Label selector of the release's companion Nodes, which are deleted; only Nodes nodelet registered ("+node.LabelAgent+"=nodelet) are ever selected (required).")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "How long to wait for the DaemonSet's pods to be gone; no Node is deleted after it.")
+	fs.StringVar(&cleanPod, "clean-host-pod", "", "A pod (YAML or JSON, with a generateName and no nodeName) run on each host the DaemonSet's pods ran on once they are gone, bound to it, to remove what they left there (nodelet-approver "+cleanCommand+"); none: nothing is removed from the hosts.")
+	fs.StringVar(&o.nodeNameSuffix, "node-name-suffix", "", "The companion Nodes' names are their host's with this suffix: their hosts are cleaned too.")
+	fs.DurationVar(&o.cleanTimeout, "clean-host-timeout", o.cleanTimeout, "How long to wait for the pods of --clean-host-pod to end.")
 	fs.AddGoFlagSet(goFlags)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if cleanPod != "" {
+		var err error
+		if o.cleanPod, err = parseCleanPod(cleanPod); err != nil {
+			return o, err
+		}
 	}
 	if o.namespace == "" || o.podSelector == "" {
 		return o, errors.New("--namespace (or $POD_NAMESPACE) and --pod-selector are required")
@@ -120,19 +138,24 @@ func runRemove(ctx context.Context, o removeOptions, log logr.Logger) error {
 	return removeCompanions(ctx, client, o, removePollPeriod, log)
 }
 
-// removeCompanions waits for the DaemonSet's pods to be gone, then
-// deletes the companion Nodes. Their pods, bound to Nodes that no longer
-// exist, are the controller-manager's pod garbage collector's.
+// removeCompanions waits for the DaemonSet's pods to be gone, cleans
+// their hosts (with a cleanPod), then deletes the companion Nodes. Their
+// pods, bound to Nodes that no longer exist, are the controller-manager's
+// pod garbage collector's.
 func removeCompanions(ctx context.Context, client kubernetes.Interface, o removeOptions, poll time.Duration, log logr.Logger) error {
 	nodes, err := companionSelector(o.nodeSelector)
 	if err != nil {
 		return err
 	}
+	var podNodes []string
 	err = wait.PollUntilContextTimeout(ctx, poll, o.timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(o.namespace).List(ctx, metav1.ListOptions{LabelSelector: o.podSelector})
 		if err != nil {
 			log.Error(err, "Failed to list the DaemonSet's pods", "namespace", o.namespace, "selector", o.podSelector)
 			return false, nil
+		}
+		for i := range pods.Items {
+			podNodes = append(podNodes, pods.Items[i].Spec.NodeName)
 		}
 		if n := len(pods.Items); n > 0 {
 			log.Info("Waiting for the DaemonSet's pods to be gone", "namespace", o.namespace, "pods", n)
@@ -148,6 +171,16 @@ func removeCompanions(ctx context.Context, client kubernetes.Interface, o remove
 		return fmt.Errorf("listing the companion Nodes %q: %w", nodes, err)
 	}
 	var errs []error
+	if o.cleanPod != nil {
+		companions := make([]string, 0, len(list.Items))
+		for i := range list.Items {
+			companions = append(companions, list.Items[i].Name)
+		}
+		hosts := hostsOf(podNodes, companions, o.nodeNameSuffix)
+		if err := cleanHosts(ctx, client, o.cleanPod, o.namespace, hosts, poll, o.cleanTimeout, log); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := range list.Items {
 		n := &list.Items[i]
 		err := client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(n.UID))})

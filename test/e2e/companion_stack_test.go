@@ -25,6 +25,13 @@ type hostEnv struct {
 	NodeName, NodeIP string
 	// CgroupRoot is the kubelet's cgroupRoot (QoS cgroups under it).
 	CgroupRoot string
+	// PodPidsLimit is the kubelet's podPidsLimit, each pod cgroup's
+	// pids.max.
+	PodPidsLimit string
+	// MountNS is the host node's mount namespace (a file nsenter takes)
+	// when it has one of its own, where the machine's mounts are
+	// private; empty when it is the machine's.
+	MountNS string
 	// CRIEndpoint is the host node's runtime, its kubelet's.
 	CRIEndpoint string
 	// Dir is the host node's state folder; what the chart puts on the
@@ -50,12 +57,12 @@ func loadHostEnv(t *testing.T) hostEnv {
 	}
 	env := hostEnv{
 		NodeName: vars["HOST_NODE_NAME"], NodeIP: vars["HOST_NODE_IP"],
-		CgroupRoot: vars["HOST_CGROUP_ROOT"], CRIEndpoint: vars["HOST_CRI_ENDPOINT"], Dir: vars["HOST_DIR"],
+		CgroupRoot: vars["HOST_CGROUP_ROOT"], PodPidsLimit: vars["HOST_POD_PIDS_LIMIT"], MountNS: vars["HOST_MOUNT_NS"], CRIEndpoint: vars["HOST_CRI_ENDPOINT"], Dir: vars["HOST_DIR"],
 		KubeletLog: vars["HOST_KUBELET_LOG"], ContainerdLog: vars["HOST_CONTAINERD_LOG"],
 		Image: vars["NODELET_IMAGE"],
 	}
-	if env.NodeName == "" || env.NodeIP == "" || env.CgroupRoot == "" || env.CRIEndpoint == "" || env.Dir == "" || env.Image == "" {
-		t.Fatalf("%s lacks HOST_NODE_NAME, HOST_NODE_IP, HOST_CGROUP_ROOT, HOST_CRI_ENDPOINT, HOST_DIR or NODELET_IMAGE: %v", path, vars)
+	if env.NodeName == "" || env.NodeIP == "" || env.CgroupRoot == "" || env.PodPidsLimit == "" || env.CRIEndpoint == "" || env.Dir == "" || env.Image == "" {
+		t.Fatalf("%s lacks HOST_NODE_NAME, HOST_NODE_IP, HOST_CGROUP_ROOT, HOST_POD_PIDS_LIMIT, HOST_CRI_ENDPOINT, HOST_DIR or NODELET_IMAGE: %v", path, vars)
 	}
 	return env
 }
@@ -102,9 +109,12 @@ func companionValues(host hostEnv, r companionRelease) map[string]any {
 		"healthProbe":    map[string]any{"port": port + 2},
 		"clientCAFile":   "/host" + f.Env.CAFile,
 		"logLevel":       "debug",
-		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi"}, "limits": map[string]any{"memory": "512Mi"}},
+		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "2Gi"}, "limits": map[string]any{"memory": "512Mi"}},
 		"podAnnotations": map[string]any{"nodelet.dev/e2e": r.name},
-		"extraArgs":      []string{"--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"},
+		// The chart's folders are all under r.dir; no parent of theirs is
+		// the chart's.
+		"removeCompanions": map[string]any{"hostFoldersIfEmpty": []string{}},
+		"extraArgs":        []string{"--eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"},
 	}
 }
 

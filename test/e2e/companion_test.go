@@ -35,15 +35,17 @@ const companionReadyTimeout = 5 * time.Minute
 // runtime DaemonSet's pod brings containerd, nodelet gets its node's identity
 // through a CSR the chart's approver approves, and the companion
 // `<host>-nodelet` becomes Ready, with the host's share the pod requests
-// as its capacity (less kubeReserved as allocatable, over which a pod is
-// refused) and the companion taint. A pod that tolerates the taint
+// as its capacity (cpu, memory, ephemeral-storage; less kubeReserved as
+// allocatable, over which a pod is refused), the pod cgroup's PID limit
+// as its pods', and the companion taint. A pod that tolerates the taint
 // runs there, its cgroup inside the runtime's pod's, and its logs, exec and
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
 // container when the nodelet or the containerd container restarts, and
 // when `helm upgrade` to a new image tag replaces nodelet's pod. `helm
 // uninstall` then removes the DaemonSets' pods, and its post-delete hook
-// the companion Node.
+// the chart's host folders with the mounts under them, and the companion
+// Node.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
 	ctx := t.Context()
@@ -88,6 +90,7 @@ func TestCompanion(t *testing.T) {
 	hostFiles := writeHostFiles(t, r)
 	pod := runOnCompanion(t, ns, r.node, hostFiles)
 	checkPodCgroupInRuntimePod(t, host, runtimePod, pod)
+	t.Run("the pods' PID limit is the runtime pod's", func(t *testing.T) { checkPodsPidsLimit(t, host, runtimePod) })
 	t.Run("hostPath volumes are the host's", func(t *testing.T) { checkHostPathVolumes(t, pod, hostFiles) })
 
 	t.Run("logs", func(t *testing.T) {
@@ -112,15 +115,27 @@ func TestCompanion(t *testing.T) {
 		agent = checkUpgradeKeepsPod(t, host, r, agent, runtimePod, pod)
 	})
 
-	// Its pods go first: nothing would finish their deletion after.
-	f.deletePod(t, pod, ptr.To[int64](2))
-	f.waitForPodGone(t, pod, 2*time.Minute)
-	// Its post-delete hook waits for the DaemonSet pod to go (its grace
-	// period, 30 s), its image on the host, and the Job's pod.
+	// The pod stays: its network namespace, volumes and root file system
+	// are mounted under the chart's host folders when the release goes,
+	// and the host's runtime kills its processes with the runtime's pod.
+	if mounts := chartMounts(t, host, r); len(mounts) == 0 {
+		t.Fatal("nothing is mounted under the chart's host folders before helm uninstall: its cleaning would not be checked")
+	}
+	// Its post-delete hook waits for the DaemonSets' pods to go (their
+	// grace period, 30 s), then for its pod on the host (its image on the
+	// host), then deletes the Node.
 	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
+	t.Run("helm uninstall removes the chart's host folders and the mounts under them", func(t *testing.T) { checkHostCleaned(t, host, r) })
+	// Its Node gone, nothing finishes the pod's deletion: force it (the
+	// pod garbage collector may have already).
+	err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	f.waitForPodGone(t, pod, time.Minute)
 	await.Eventually(t, 3*time.Minute, "the DaemonSets' pods to be gone after helm uninstall", func(ctx context.Context) error {
 		for _, p := range []*corev1.Pod{agent, runtimePod} {
 			_, err := f.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
@@ -145,7 +160,7 @@ func checkCompanionNode(t *testing.T, node *corev1.Node, host hostEnv) {
 	if !hasTaint(node, "nodelet.dev/companion") {
 		t.Errorf("Node %s: taints %v, want nodelet.dev/companion:NoSchedule", node.Name, nodeTaints(node))
 	}
-	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "500m", corev1.ResourceMemory: "512Mi"} {
+	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "500m", corev1.ResourceMemory: "512Mi", corev1.ResourceEphemeralStorage: "2Gi"} {
 		if got := node.Status.Capacity[name]; got.Cmp(resource.MustParse(want)) != 0 {
 			t.Errorf("Node %s: capacity %s = %s, want the DaemonSet pod's request %s", node.Name, name, got.String(), want)
 		}
@@ -335,6 +350,24 @@ func checkPodCgroupInRuntimePod(t *testing.T, host hostEnv, runtimePod, pod *cor
 	}
 	if len(found) != 1 {
 		t.Errorf("cgroups of pod %s under the runtime pod's %s: %v, want one", pod.Name, agentCgroup, found)
+	}
+}
+
+// checkPodsPidsLimit: the companion's pods' cgroup (<cgroup root>/kubepods,
+// the chart's /nodelet, inside the runtime pod's) is limited to the tasks
+// the host's kubelet limits that pod to (its podPidsLimit), the
+// companion's PID capacity (the chart reserves no PIDs), not the
+// machine's pid_max.
+func checkPodsPidsLimit(t *testing.T, host hostEnv, runtimePod *corev1.Pod) {
+	podCgroup := filepath.Join("/sys/fs/cgroup/pids", host.CgroupRoot, "kubepods", "burstable", "pod"+string(runtimePod.UID))
+	for _, dir := range []string{podCgroup, filepath.Join(podCgroup, "nodelet", "kubepods")} {
+		data, err := os.ReadFile(filepath.Join(dir, "pids.max"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(data)); got != host.PodPidsLimit {
+			t.Errorf("%s/pids.max = %s, want the host kubelet's podPidsLimit %s", dir, got, host.PodPidsLimit)
+		}
 	}
 }
 
