@@ -95,9 +95,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("detecting cgroup hierarchies: %w", err)
 	}
 	if opts.Driver == DriverSystemd && opts.Systemd == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), systemdCallTimeout)
-		defer cancel()
-		if opts.Systemd, err = ConnectSystemd(ctx); err != nil {
+		if opts.Systemd, err = ConnectSystemd(); err != nil {
 			return nil, err
 		}
 	}
@@ -131,12 +129,16 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 		return nil, fmt.Errorf("unknown cgroup driver %q (want %s or %s)", opts.Driver, DriverCgroupfs, DriverSystemd)
 	}
 	hierarchies = slices.Clone(hierarchies)
-	unified := false
+	unified := len(hierarchies) == 1 && hierarchies[0].Unified
 	for i, h := range hierarchies {
-		if h.Unified && len(h.Controllers) == 0 {
+		// The hybrid layout's cgroup2 hierarchy may offer the
+		// controllers no v1 hierarchy has (hugetlb, say). With the
+		// systemd driver it is systemd's, which tracks processes there
+		// and manages its cgroups' subtree_control: nodelet writes no
+		// limits in it, as runc's v1 systemd manager writes none.
+		if h.Unified && len(h.Controllers) == 0 && (unified || opts.Driver != DriverSystemd) {
 			hierarchies[i].Controllers = unifiedControllers(h.MountPoint)
 		}
-		unified = unified || (h.Unified && len(hierarchies) == 1)
 	}
 	m := &Manager{
 		root: root, rootName: rootName, systemd: opts.Systemd, unified: unified,

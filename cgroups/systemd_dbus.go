@@ -45,15 +45,22 @@ type dbusSystemd struct {
 
 // ConnectSystemd connects to the systemd of the machine (its private
 // socket, /run/systemd/private, when root; its system bus otherwise).
-func ConnectSystemd(ctx context.Context) (Systemd, error) {
-	conn, err := sddbus.NewWithContext(ctx)
+func ConnectSystemd() (Systemd, error) {
+	conn, err := dial()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to systemd over D-Bus (the systemd cgroup driver needs it): %w", err)
 	}
 	return &dbusSystemd{conn: conn}, nil
 }
 
-func (s *dbusSystemd) connection(ctx context.Context) (*sddbus.Conn, error) {
+// dial connects for as long as nodelet runs: the D-Bus library closes a
+// connection when the context it was made with is done, so the calls'
+// deadlines are theirs alone.
+func dial() (*sddbus.Conn, error) {
+	return sddbus.NewWithContext(context.Background())
+}
+
+func (s *dbusSystemd) connection() (*sddbus.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn != nil && s.conn.Connected() {
@@ -62,7 +69,7 @@ func (s *dbusSystemd) connection(ctx context.Context) (*sddbus.Conn, error) {
 	if s.conn != nil {
 		s.conn.Close()
 	}
-	conn, err := sddbus.NewWithContext(ctx)
+	conn, err := dial()
 	if err != nil {
 		return nil, fmt.Errorf("connecting to systemd over D-Bus again: %w", err)
 	}
@@ -71,7 +78,7 @@ func (s *dbusSystemd) connection(ctx context.Context) (*sddbus.Conn, error) {
 }
 
 func (s *dbusSystemd) StartSlice(ctx context.Context, unit string, props []UnitProperty) error {
-	conn, err := s.connection(ctx)
+	conn, err := s.connection()
 	if err != nil {
 		return err
 	}
@@ -86,7 +93,7 @@ func (s *dbusSystemd) StartSlice(ctx context.Context, unit string, props []UnitP
 }
 
 func (s *dbusSystemd) SetProperties(ctx context.Context, unit string, props []UnitProperty) error {
-	conn, err := s.connection(ctx)
+	conn, err := s.connection()
 	if err != nil {
 		return err
 	}
@@ -97,7 +104,7 @@ func (s *dbusSystemd) SetProperties(ctx context.Context, unit string, props []Un
 }
 
 func (s *dbusSystemd) StopUnit(ctx context.Context, unit string) error {
-	conn, err := s.connection(ctx)
+	conn, err := s.connection()
 	if err != nil {
 		return err
 	}

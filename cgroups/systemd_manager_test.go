@@ -281,3 +281,30 @@ func TestSystemdDriverEnforcesAReservedSlice(t *testing.T) {
 		t.Errorf("system.slice cpu.shares = %q, want 512", got)
 	}
 }
+
+func TestSystemdDriverWritesNoLimitsInTheHybridUnifiedHierarchy(t *testing.T) {
+	for driver, want := range map[string]bool{DriverCgroupfs: true, DriverSystemd: false} {
+		t.Run(driver, func(t *testing.T) {
+			hierarchies := fakeV1(t)
+			unified := hierarchies[4]
+			// This host's hybrid cgroup2 offers hugetlb, which no v1
+			// hierarchy carries.
+			writeFile(t, filepath.Join(unified.MountPoint, "cgroup.controllers"), "hugetlb\n")
+			opts := Options{Root: "/", Driver: driver}
+			if driver == DriverSystemd {
+				opts.Systemd = newFakeSystemd(t, hierarchies)
+			}
+			m, err := newManager(opts, hierarchies, []int64{2 << 20}, fakeRmdir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.EnsurePod(guaranteed); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(cgroupDir(unified, m.PodCgroupParent(guaranteed)), "hugetlb.2MB.max")
+			if _, err := os.Stat(file); (err == nil) != want {
+				t.Errorf("%s written = %v, want %v", file, err == nil, want)
+			}
+		})
+	}
+}

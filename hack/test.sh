@@ -171,7 +171,7 @@ E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
 E2E_USERNS_RUN=^TestPodUserNamespace
 E2E_MODES=${E2E_MODES:-runtime agent userns companion systemd}
 E2E_COMPANION_RUN=^TestCompanion
-E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestContainerPastItsMemoryLimitIsOOMKilled|TestQOSTiersAndPodPidsLimit|TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode)$}
+E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestContainerPastItsMemoryLimitIsOOMKilled|TestQOSTiersAndPodPidsLimit|TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode|TestInPlacePodResize)$}
 
 suite_e2e() {
 	local rc=0
