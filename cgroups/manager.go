@@ -155,7 +155,7 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 		what   string
 	}{
 		{m.child(), nil, "the cgroup root"},
-		{m.child(podsCgroupName), NodeAllocatableConfig(opts.NodeAllocatable), "the pods' cgroup, to the node's allocatable resources"},
+		{m.child(podsCgroupName), NodeAllocatableConfig(opts.NodeAllocatable), "the pods' cgroup (to the node's allocatable resources)"},
 		{m.child(podsCgroupName, burstableCgroupName), &ResourceConfig{CPUShares: &minShares}, "the burstable tier"},
 		{m.child(podsCgroupName, bestEffortCgroupName), &ResourceConfig{CPUShares: &minShares}, "the besteffort tier"},
 	} {
