@@ -229,6 +229,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 	podCgroups, err := cgroups.New(cgroups.Options{
 		Root:            share.cgroupRoot,
+		Driver:          opts.CgroupDriver,
 		PodPidsLimit:    opts.PodPidsLimit,
 		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(share.machine)),
 	})

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/node"
 )
@@ -135,6 +136,11 @@ func (o *Options) validateCompanion() error {
 	}
 	if o.CgroupRootInOwnPod && o.CgroupRootInRuntimePod {
 		return errors.New("--cgroup-root-in-own-pod and --cgroup-root-in-runtime-pod exclude each other: the pods' cgroups go in one pod's")
+	}
+	if o.CgroupDriver == configv1alpha1.CgroupDriverSystemd && (o.CgroupRootInOwnPod || o.CgroupRootInRuntimePod) {
+		// A pod's cgroup is made by another node agent's runtime, and
+		// systemd makes slices only inside its own slices.
+		return errors.New("--cgroup-driver=systemd cannot put the pods' cgroups inside a pod's cgroup (--cgroup-root-in-own-pod, --cgroup-root-in-runtime-pod): use --cgroup-driver=cgroupfs")
 	}
 	if len(o.Capacity) > 0 && !o.CgroupRootInOwnPod && !o.CgroupRootInRuntimePod {
 		return errors.New("--capacity needs --cgroup-root-in-own-pod or --cgroup-root-in-runtime-pod: the pods must be held to it by the pod's cgroup")

@@ -50,6 +50,10 @@ func TestCapacityFlag(t *testing.T) {
 			args:    []string{"--capacity=cpu=1", "--cgroup-root-in-own-pod", "--cgroup-root-in-runtime-pod"},
 			wantErr: "exclude each other",
 		},
+		"the systemd driver inside a pod's cgroup": {
+			args:    []string{"--cgroup-root-in-own-pod", "--cgroup-driver=systemd"},
+			wantErr: "--cgroup-driver=systemd cannot put the pods' cgroups inside a pod's cgroup",
+		},
 		"the runtime's pod, found through a TCP endpoint": {
 			args:    []string{"--cgroup-root-in-runtime-pod", "--container-runtime-endpoint=tcp://127.0.0.1:1234"},
 			wantErr: "is not a unix socket",

@@ -63,8 +63,9 @@ func (m *Manager) ensure(h Hierarchy, cgroup string) error {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		switch {
-		case h.Unified:
+		case h.Unified && len(h.Controllers) > 0:
 			delegateControllers(parent)
+		case h.Unified:
 		case h.has("cpuset"):
 			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
 				if err := inherit(parent, dir, file); err != nil {

@@ -99,8 +99,13 @@ func configFiles(h Hierarchy, config *ResourceConfig, hugePageSizes []int64) []c
 // pages), as the kubelet enforces --system-reserved on
 // --system-reserved-cgroup. The cgroup must exist in every hierarchy that
 // carries one of the limits: nodelet never makes it, since what runs in it
-// is not nodelet's.
+// is not nodelet's. With the systemd driver the cgroup is named as a
+// slice (system.slice, or /system.slice), as the kubelet takes it there,
+// and its unit's properties are set too.
 func (m *Manager) EnforceExisting(cgroup string, limits corev1.ResourceList) error {
+	if m.systemd != nil {
+		cgroup = ParseSystemdName(cgroup).Systemd()
+	}
 	config := NodeAllocatableConfig(limits)
 	var missing []string
 	for _, h := range m.hierarchies {
@@ -114,7 +119,7 @@ func (m *Manager) EnforceExisting(cgroup string, limits corev1.ResourceList) err
 	if len(missing) > 0 {
 		return fmt.Errorf("cgroup %q has some missing paths: %v", cgroup, missing)
 	}
-	return m.apply(cgroup, config)
+	return m.set(cgroup, config)
 }
 
 func isDir(path string) bool {

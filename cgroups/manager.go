@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,8 +21,10 @@ import (
 	"github.com/nodelet/nodelet/podutil"
 )
 
-// The kubelet's names for the cgroups above the pods' with the cgroupfs
-// driver.
+// The kubelet's names for the cgroups above the pods': with the cgroupfs
+// driver they are the folders' names (/kubepods/burstable/pod<uid>), with
+// the systemd driver the components of the slices' names
+// (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice).
 const (
 	podsCgroupName       = "kubepods"
 	burstableCgroupName  = "burstable"
@@ -31,8 +34,15 @@ const (
 // Options configure a Manager.
 type Options struct {
 	// Root is the absolute cgroup path the tree goes under, such as
-	// /nodelet.
+	// /nodelet, as --cgroup-root names it; with the systemd driver its
+	// components name slices (/nodelet is nodelet.slice).
 	Root string
+	// Driver is how cgroups are made: DriverCgroupfs (the default, when
+	// empty) or DriverSystemd.
+	Driver string
+	// Systemd is how the systemd driver reaches systemd; nil connects to
+	// the machine's (New).
+	Systemd Systemd
 	// PodPidsLimit above zero limits each pod's processes.
 	PodPidsLimit int64
 	// NodeAllocatable is what the pods together may use: the kubepods
@@ -43,7 +53,16 @@ type Options struct {
 // Manager creates, limits and removes the pod cgroups and the QoS tiers
 // above them, in every hierarchy.
 type Manager struct {
-	root          string
+	root string
+	// rootName is root's components.
+	rootName CgroupName
+	// systemd is nil with the cgroupfs driver; with the systemd driver,
+	// every cgroup of the tree is a slice systemd makes, changes and
+	// stops, whose files are then written as the cgroupfs driver's.
+	systemd Systemd
+	// unified is true on the pure cgroup2 layout: the properties systemd
+	// takes for the limits are cgroup2's there.
+	unified       bool
 	hierarchies   []Hierarchy
 	podPidsLimit  int64
 	hugePageSizes []int64
@@ -70,6 +89,11 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Driver == DriverSystemd && opts.Systemd == nil {
+		if opts.Systemd, err = ConnectSystemd(); err != nil {
+			return nil, err
+		}
+	}
 	m, err := newManager(opts, hierarchies, HostHugePageSizes(), syscall.Rmdir)
 	if err != nil {
 		return nil, err
@@ -86,80 +110,172 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 	if len(hierarchies) == 0 {
 		return nil, errors.New("no cgroup hierarchy is mounted")
 	}
+	rootName := ParseCgroupfsName(root)
+	switch opts.Driver {
+	case "", DriverCgroupfs:
+	case DriverSystemd:
+		if opts.Systemd == nil {
+			return nil, errors.New("the systemd cgroup driver needs a connection to systemd")
+		}
+		if err := ValidateSystemdName(rootName); err != nil {
+			return nil, fmt.Errorf("cgroup root %q with the systemd driver: %w", root, err)
+		}
+	default:
+		return nil, fmt.Errorf("unknown cgroup driver %q (want %s or %s)", opts.Driver, DriverCgroupfs, DriverSystemd)
+	}
 	hierarchies = slices.Clone(hierarchies)
+	unified := len(hierarchies) == 1 && hierarchies[0].Unified
 	for i, h := range hierarchies {
-		if h.Unified && len(h.Controllers) == 0 {
+		// The hybrid layout's cgroup2 hierarchy may offer the
+		// controllers no v1 hierarchy has (hugetlb, say). With the
+		// systemd driver it is systemd's, which tracks processes there
+		// and manages its cgroups' subtree_control: nodelet writes no
+		// limits in it, as runc's v1 systemd manager writes none.
+		if h.Unified && len(h.Controllers) == 0 && (unified || opts.Driver != DriverSystemd) {
 			hierarchies[i].Controllers = unifiedControllers(h.MountPoint)
 		}
 	}
 	m := &Manager{
-		root: root, hierarchies: hierarchies, podPidsLimit: opts.PodPidsLimit,
+		root: root, rootName: rootName, systemd: opts.Systemd, unified: unified,
+		hierarchies: hierarchies, podPidsLimit: opts.PodPidsLimit,
 		hugePageSizes: hugePageSizes, rmdir: rmdir, burstable: map[types.UID]int64{},
 	}
-	for _, cgroup := range []string{root, m.podsCgroup(), m.qosCgroup(corev1.PodQOSBurstable), m.qosCgroup(corev1.PodQOSBestEffort)} {
-		for _, h := range hierarchies {
-			if err := m.ensure(h, cgroup); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := m.apply(m.podsCgroup(), NodeAllocatableConfig(opts.NodeAllocatable)); err != nil {
-		return nil, fmt.Errorf("limiting the pods' cgroup to the node's allocatable resources: %w", err)
+	if opts.Driver != DriverSystemd {
+		m.systemd = nil
 	}
 	minShares := uint64(MinShares)
-	if err := m.apply(m.qosCgroup(corev1.PodQOSBestEffort), &ResourceConfig{CPUShares: &minShares}); err != nil {
-		return nil, err
+	for _, level := range []struct {
+		name   CgroupName
+		config *ResourceConfig
+		what   string
+	}{
+		{m.child(), nil, "the cgroup root"},
+		{m.child(podsCgroupName), NodeAllocatableConfig(opts.NodeAllocatable), "the pods' cgroup (to the node's allocatable resources)"},
+		{m.child(podsCgroupName, burstableCgroupName), &ResourceConfig{CPUShares: &minShares}, "the burstable tier"},
+		{m.child(podsCgroupName, bestEffortCgroupName), &ResourceConfig{CPUShares: &minShares}, "the besteffort tier"},
+	} {
+		if err := m.make(level.name, level.config); err != nil {
+			return nil, fmt.Errorf("making %s: %w", level.what, err)
+		}
+		// Made before, the cgroup keeps its old limits until set.
+		if err := m.set(m.path(level.name), level.config); err != nil {
+			return nil, fmt.Errorf("limiting %s: %w", level.what, err)
+		}
 	}
 	m.burstableShares = MinShares
-	if err := m.apply(m.qosCgroup(corev1.PodQOSBurstable), &ResourceConfig{CPUShares: &minShares}); err != nil {
-		return nil, err
-	}
 	return m, nil
+}
+
+// child is the name of a cgroup under the root.
+func (m *Manager) child(components ...string) CgroupName {
+	return append(slices.Clone(m.rootName), components...)
+}
+
+// path is where the driver puts the cgroup of name, below each
+// hierarchy's mount point.
+func (m *Manager) path(name CgroupName) string {
+	if m.systemd != nil {
+		return name.Systemd()
+	}
+	return name.Cgroupfs()
+}
+
+// make creates the cgroup of name in every hierarchy (its parent must
+// exist). With the systemd driver, systemd makes it first, as a slice
+// with config's limits, and the hierarchies systemd leaves alone (cpuset,
+// freezer, ...) get the folder the runtime expects, as runc does.
+func (m *Manager) make(name CgroupName, config *ResourceConfig) error {
+	cgroup := m.path(name)
+	if m.systemd != nil && cgroup != "/" {
+		unit, parent := path.Base(cgroup), path.Base(path.Dir(cgroup))
+		if parent == "/" {
+			parent = "-.slice"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), systemdCallTimeout)
+		defer cancel()
+		if err := m.systemd.StartSlice(ctx, unit, sliceProperties(unit, parent, config, m.unified)); err != nil {
+			return err
+		}
+	}
+	for _, h := range m.hierarchies {
+		if err := m.ensure(h, cgroup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set limits a cgroup to config: with the systemd driver through its
+// slice's properties first (or systemd would put its own values back),
+// then through the cgroup's files, as the kubelet's runc library does.
+func (m *Manager) set(cgroup string, config *ResourceConfig) error {
+	if config == nil {
+		return nil
+	}
+	if props := resourceProperties(config, m.unified); m.systemd != nil && cgroup != "/" && len(props) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), systemdCallTimeout)
+		defer cancel()
+		if err := m.systemd.SetProperties(ctx, path.Base(cgroup), props); err != nil {
+			return err
+		}
+	}
+	return m.apply(cgroup, config)
 }
 
 // Hierarchies returns the hierarchies the Manager keeps pod cgroups in.
 func (m *Manager) Hierarchies() []Hierarchy { return slices.Clone(m.hierarchies) }
 
-func (m *Manager) podsCgroup() string { return path.Join(m.root, podsCgroupName) }
-
-// qosCgroup is the cgroup a pod of the class goes in: Guaranteed pods sit
-// right in kubepods, the others in their tier.
-func (m *Manager) qosCgroup(class corev1.PodQOSClass) string {
+// qosName is the name of the cgroup a pod of the class goes in:
+// Guaranteed pods sit right in kubepods, the others in their tier.
+func (m *Manager) qosName(class corev1.PodQOSClass) CgroupName {
 	switch class {
 	case corev1.PodQOSBurstable:
-		return path.Join(m.podsCgroup(), burstableCgroupName)
+		return m.child(podsCgroupName, burstableCgroupName)
 	case corev1.PodQOSBestEffort:
-		return path.Join(m.podsCgroup(), bestEffortCgroupName)
+		return m.child(podsCgroupName, bestEffortCgroupName)
 	}
-	return m.podsCgroup()
+	return m.child(podsCgroupName)
+}
+
+func (m *Manager) qosCgroup(class corev1.PodQOSClass) string { return m.path(m.qosName(class)) }
+
+func (m *Manager) podName(class corev1.PodQOSClass, uid types.UID) CgroupName {
+	return append(m.qosName(class), podPrefix+string(uid))
 }
 
 // legacyPodCgroup is where pods were put before the QoS tiers, right
-// under the root; such pods keep their cgroup until they go.
+// under the root; such pods keep their cgroup until they go. Only the
+// cgroupfs driver ever put them there.
 func (m *Manager) legacyPodCgroup(uid types.UID) string {
 	return path.Join(m.root, podPrefix+string(uid))
 }
 
 // podCgroups are every place a pod's cgroup may be.
 func (m *Manager) podCgroups(uid types.UID) []string {
-	name := podPrefix + string(uid)
-	return []string{
-		m.legacyPodCgroup(uid),
-		path.Join(m.qosCgroup(corev1.PodQOSGuaranteed), name),
-		path.Join(m.qosCgroup(corev1.PodQOSBurstable), name),
-		path.Join(m.qosCgroup(corev1.PodQOSBestEffort), name),
+	var cgroups []string
+	if m.systemd == nil {
+		cgroups = append(cgroups, m.legacyPodCgroup(uid))
 	}
+	for _, class := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
+		cgroups = append(cgroups, m.path(m.podName(class, uid)))
+	}
+	return cgroups
 }
 
 // PodCgroupParent is the pod's cgroup, as the sandbox's CgroupParent takes
-// it with the cgroupfs driver: in its QoS tier, or where an older nodelet
-// put it if it is still there.
+// it: in its QoS tier, or, with the cgroupfs driver, where an older
+// nodelet put it if it is still there. With the systemd driver it is the
+// slice's path (/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice),
+// whose last element is the slice runc puts the containers' scopes in,
+// as the kubelet gives it.
 func (m *Manager) PodCgroupParent(pod *corev1.Pod) string {
-	legacy := m.legacyPodCgroup(pod.UID)
-	if _, err := os.Stat(cgroupDir(m.hierarchies[0], legacy)); err == nil {
-		return legacy
+	if m.systemd == nil {
+		legacy := m.legacyPodCgroup(pod.UID)
+		if _, err := os.Stat(cgroupDir(m.hierarchies[0], legacy)); err == nil {
+			return legacy
+		}
 	}
-	return path.Join(m.qosCgroup(podutil.PodQOS(pod)), podPrefix+string(pod.UID))
+	return m.path(m.podName(podutil.PodQOS(pod), pod.UID))
 }
 
 // EnsurePod makes sure the pod's cgroup exists in every hierarchy, limited
@@ -173,15 +289,24 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) error {
 	if m.exists(cgroup) {
 		return nil
 	}
-	for _, h := range m.hierarchies {
-		if err := m.ensure(h, cgroup); err != nil {
-			return fmt.Errorf("creating the cgroup of pod %s: %w", pod.UID, err)
-		}
+	config := ResourceConfigForPod(pod, m.podPidsLimit)
+	if err := m.make(m.podName(podutil.PodQOS(pod), pod.UID), config); err != nil {
+		return fmt.Errorf("creating the cgroup of pod %s: %w", pod.UID, err)
 	}
-	if err := m.apply(cgroup, ResourceConfigForPod(pod, m.podPidsLimit)); err != nil {
+	if err := m.apply(cgroup, config); err != nil {
 		return fmt.Errorf("limiting the cgroup of pod %s: %w", pod.UID, err)
 	}
 	return nil
+}
+
+// anyExists is true when the cgroup is in any hierarchy.
+func (m *Manager) anyExists(cgroup string) bool {
+	for _, h := range m.hierarchies {
+		if _, err := os.Stat(cgroupDir(h, cgroup)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Manager) exists(cgroup string) bool {
@@ -211,7 +336,7 @@ func (m *Manager) updateBurstable(uid types.UID, milliCPU int64) error {
 	if shares == m.burstableShares {
 		return nil
 	}
-	if err := m.apply(m.qosCgroup(corev1.PodQOSBurstable), &ResourceConfig{CPUShares: &shares}); err != nil {
+	if err := m.set(m.qosCgroup(corev1.PodQOSBurstable), &ResourceConfig{CPUShares: &shares}); err != nil {
 		return err
 	}
 	m.burstableShares = shares
@@ -220,14 +345,26 @@ func (m *Manager) updateBurstable(uid types.UID, milliCPU int64) error {
 
 // RemovePod removes the pod's cgroup from every hierarchy, wherever it is,
 // the cgroups the runtime made inside it first, and takes the pod out of
-// its tier's shares. A cgroup that still holds processes cannot go: the
-// error names it. What is already gone is not an error.
+// its tier's shares. With the systemd driver, systemd stops the pod's
+// slice first (and the containers' scopes in it); what it leaves (the
+// folders of the hierarchies it does not manage, processes it could not
+// stop) goes as with the cgroupfs driver. A cgroup that still holds
+// processes cannot go: the error names it. What is already gone is not an
+// error.
 func (m *Manager) RemovePod(uid types.UID) error {
 	var errs []error
 	if err := m.updateBurstable(uid, 0); err != nil {
 		errs = append(errs, err)
 	}
 	for _, cgroup := range m.podCgroups(uid) {
+		if m.systemd != nil && m.anyExists(cgroup) {
+			ctx, cancel := context.WithTimeout(context.Background(), systemdCallTimeout)
+			err := m.systemd.StopUnit(ctx, path.Base(cgroup))
+			cancel()
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
 		for _, h := range m.hierarchies {
 			if err := m.removeTree(cgroupDir(h, cgroup)); err != nil {
 				errs = append(errs, err)
@@ -241,11 +378,15 @@ func (m *Manager) RemovePod(uid types.UID) error {
 }
 
 // ListPods returns the pods that have a cgroup in any tier (or right under
-// the root, as an older nodelet made them) in any hierarchy, sorted, so
-// that the ones whose removal stopped half way are found too.
+// the root, as an older nodelet made them with the cgroupfs driver) in any
+// hierarchy, sorted, so that the ones whose removal stopped half way are
+// found too.
 func (m *Manager) ListPods() ([]types.UID, error) {
 	seen := map[types.UID]bool{}
-	parents := []string{m.root, m.qosCgroup(corev1.PodQOSGuaranteed), m.qosCgroup(corev1.PodQOSBurstable), m.qosCgroup(corev1.PodQOSBestEffort)}
+	parents := []string{m.qosCgroup(corev1.PodQOSGuaranteed), m.qosCgroup(corev1.PodQOSBurstable), m.qosCgroup(corev1.PodQOSBestEffort)}
+	if m.systemd == nil {
+		parents = append(parents, m.root)
+	}
 	for _, h := range m.hierarchies {
 		for _, parent := range parents {
 			dir := cgroupDir(h, parent)
@@ -257,8 +398,8 @@ func (m *Manager) ListPods() ([]types.UID, error) {
 				return nil, fmt.Errorf("listing pod cgroups in %s: %w", dir, err)
 			}
 			for _, e := range entries {
-				if uid, ok := strings.CutPrefix(e.Name(), podPrefix); ok && e.IsDir() && uid != "" {
-					seen[types.UID(uid)] = true
+				if uid, ok := m.podUID(parent, e.Name()); ok && e.IsDir() {
+					seen[uid] = true
 				}
 			}
 		}
@@ -269,6 +410,15 @@ func (m *Manager) ListPods() ([]types.UID, error) {
 	}
 	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
 	return uids, nil
+}
+
+// podUID is the UID of the pod whose cgroup is named name in parent.
+func (m *Manager) podUID(parent, name string) (types.UID, bool) {
+	if m.systemd != nil {
+		return podSliceUID(parent, name)
+	}
+	uid, ok := strings.CutPrefix(name, podPrefix)
+	return types.UID(uid), ok && uid != ""
 }
 
 // unifiedControllers reads the controllers a cgroup2 hierarchy's top

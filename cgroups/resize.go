@@ -108,12 +108,13 @@ func weightToShares(weight uint64) uint64 {
 	return MinShares + (weight-1)*(MaxShares-MinShares)/(maxWeight-1)
 }
 
-// SetPodConfig writes config's set fields to the pod's cgroup.
+// SetPodConfig writes config's set fields to the pod's cgroup (and, with
+// the systemd driver, to its slice's properties).
 func (m *Manager) SetPodConfig(pod *corev1.Pod, config *ResourceConfig) error {
 	if config.CPUShares != nil {
 		if err := m.updateBurstable(pod.UID, BurstableCPUMilli(pod)); err != nil {
 			return fmt.Errorf("updating the burstable tier for pod %s: %w", pod.UID, err)
 		}
 	}
-	return m.apply(m.PodCgroupParent(pod), config)
+	return m.set(m.PodCgroupParent(pod), config)
 }

@@ -23,6 +23,7 @@ PACKAGES=(
 	libseccomp-dev               # runc 1.2+ for the user namespace tests (build-runtime.sh)
 	make                         # .ci/run calls make test
 	python3-yaml                 # check-manifests.sh compares RBAC rules
+	systemd                      # the systemd cgroup driver's stack runs its own (lib.sh)
 )
 
 command -v go >/dev/null || die "the Go toolchain is not installed (see go.mod for the version)"

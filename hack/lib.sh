@@ -211,6 +211,12 @@ profile_load() {
 	CNI_NETWORK_NAME=nodelet-$PROFILE-net
 	CNI_BRIDGE=${bridge:-nodelet-$PROFILE}
 	CGROUP_ROOT=/nodelet-$PROFILE
+	# How the node makes cgroups: cgroupfs, or systemd, where the stack
+	# runs a systemd of its own for the runtime and nodelet (see
+	# start_node_systemd) and the pods' cgroups are its slices.
+	CGROUP_DRIVER=${CGROUP_DRIVER:-cgroupfs}
+	[[ $CGROUP_DRIVER == cgroupfs || $CGROUP_DRIVER == systemd ]] || die "CGROUP_DRIVER must be cgroupfs or systemd, not '$CGROUP_DRIVER'"
+	NODE_SYSTEMD_DIR=$STATE_DIR/systemd
 	NODELET_ROOT_DIR=$STATE_DIR/nodelet
 	POD_LOG_DIR=$STATE_DIR/pod-logs
 	CONTAINER_LOG_DIR=$STATE_DIR/containers
@@ -471,7 +477,12 @@ disabled_plugins = [
     [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$PRIVATE_REGISTRY"]
       endpoint = ["http://$PRIVATE_REGISTRY"]
 EOF
-	start_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
+	if [[ $CGROUP_DRIVER == systemd ]]; then
+		# runc makes each container's scope through the node's systemd,
+		# in the pod's slice.
+		sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' "$CONTAINERD_CONFIG"
+	fi
+	start_node_daemon containerd containerd --config="$CONTAINERD_CONFIG" --log-level=info
 	wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
 }
 
@@ -538,6 +549,165 @@ disabled_plugins = [
 EOF
 	PATH=$CONTAINERD2_BIN_DIR:$PATH start_daemon containerd "$CONTAINERD2_BIN_DIR/containerd" --config="$CONTAINERD_CONFIG" --log-level=info
 	wait_daemon 30 containerd "$BIN_DIR/cri-sweep" -check -endpoint "$CRI_ENDPOINT" -timeout 2s
+}
+
+# --- the node's systemd (CGROUP_DRIVER=systemd) ------------------------------
+
+# With the systemd cgroup driver, the runtime (containerd's SystemdCgroup)
+# and nodelet make the pods' cgroups as slices and scopes through systemd,
+# which these machines do not run as PID 1. The stack runs one of its own,
+# as containers run it: PID 1 of a PID namespace, in a mount namespace of
+# its own (its /proc, /run/systemd and cgroup mounts) and a cgroup
+# namespace whose root is the profile's cgroup ($CGROUP_ROOT in every
+# hierarchy), so that what it makes stays below that cgroup and the sweep
+# removes it with the rest. It boots an empty default target and no unit
+# of the host's ($SYSTEMD_UNIT_PATH holds only that target). containerd
+# and nodelet run in its namespaces (start_node_daemon) and reach it on its
+# private D-Bus socket, /run/systemd/private, as runc and the kubelet do;
+# the host sees the node's cgroups under $CGROUP_ROOT.
+NODE_SYSTEMD_BIN=/lib/systemd/systemd
+
+# start_node_systemd starts the profile's systemd and waits until it has
+# booted. Its PID (on the host) is in $RUN_DIR/systemd-init.pid.
+start_node_systemd() {
+	[[ -x $NODE_SYSTEMD_BIN ]] || die "$NODE_SYSTEMD_BIN is missing: the systemd cgroup driver's stack needs Debian's systemd package (hack/install-deps.sh)"
+	log "Starting the node's systemd in namespaces of its own, its cgroups under $CGROUP_ROOT"
+	mkdir -p "$NODE_SYSTEMD_DIR/units"
+	printf '[Unit]\nDescription=The node of the nodelet-local profile %s\n' "$PROFILE" >"$NODE_SYSTEMD_DIR/units/default.target"
+	local line mount_point fstype options option controllers=() mounts=() tmpfs=false
+	# The host's cgroup mounts, mounted again inside, where they are
+	# rooted at the namespace's cgroup.
+	while read -r line; do
+		mount_point=$(awk '{print $5}' <<<"${line%% - *}")
+		read -r fstype _ options <<<"${line#* - }"
+		case "$fstype" in
+		cgroup2) mounts+=("cgroup2 $mount_point -") ;;
+		cgroup)
+			controllers=()
+			for option in ${options//,/ }; do
+				case "$option" in rw | ro | nosuid | nodev | noexec | relatime | clone_children | xattr) ;; *) controllers+=("$option") ;; esac
+			done
+			options=$(
+				IFS=,
+				echo "${controllers[*]}"
+			)
+			# A named hierarchy alone carries no controller.
+			[[ $options == name=* ]] && options=none,$options
+			mounts+=("cgroup $mount_point $options")
+			;;
+		tmpfs) [[ $mount_point == /sys/fs/cgroup ]] && tmpfs=true ;;
+		esac
+	done < <(awk '$5 == "/sys/fs/cgroup" || index($5, "/sys/fs/cgroup/") == 1' /proc/self/mountinfo)
+	((${#mounts[@]} > 0)) || die "no cgroup hierarchy is mounted under /sys/fs/cgroup"
+
+	# boot.sh moves itself into the profile's cgroup, then unshares;
+	# init.sh, PID 1 of the new namespaces, mounts and becomes systemd.
+	{
+		echo '#!/bin/bash'
+		echo 'set -euo pipefail'
+		local entry
+		for entry in "${mounts[@]}"; do
+			read -r fstype mount_point options <<<"$entry"
+			echo "mkdir -p $mount_point$CGROUP_ROOT"
+			if [[ $options == *cpuset* ]]; then
+				echo "[[ -n \$(<$mount_point$CGROUP_ROOT/cpuset.cpus) ]] || cat $mount_point/cpuset.cpus >$mount_point$CGROUP_ROOT/cpuset.cpus"
+				echo "[[ -n \$(<$mount_point$CGROUP_ROOT/cpuset.mems) ]] || cat $mount_point/cpuset.mems >$mount_point$CGROUP_ROOT/cpuset.mems"
+			fi
+			echo "echo \$\$ >$mount_point$CGROUP_ROOT/cgroup.procs"
+		done
+		# If this shell dies, systemd and all it runs die with it.
+		echo "exec unshare --pid --fork --kill-child=SIGKILL --mount --cgroup --propagation private $NODE_SYSTEMD_DIR/init.sh"
+	} >"$NODE_SYSTEMD_DIR/boot.sh"
+	{
+		echo '#!/bin/bash'
+		echo 'set -euo pipefail'
+		echo 'mount -t proc proc /proc'
+		# The namespace got a copy of every mount of the host's: those of
+		# the other profiles' stacks (their node disks) would stay busy,
+		# and their loop devices attached, as long as it lives.
+		echo "awk -v dir=$(dirname "$STATE_DIR") -v own=$STATE_DIR '\$5 != own && index(\$5, own \"/\") != 1 && index(\$5, dir \"/\") == 1 { print length(\$5), \$5 }' /proc/self/mountinfo | sort -rn | cut -d' ' -f2- | xargs -r -n1 umount -l"
+		$tmpfs && echo 'mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup'
+		for entry in "${mounts[@]}"; do
+			read -r fstype mount_point options <<<"$entry"
+			echo "mkdir -p $mount_point"
+			if [[ $fstype == cgroup2 ]]; then
+				echo "mount -t cgroup2 cgroup2 $mount_point"
+			else
+				echo "mount -t cgroup -o $options cgroup $mount_point"
+			fi
+		done
+		# /run a mount point, so systemd mounts no tmpfs over the host's
+		# (the runtime's shims keep their sockets in /run/containerd,
+		# iptables its lock in /run/xtables.lock); the folders systemd
+		# writes in private.
+		echo 'mount --bind /run /run'
+		echo 'for dir in /run/systemd /run/credentials; do mkdir -p $dir; mount -t tmpfs -o mode=755 tmpfs $dir; done'
+		echo "export container=nodelet-local SYSTEMD_UNIT_PATH=$NODE_SYSTEMD_DIR/units"
+		echo "exec $NODE_SYSTEMD_BIN --log-target=console"
+	} >"$NODE_SYSTEMD_DIR/init.sh"
+	chmod +x "$NODE_SYSTEMD_DIR/boot.sh" "$NODE_SYSTEMD_DIR/init.sh"
+
+	start_daemon systemd "$NODE_SYSTEMD_DIR/boot.sh"
+	adopt_child systemd "$RUN_DIR/systemd-init.pid"
+	wait_daemon 60 systemd in_node systemctl is-system-running
+}
+
+# stop_node_systemd kills the node's systemd, PID 1 of its namespace, so
+# that all in it die (unshare, its parent, ignores SIGTERM while it
+# waits); its cgroups go with the profile's in the sweep.
+stop_node_systemd() {
+	local pid
+	if [[ -f $RUN_DIR/systemd-init.pid ]]; then
+		pid=$(<"$RUN_DIR/systemd-init.pid")
+		if [[ $(cat "/proc/$pid/comm" 2>/dev/null) == systemd ]]; then
+			log "Stopping the node's systemd (pid $pid)"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+		rm -f "$RUN_DIR/systemd-init.pid"
+	fi
+	stop_daemon systemd 10
+}
+
+# in_node COMMAND... runs COMMAND in the node's systemd's namespaces.
+in_node() {
+	nsenter --target "$(<"$RUN_DIR/systemd-init.pid")" --mount --pid --cgroup -- "$@"
+}
+
+# adopt_child NAME PIDFILE waits for daemon NAME (nsenter or unshare,
+# which fork the command into the new PID namespace) to have its child,
+# and writes the child's PID to PIDFILE.
+adopt_child() {
+	local pid comm deadline=$((SECONDS + 10)) child=''
+	pid=$(<"$RUN_DIR/$1.pid")
+	while [[ -z $child ]]; do
+		# Only once it is nsenter or unshare: the script before them
+		# has children of its own.
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || true
+		if [[ $comm == nsenter || $comm == unshare ]]; then
+			child=$(awk '{print $1}' "/proc/$pid/task/$pid/children" 2>/dev/null) || true
+			[[ -n $child ]] && break
+		fi
+		daemon_alive "$1" || return 1
+		((SECONDS < deadline)) || die "$1 (pid $pid) started no child in 10s"
+		sleep 0.05
+	done
+	echo "$child" >"$2"
+}
+
+# start_node_daemon NAME COMMAND... starts COMMAND as start_daemon does,
+# in the node's systemd's namespaces with the systemd cgroup driver; the
+# PID recorded is then the command's own, which nsenter forks, so that
+# stopping it stops the command.
+start_node_daemon() {
+	local name=$1
+	shift
+	if [[ $CGROUP_DRIVER != systemd ]]; then
+		start_daemon "$name" "$@"
+		return
+	fi
+	start_daemon "$name" nsenter --target "$(<"$RUN_DIR/systemd-init.pid")" --mount --pid --cgroup -- "$@"
+	adopt_child "$name" "$RUN_DIR/$name.pid.child"
+	mv "$RUN_DIR/$name.pid.child" "$RUN_DIR/$name.pid"
 }
 
 # --- the node's disk ---------------------------------------------------------
@@ -679,6 +849,7 @@ sweep() {
 	local -a runtime_files
 	mapfile -t runtime_files < <(runtime_leftovers)
 	stop_daemon containerd 15
+	stop_node_systemd
 
 	local name
 	for name in registry registry-private kube-scheduler kube-controller-manager kube-apiserver etcd; do

@@ -310,6 +310,8 @@ wait_daemon 30 registry-private curl -fsS --user "$PRIVATE_REGISTRY_USER:$(<"$PR
 
 # --- 4. containerd -----------------------------------------------------------
 
+# With the systemd cgroup driver, in the node's own systemd's namespaces.
+[[ $CGROUP_DRIVER != systemd ]] || start_node_systemd
 start_containerd
 
 # --- 5. kube-proxy and CoreDNS, which nodelet will run ---------------------
@@ -326,6 +328,14 @@ fi
 # space says nothing of the stack's pods. The memory one stays the
 # kubelet's.
 
+# With the systemd driver nodelet runs in the node's systemd's cgroup
+# namespace, whose root is the profile's cgroup: its tree goes at the top
+# there (kubepods.slice), as on a systemd node; the host sees it under
+# CGROUP_NAMESPACE.
+NODELET_CGROUP_ROOT=$CGROUP_ROOT CGROUP_NAMESPACE='' SYSTEMD_PID=''
+if [[ $CGROUP_DRIVER == systemd ]]; then
+	NODELET_CGROUP_ROOT=/ CGROUP_NAMESPACE=$CGROUP_ROOT SYSTEMD_PID=$(<"$RUN_DIR/systemd-init.pid")
+fi
 cat >"$NODELET_ARGS_FILE" <<EOF
 --kubeconfig=$NODE_KUBECONFIG
 --node-name=$NODE_NAME
@@ -334,7 +344,8 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 --root-dir=$NODELET_ROOT_DIR
 --pod-log-dir=$POD_LOG_DIR
 --container-log-dir=$CONTAINER_LOG_DIR
---cgroup-root=$CGROUP_ROOT
+--cgroup-root=$NODELET_CGROUP_ROOT
+--cgroup-driver=$CGROUP_DRIVER
 --cni-conf-dir=$CNI_CONF_DIR
 --cni-bin-dir=$CNI_BIN_DIR
 --cni-network-name=$CNI_NETWORK_NAME
@@ -364,7 +375,10 @@ CRI_ENDPOINT=$CRI_ENDPOINT
 NODELET_ROOT_DIR=$NODELET_ROOT_DIR
 POD_LOG_DIR=$POD_LOG_DIR
 CONTAINER_LOG_DIR=$CONTAINER_LOG_DIR
-CGROUP_ROOT=$CGROUP_ROOT
+CGROUP_ROOT=$NODELET_CGROUP_ROOT
+CGROUP_DRIVER=$CGROUP_DRIVER
+CGROUP_NAMESPACE=$CGROUP_NAMESPACE
+SYSTEMD_PID=$SYSTEMD_PID
 CNI_CONF_DIR=$CNI_CONF_DIR
 CNI_BIN_DIR=$CNI_BIN_DIR
 CNI_PLUGINS_DIR=$CNI_PLUGINS_DIR
@@ -422,7 +436,7 @@ if $START_NODELET; then
 	fi
 	log "Starting nodelet for node $NODE_NAME (log: $NODELET_LOG)"
 	mapfile -t nodelet_args <"$NODELET_ARGS_FILE"
-	start_daemon nodelet "$NODELET_BIN" "${nodelet_args[@]}"
+	start_node_daemon nodelet "$NODELET_BIN" "${nodelet_args[@]}"
 	wait_daemon 120 nodelet node_ready
 	if $ADDONS; then
 		"$REPO_ROOT/hack/addons.sh" "$PROFILE" wait-dns

@@ -23,7 +23,10 @@
 #        (hack/build-runtime.sh), for the TestPodUserNamespace cases only;
 #        last, on a stack whose second node is a real kubelet
 #        (hack/host-kubelet.sh), with nodelet's image built and pushed, for
-#        the TestCompanion cases only
+#        the TestCompanion cases only; then on a stack with the systemd
+#        cgroup driver (its own systemd, containerd's SystemdCgroup,
+#        --cgroup-driver=systemd), for the cgroup cases E2E_SYSTEMD_RUN
+#        names
 # chaos  starts the e2e stack without nodelet or add-ons and runs the chaos
 #        run (test/chaos) for CHAOS_DURATION (2m) with CHAOS_SEED (1): it
 #        fails on any invariant violated or anything leaked
@@ -157,14 +160,18 @@ trap stop_e2e_stack EXIT
 # the chart on a real kubelet's node, with the image built: mode
 # "companion", on its own stack (with kube-proxy, through which pods reach
 # the API server's Service).
+# The cgroup cases that read the pods' cgroup files run again on a stack
+# with the systemd cgroup driver (mode "systemd"), where those files are
+# the slices' systemd made.
 # E2E_RUN narrows the first run to the tests it matches (go test -run), and
-# E2E_MODES to the modes named ("runtime", "agent", "userns", "companion"), to run one
-# test while working on it.
+# E2E_MODES to the modes named ("runtime", "agent", "userns", "companion",
+# "systemd"), to run one test while working on it.
 E2E_RUN=${E2E_RUN:-}
 E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
 E2E_USERNS_RUN=^TestPodUserNamespace
-E2E_MODES=${E2E_MODES:-runtime agent userns companion}
+E2E_MODES=${E2E_MODES:-runtime agent userns companion systemd}
 E2E_COMPANION_RUN=^TestCompanion
+E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestContainerPastItsMemoryLimitIsOOMKilled|TestQOSTiersAndPodPidsLimit|TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode|TestInPlacePodResize)$}
 
 suite_e2e() {
 	local rc=0
@@ -182,6 +189,11 @@ suite_e2e() {
 		# would hold a copy of its mount.
 		NODE_DISK_SIZE='' E2E_HOST_KUBELET=true e2e_on_stack runtime "$E2E_COMPANION_RUN" "" || rc=$?
 	fi
+	if [[ " $E2E_MODES " == *" systemd "* ]]; then
+		# No disk of the node's own (the node's mount namespace would hold
+		# a copy of its mount), no add-ons: the cases need neither.
+		NODE_DISK_SIZE='' ADDONS=false CGROUP_DRIVER=systemd e2e_on_stack runtime "$E2E_SYSTEMD_RUN" "" || rc=$?
+	fi
 	return $rc
 }
 
@@ -190,7 +202,7 @@ suite_e2e() {
 # and stops it.
 e2e_on_stack() {
 	local mode=$1 run=$2 skip=$3 rc=0
-	log "--- e2e tests${run:+ matching $run} in the $mode network mode${RUNTIME:+ on $RUNTIME}"
+	log "--- e2e tests${run:+ matching $run} in the $mode network mode${RUNTIME:+ on $RUNTIME}${CGROUP_DRIVER:+ with the $CGROUP_DRIVER cgroup driver}"
 	NETWORK_MODE=$mode
 	profile_load "$E2E_PROFILE"
 	E2E_STACK_UP=true
@@ -199,7 +211,7 @@ e2e_on_stack() {
 		log "Building nodelet"
 		build_nodelet || rc=$?
 	fi
-	if ((rc == 0)) && [[ $mode == runtime && -z ${RUNTIME:-} ]]; then
+	if ((rc == 0)) && [[ $mode == runtime && -z ${RUNTIME:-} && ${CGROUP_DRIVER:-cgroupfs} == cgroupfs ]]; then
 		# The kustomize and Helm renderings, validated by this API server.
 		local started=$SECONDS
 		"$REPO_ROOT/hack/check-manifests.sh" "$ADMIN_KUBECONFIG" || rc=$?

@@ -28,9 +28,9 @@ func cgroupV2() bool {
 // v1 file in its controller's hierarchy, or the v2 one.
 func (f *Framework) cgroupFile(t *testing.T, cgroup, controller, v1File, v2File string) string {
 	t.Helper()
-	path := filepath.Join("/sys/fs/cgroup", controller, f.Env.CgroupRoot, cgroup, v1File)
+	path := filepath.Join(f.hostCgroupDir(controller, cgroup), v1File)
 	if cgroupV2() {
-		path = filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, cgroup, v2File)
+		path = filepath.Join(f.hostCgroupDir("", cgroup), v2File)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -123,7 +123,7 @@ func TestPodCgroupsFollowTheQOSClass(t *testing.T) {
 			// The container is in the pod's cgroup, as its own view shows.
 			self := f.execInContainer(t, pod, "app", "cat", "/proc/self/cgroup")
 			if !cgroupV2() {
-				want := filepath.Join(f.Env.CgroupRoot, cgroup) + "/"
+				want := f.cgroupPath(cgroup) + "/"
 				var cpuLine string
 				for _, line := range strings.Split(self, "\n") {
 					if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && strings.Contains(","+parts[1]+",", ",cpu,") {
@@ -135,9 +135,10 @@ func TestPodCgroupsFollowTheQOSClass(t *testing.T) {
 				}
 			}
 			// And the runtime made the container's cgroup inside it.
-			dir := filepath.Join("/sys/fs/cgroup", "memory", f.Env.CgroupRoot, cgroup, containerID(t, pod, "app"))
+			container := filepath.Join(cgroup, containerID(t, pod, "app"))
+			dir := f.hostCgroupDir("memory", container)
 			if cgroupV2() {
-				dir = filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, cgroup, containerID(t, pod, "app"))
+				dir = f.hostCgroupDir("", container)
 			}
 			if _, err := os.Stat(dir); err != nil {
 				t.Errorf("the container's cgroup is not in the pod's: %v", err)

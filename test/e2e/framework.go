@@ -96,6 +96,16 @@ type Env struct {
 	// (ADDONS=false). ClusterDomain is nodelet's --cluster-domain.
 	ClusterDNS    string
 	ClusterDomain string
+
+	// CgroupDriver is nodelet's --cgroup-driver: cgroupfs (when empty) or
+	// systemd. CgroupNamespace is, when nodelet runs in a cgroup
+	// namespace (the systemd driver's stack), the host's cgroup that is
+	// its root; CgroupRoot is then relative to it. SystemdPID is the
+	// host's PID of that stack's systemd, in whose namespaces nodelet
+	// runs.
+	CgroupDriver    string
+	CgroupNamespace string
+	SystemdPID      string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -124,6 +134,9 @@ func LoadEnv(path string) (Env, error) {
 		PodLogDir:             get("POD_LOG_DIR", true),
 		ContainerLogDir:       get("CONTAINER_LOG_DIR", true),
 		CgroupRoot:            get("CGROUP_ROOT", true),
+		CgroupDriver:          get("CGROUP_DRIVER", false),
+		CgroupNamespace:       get("CGROUP_NAMESPACE", false),
+		SystemdPID:            get("SYSTEMD_PID", false),
 		CNIConfDir:            get("CNI_CONF_DIR", true),
 		CNIBinDir:             get("CNI_BIN_DIR", true),
 		CNINetworkName:        get("CNI_NETWORK_NAME", true),
@@ -404,9 +417,12 @@ func (f *Framework) podCgroups(pod *corev1.Pod) []string {
 	name := "pod" + string(pod.UID)
 	var dirs []string
 	for _, parent := range []string{"", "kubepods", "kubepods/burstable", "kubepods/besteffort"} {
-		v1, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/*", f.Env.CgroupRoot, parent, name))
+		if parent == "" && f.systemdDriver() {
+			continue
+		}
+		v1, _ := filepath.Glob(f.hostCgroupDir("*", filepath.Join(parent, name)))
 		dirs = append(dirs, v1...)
-		v2 := filepath.Join("/sys/fs/cgroup", f.Env.CgroupRoot, parent, name)
+		v2 := f.hostCgroupDir("", filepath.Join(parent, name))
 		if _, err := os.Stat(v2); err == nil {
 			dirs = append(dirs, v2)
 		}

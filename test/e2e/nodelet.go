@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,10 @@ type Nodelet struct {
 	stopping bool
 	// extraArgs are added to args at the next Start (SetExtraArgs).
 	extraArgs []string
+	// inNode, when set, starts nodelet in the namespaces of the node's
+	// systemd (the systemd cgroup driver's stack): nsenter, which forks
+	// nodelet there, is the child process, and signals go to nodelet.
+	inNode []string
 }
 
 // NewNodelet prepares nodelet with the flags the stack's scripts start it
@@ -49,7 +54,12 @@ func NewNodelet(bin string, env Env) (*Nodelet, error) {
 		// Volumes measured at most every 10 s, not every minute: the
 		// volume stats test waits for a write to show.
 		"--volume-stats-agg-period=10s")
-	return &Nodelet{bin: bin, args: args, logPath: env.NodeletLog, healthAddr: env.NodeletHealthAddr}, nil
+	n := &Nodelet{bin: bin, args: args, logPath: env.NodeletLog, healthAddr: env.NodeletHealthAddr}
+	if env.SystemdPID != "" {
+		// setpriv: nodelet dies with nsenter, as with the test binary.
+		n.inNode = []string{"nsenter", "--target", env.SystemdPID, "--mount", "--pid", "--cgroup", "--", "setpriv", "--pdeathsig", "KILL", "--"}
+	}
+	return n, nil
 }
 
 // BuildNodelet builds nodelet from the repository holding this package
@@ -107,7 +117,8 @@ func (n *Nodelet) Start() error {
 	}
 	fmt.Fprintf(logFile, "===== e2e: starting %s at %s\n", n.bin, time.Now().Format(time.RFC3339Nano))
 
-	cmd := exec.Command(n.bin, append(append([]string{}, n.args...), n.extraArgs...)...)
+	argv := append(append(append(append([]string{}, n.inNode...), n.bin), n.args...), n.extraArgs...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	// nodelet must not outlive a test binary that died (a timeout panic
@@ -168,7 +179,7 @@ func (n *Nodelet) signalAndWait(sig syscall.Signal, timeout time.Duration) error
 	if cmd == nil {
 		return nil
 	}
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := n.signal(cmd, sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("sending %v to nodelet: %w", sig, err)
 	}
 	select {
@@ -219,7 +230,40 @@ func (n *Nodelet) PID() int {
 	if n.cmd == nil || n.hasExited() {
 		return 0
 	}
-	return n.cmd.Process.Pid
+	return n.pid(n.cmd)
+}
+
+// pid is nodelet's process ID: the started process's, or, started in the
+// node's namespaces, its child's (0 until nsenter has forked it).
+func (n *Nodelet) pid(cmd *exec.Cmd) int {
+	if len(n.inNode) == 0 {
+		return cmd.Process.Pid
+	}
+	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(children))
+	if len(fields) == 0 {
+		return 0
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// signal sends sig to nodelet; to nsenter when it has no child yet
+// (nodelet, forked later, then dies with it).
+func (n *Nodelet) signal(cmd *exec.Cmd, sig syscall.Signal) error {
+	if pid := n.pid(cmd); pid > 0 && pid != cmd.Process.Pid {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return nil
+	}
+	return cmd.Process.Signal(sig)
 }
 
 // Healthy tells whether nodelet's health endpoint answers, for waits.

@@ -52,12 +52,15 @@ type NodeletConfiguration struct {
 	// ContainerLogsDir holds the <pod>_<namespace>_<container>-<id>.log
 	// links log shippers read. Default: "/var/log/containers".
 	ContainerLogsDir string `json:"containerLogsDir,omitempty"`
-	// CgroupRoot is the cgroup under which pod cgroups are made (cgroupfs
-	// driver). Default: "/nodelet".
+	// CgroupRoot is the cgroup under which pod cgroups are made; with the
+	// systemd driver its components name slices ("/nodelet" is
+	// nodelet.slice, "/" puts kubepods.slice at the top). Default:
+	// "/nodelet".
 	CgroupRoot string `json:"cgroupRoot,omitempty"`
 	// CgroupDriver is how cgroups are made: "cgroupfs", writing cgroup
-	// files, the only driver supported yet ("systemd", through systemd's
-	// units, is refused). Default: "cgroupfs".
+	// files, or "systemd", as slices systemd makes (over D-Bus) whose
+	// files are then written; it must be the runtime's (containerd's
+	// SystemdCgroup). Default: "cgroupfs".
 	CgroupDriver string `json:"cgroupDriver,omitempty"`
 	// PodPidsLimit is the most processes each pod may have (its cgroup's
 	// pids.max); -1, or any value below 1, leaves it unlimited. Default: -1.

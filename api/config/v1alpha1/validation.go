@@ -32,12 +32,9 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 		errs = append(errs, field.Required(field.NewPath("rootDir"), ""))
 	}
 	switch c.CgroupDriver {
-	case CgroupDriverCgroupfs:
-	case CgroupDriverSystemd:
-		errs = append(errs, field.Invalid(field.NewPath("cgroupDriver"), c.CgroupDriver,
-			"the systemd cgroup driver is not supported yet: use cgroupfs (with SystemdCgroup = false in containerd's runc options)"))
+	case CgroupDriverCgroupfs, CgroupDriverSystemd:
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), c.CgroupDriver, []string{CgroupDriverCgroupfs}))
+		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), c.CgroupDriver, []string{CgroupDriverCgroupfs, CgroupDriverSystemd}))
 	}
 	for i, ip := range c.ClusterDNS {
 		if net.ParseIP(ip) == nil {

@@ -24,8 +24,8 @@ func TestValidate(t *testing.T) {
 		}},
 		"a certificate with its key": {mutate: func(c *NodeletConfiguration) { c.TLSCertFile, c.TLSPrivateKeyFile = "/x.crt", "/x.key" }},
 		"log rotation off":           {mutate: func(c *NodeletConfiguration) { c.ContainerLogMaxSize = "0" }},
+		"the systemd cgroup driver":  {mutate: func(c *NodeletConfiguration) { c.CgroupDriver = CgroupDriverSystemd }},
 
-		"the systemd cgroup driver":         {mutate: func(c *NodeletConfiguration) { c.CgroupDriver = CgroupDriverSystemd }, wantFields: []string{"cgroupDriver"}},
 		"an unknown cgroup driver":          {mutate: func(c *NodeletConfiguration) { c.CgroupDriver = "none" }, wantFields: []string{"cgroupDriver"}},
 		"an unknown network mode":           {mutate: func(c *NodeletConfiguration) { c.NetworkMode = "host" }, wantFields: []string{"networkMode"}},
 		"no concurrency":                    {mutate: func(c *NodeletConfiguration) { c.ConcurrentReconciles = 0 }, wantFields: []string{"concurrentReconciles"}},
