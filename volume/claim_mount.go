@@ -132,7 +132,19 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		out.dir, out.usage = link, usageNone
 	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
-		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly, mount.mountOptions)
+		source := OnHost(m.hostRoot, mount.path)
+		if isBlockDevice(source) {
+			// Mounted for the node first (local_device.go); the lock
+			// holds off its unmount until the pod's bind mount is made.
+			unlock := m.csiLocks.lock(localDeviceLock(mount.pv))
+			defer unlock()
+			global := filepath.Join(m.rootDir, localDeviceMountsDir, mount.pv)
+			if err := ensureDeviceMount(source, global, localFSType(pv), localDeviceMountOptions(mount.readOnly, mount.mountOptions)); err != nil {
+				return claimSetUp{}, &MountError{Operation: "MountVolume.MountDevice", Volume: mount.pv, Err: err}
+			}
+			source = global
+		}
+		made, ownFS, err := ensureBindMount(source, dir, mount.readOnly, mount.mountOptions)
 		if err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
