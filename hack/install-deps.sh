@@ -23,6 +23,8 @@ PACKAGES=(
 	libseccomp-dev               # runc 1.2+ for the user namespace tests (build-runtime.sh)
 	make                         # .ci/run calls make test
 	python3-yaml                 # check-manifests.sh compares RBAC rules
+	e2fsprogs                    # mkfs.ext4: local volumes on block devices are formatted
+	util-linux                   # blkid, mount, losetup (the local device tests)
 )
 
 command -v go >/dev/null || die "the Go toolchain is not installed (see go.mod for the version)"
