@@ -124,12 +124,12 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		out.dir, out.usage = mount.path, usageNone
 	case mount.block:
 		// The device itself, linked into the pod's folder: nothing is
-		// mounted, no ownership changed, no usage measured.
+		// mounted, no ownership changed; its size is its capacity.
 		link := m.deviceDir(pod.UID, pluginLocalVolume, mount.pv)
 		if err := mapLocalDevice(m.hostRoot, mount.path, link); err != nil {
 			return claimSetUp{}, &MountError{Operation: "MapVolume.MapBlockVolume", Volume: mount.pv, Err: err}
 		}
-		out.dir, out.usage = link, usageNone
+		out.dir, out.usage = link, usageDevice
 	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
 		source := OnHost(m.hostRoot, mount.path)

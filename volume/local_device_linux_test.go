@@ -1,6 +1,6 @@
-// A local volume on a real loop device (root): formatted when empty,
+// Local volumes on a real loop device (root): formatted when empty,
 // mounted for the node and bind-mounted into the pod, unmounted after
-// the last pod, and never formatted again.
+// the last pod, and never formatted again; a block one's size reported.
 package volume
 
 import (
@@ -10,6 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 func loopDevice(t *testing.T, size int64) string {
@@ -60,6 +66,44 @@ func TestSetUpPodFormatsAndMountsALocalDevice(t *testing.T) {
 	paths, _ = setUp(t, e, pod)
 	if _, err := os.Stat(filepath.Join(paths["data"], "kept")); err != nil {
 		t.Errorf("the file is gone after a second set-up: %v", err)
+	}
+	if err := e.m.TearDownPod(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A local block volume's usage is its device's size as capacity, and
+// zero for the rest, as the kubelet's metricsBlock reports it.
+func TestPodVolumeStatsOfALocalBlockVolumeAreItsDevicesSize(t *testing.T) {
+	requireRoot(t)
+	device := loopDevice(t, 16<<20)
+	e := claimEnv(t, device)
+	pv, err := e.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+	if _, err := e.client.CoreV1().PersistentVolumes().Update(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := blockPod(string(podUID))
+	setUp(t, e, pod)
+
+	got, ok := volumeStatsByName(e.m.PodVolumeStats(context.Background())[podUID])["data"]
+	if !ok {
+		t.Fatal("no stats for the block volume")
+	}
+	zero := uint64(0)
+	want := statsapi.FsStats{
+		Time:          got.Time,
+		CapacityBytes: ptr.To[uint64](16 << 20), AvailableBytes: &zero, UsedBytes: &zero,
+		Inodes: &zero, InodesFree: &zero, InodesUsed: &zero,
+	}
+	if diff := cmp.Diff(want, got.FsStats); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+	if got.PVCRef == nil || got.PVCRef.Name != "data" {
+		t.Errorf("pvcRef = %+v, want the claim data", got.PVCRef)
 	}
 	if err := e.m.TearDownPod(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
