@@ -95,6 +95,7 @@ func (l *podLeftovers) SetUpPod(context.Context, *corev1.Pod) (map[string]string
 	panic("not used")
 }
 func (l *podLeftovers) ExtraSupplementalGroups(*corev1.Pod) []int64 { panic("not used") }
+func (l *podLeftovers) SELinuxRelabel(*corev1.Pod) map[string]bool  { panic("not used") }
 func (l *podLeftovers) PodCgroupParent(pod *corev1.Pod) string      { return string(pod.UID) }
 func (l *podLeftovers) EnsurePod(*corev1.Pod) error                 { panic("not used") }
 func (l *podLeftovers) PodConfig(*corev1.Pod) (*cgroups.ResourceConfig, error) {

@@ -44,6 +44,8 @@ type podVolumes interface {
 	PodDir(uid types.UID) string
 	SetUpPod(ctx context.Context, pod *corev1.Pod) (map[string]string, time.Time, error)
 	ExtraSupplementalGroups(pod *corev1.Pod) []int64
+	// SELinuxRelabel are the volumes whose mounts the runtime relabels.
+	SELinuxRelabel(pod *corev1.Pod) map[string]bool
 	TearDownPod(ctx context.Context, uid types.UID) error
 }
 

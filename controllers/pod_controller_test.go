@@ -51,6 +51,7 @@ type fakeVolumes struct{ root string }
 func (v fakeVolumes) PodDir(uid types.UID) string { return filepath.Join(v.root, string(uid)) }
 
 func (v fakeVolumes) ExtraSupplementalGroups(*corev1.Pod) []int64 { return nil }
+func (v fakeVolumes) SELinuxRelabel(*corev1.Pod) map[string]bool  { return nil }
 
 func (v fakeVolumes) SetUpPod(_ context.Context, pod *corev1.Pod) (map[string]string, time.Time, error) {
 	paths := map[string]string{}

@@ -56,5 +56,6 @@ func (r *PodReconciler) preparePod(ctx context.Context, pod *corev1.Pod) (*noder
 		HostIPs:      r.HostIPs(),
 		// The groups of the claims' volumes (their gid annotations).
 		ExtraSupplementalGroups: r.Volumes.ExtraSupplementalGroups(pod),
+		SELinuxRelabel:          r.Volumes.SELinuxRelabel(pod),
 	}, refreshAt, nil
 }

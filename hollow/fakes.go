@@ -93,6 +93,7 @@ type volumes struct{ root string }
 func (v volumes) PodDir(uid types.UID) string { return filepath.Join(v.root, string(uid)) }
 
 func (v volumes) ExtraSupplementalGroups(*corev1.Pod) []int64 { return nil }
+func (v volumes) SELinuxRelabel(*corev1.Pod) map[string]bool  { return nil }
 
 func (v volumes) SetUpPod(_ context.Context, pod *corev1.Pod) (map[string]string, time.Time, error) {
 	paths := make(map[string]string, len(pod.Spec.Volumes))

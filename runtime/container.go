@@ -132,10 +132,11 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 			return nil, fmt.Errorf("recursive read-only mount %q of container %q is not supported yet", vm.Name, container.Name)
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath: vm.MountPath,
-			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly || readOnly[vm.Name],
-			Propagation:   propagation,
+			ContainerPath:  vm.MountPath,
+			HostPath:       hostPath,
+			Readonly:       vm.ReadOnly || readOnly[vm.Name],
+			Propagation:    propagation,
+			SelinuxRelabel: env.SELinuxRelabel[vm.Name],
 		})
 	}
 	hosts, err := m.hostsMount(pod, container, env.podIPs, env.PodDir)

@@ -24,6 +24,11 @@ type PodEnv struct {
 	// ExtraSupplementalGroups are groups every container gets beyond the
 	// pod's own, for its volumes (package volume).
 	ExtraSupplementalGroups []int64
+	// SELinuxRelabel are the volumes whose mounts the runtime relabels
+	// for the container (the CRI's selinux_relabel), as the kubelet asks
+	// for volumes that are the pod's on a host with SELinux (package
+	// volume); none elsewhere.
+	SELinuxRelabel map[string]bool
 	// PodDir is the pod's own folder under nodelet's root folder. Each
 	// container's termination message file and the pod's hosts file are
 	// made under it.

@@ -3,6 +3,7 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,9 +31,10 @@ func ensureBindMount(source, target string, readOnly bool, options []string) (ma
 		return false, false, err
 	}
 	if !info.IsDir() {
-		// The kubelet formats and mounts a block device given as a local
-		// volume's path; nodelet mounts folders only.
-		return false, false, fmt.Errorf("path %q is not a directory: local volumes on block devices are not supported by nodelet yet", source)
+		// A block device is mounted for the node first (local_device.go)
+		// and that folder bound here; anything else is the kubelet's
+		// refusal.
+		return false, false, errors.New("only directory and block device are supported")
 	}
 	if err := ensureDir(target, 0o750); err != nil {
 		return false, false, err

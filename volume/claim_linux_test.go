@@ -359,3 +359,22 @@ func TestTearDownPodFinishesAFolderLeftHalfRemoved(t *testing.T) {
 		t.Errorf("ListPods after the teardown = %v, %v; want none", uids, err)
 	}
 }
+
+func TestSetUpPodRelabelsAWritableLocalClaimOnAnSELinuxHost(t *testing.T) {
+	requireRoot(t)
+	// The host's SELinux is faked (Options.SELinuxEnabled); the bind
+	// mount is real.
+	for _, readOnly := range []bool{false, true} {
+		e := claimEnv(t, t.TempDir())
+		e.opts.SELinuxEnabled = func() bool { return true }
+		e.restart()
+		pod := claimVolumePod(readOnly)
+		setUp(t, e, pod)
+		if got, want := e.m.SELinuxRelabel(pod)["data"], !readOnly; got != want {
+			t.Errorf("read-only %t: relabelled %t, want %t", readOnly, got, want)
+		}
+		if err := e.m.TearDownPod(context.Background(), pod.UID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -34,6 +34,8 @@ type claimSetUp struct {
 	// driver's requiresRepublish.
 	csi       csiVolumeID
 	republish bool
+	// relabel: the runtime relabels the volume's mounts (selinux.go).
+	relabel bool
 }
 
 // setUpClaim resolves the pod's claim (a persistentVolumeClaim volume's or
@@ -86,9 +88,16 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		}
 	}
 
+	if mount.kind != claimCSI {
+		// Only CSI volumes are mounted with a label; the others' pods
+		// are checked alike.
+		if _, err := m.claimSELinuxLabel(pod, vol.Name, pv, false); err != nil {
+			return claimSetUp{}, err
+		}
+	}
 	switch {
 	case mount.kind == claimCSI:
-		set, err := m.setUpCSIClaim(ctx, pod, pv, mount.readOnly)
+		set, err := m.setUpCSIClaim(ctx, pod, vol.Name, pv, mount.readOnly)
 		if err != nil {
 			return claimSetUp{}, err
 		}
@@ -96,6 +105,10 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		if mount.block {
 			// A device's usage is not measured (see the README).
 			out.usage = usageNone
+		} else {
+			// A volume mounted with the pod's label is not relabelled.
+			readOnly := mount.readOnly || pv.Spec.CSI.ReadOnly
+			out.relabel = !set.selinuxMounted && selinuxRelabel(m.selinux, relabelLabelledWritable, readOnly, func() bool { return m.mountKeepsSELinuxLabels(set.path) })
 		}
 	case mount.kind == claimHostPath:
 		// The node's own folder: no ownership change and no usage, as
@@ -111,15 +124,27 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		out.dir, out.usage = mount.path, usageNone
 	case mount.block:
 		// The device itself, linked into the pod's folder: nothing is
-		// mounted, no ownership changed, no usage measured.
+		// mounted, no ownership changed; its size is its capacity.
 		link := m.deviceDir(pod.UID, pluginLocalVolume, mount.pv)
 		if err := mapLocalDevice(m.hostRoot, mount.path, link); err != nil {
 			return claimSetUp{}, &MountError{Operation: "MapVolume.MapBlockVolume", Volume: mount.pv, Err: err}
 		}
-		out.dir, out.usage = link, usageNone
+		out.dir, out.usage = link, usageDevice
 	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
-		made, ownFS, err := ensureBindMount(OnHost(m.hostRoot, mount.path), dir, mount.readOnly, mount.mountOptions)
+		source := OnHost(m.hostRoot, mount.path)
+		if isBlockDevice(source) {
+			// Mounted for the node first (local_device.go); the lock
+			// holds off its unmount until the pod's bind mount is made.
+			unlock := m.csiLocks.lock(localDeviceLock(mount.pv))
+			defer unlock()
+			global := filepath.Join(m.rootDir, localDeviceMountsDir, mount.pv)
+			if err := ensureDeviceMount(source, global, localFSType(pv), localDeviceMountOptions(mount.readOnly, mount.mountOptions)); err != nil {
+				return claimSetUp{}, &MountError{Operation: "MountVolume.MountDevice", Volume: mount.pv, Err: err}
+			}
+			source = global
+		}
+		made, ownFS, err := ensureBindMount(source, dir, mount.readOnly, mount.mountOptions)
 		if err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
@@ -134,6 +159,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 			}
 		}
 		out.dir, out.usage = dir, claimUsageMethod(ownFS, true)
+		out.relabel = selinuxRelabel(m.selinux, relabelWritable, mount.readOnly, nil)
 	}
 	return out, nil
 }
@@ -176,4 +202,18 @@ func (m *Manager) volumeUsers(pv string) ([]types.UID, error) {
 		}
 	}
 	return users, nil
+}
+
+// ExtraSupplementalGroups are the groups the pod's containers get for the
+// volumes set up for it, beyond the pod's own: the gid annotations of its
+// claims' persistent volumes, as the kubelet adds them.
+func (m *Manager) ExtraSupplementalGroups(pod *corev1.Pod) []int64 {
+	volumes := m.podVolumes(pod.UID)
+	var gids []string
+	for i := range pod.Spec.Volumes {
+		if state := volumes[pod.Spec.Volumes[i].Name]; state != nil && state.ready && state.gid != "" {
+			gids = append(gids, state.gid)
+		}
+	}
+	return extraSupplementalGroups(pod, gids)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -79,19 +80,34 @@ type csiSetUp struct {
 	volume csiVolumeID
 	// republish: NodePublishVolume is due again at the next resync.
 	republish bool
+	// selinuxMounted: mounted with the pod's SELinux label
+	// (selinux_mount.go), so not relabelled.
+	selinuxMounted bool
 }
 
-// setUpCSIClaim mounts pv, a csi PersistentVolume, for the pod.
-func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, pv *corev1.PersistentVolume, readOnly bool) (csiSetUp, error) {
+// setUpCSIClaim mounts pv, a csi PersistentVolume, for the pod's volume
+// of that name; with the pod's SELinux label when its driver mounts with
+// one (the CSIDriver's seLinuxMount).
+func (m *Manager) setUpCSIClaim(ctx context.Context, pod *corev1.Pod, volume string, pv *corev1.PersistentVolume, readOnly bool) (csiSetUp, error) {
 	driver, err := m.csiDriverObject(ctx, pv.Spec.CSI.Driver)
 	if err != nil {
 		return csiSetUp{}, &MountError{Volume: pv.Name, Err: err}
+	}
+	label, err := m.claimSELinuxLabel(pod, volume, pv, driver != nil && driver.Spec.SELinuxMount != nil && *driver.Spec.SELinuxMount)
+	if err != nil {
+		return csiSetUp{}, err
 	}
 	mount, err := csiPersistentMount(pod, pv, readOnly, driver)
 	if err != nil {
 		return csiSetUp{}, &MountError{Volume: pv.Name, Err: err}
 	}
-	return m.setUpCSI(ctx, pod, mount)
+	if label != "" {
+		// At NodeStageVolume and NodePublishVolume alike.
+		mount.mountFlags = append(slices.Clone(mount.mountFlags), selinuxContextMountOption(label))
+	}
+	set, err := m.setUpCSI(ctx, pod, mount)
+	set.selinuxMounted = label != ""
+	return set, err
 }
 
 // setUpCSIInline mounts the pod's inline csi volume.

@@ -102,6 +102,12 @@ type Options struct {
 	// Recorder records the events of pods' volumes that are not about
 	// setting them up (VolumeConditionAbnormal). Default: none.
 	Recorder record.EventRecorder
+	// SELinuxEnabled tells whether the host runs SELinux, asked once
+	// (selinux.go). Default: the host's (go-selinux).
+	SELinuxEnabled func() bool
+	// SELinuxLabels makes pods' labels on such a host (selinux_mount.go).
+	// Default: the host's policy.
+	SELinuxLabels SELinuxLabels
 }
 
 // Manager materialises pod volumes. Safe for concurrent use on different
@@ -143,6 +149,9 @@ type Manager struct {
 	csi      CSIDrivers
 	nodeName string
 	recorder record.EventRecorder
+	// selinux: the host runs SELinux, so volumes are relabelled.
+	selinux       bool
+	selinuxLabels SELinuxLabels
 	// csiLocks serialise the set-ups and teardowns of one staged volume.
 	csiLocks keyedMutex
 }
@@ -170,6 +179,8 @@ type volumeState struct {
 	// gid is a claim's volume's group annotation (see
 	// ExtraSupplementalGroups).
 	gid string
+	// relabel: the runtime relabels the volume's mounts (SELinuxRelabel).
+	relabel bool
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -198,21 +209,23 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 		csiDrivers = noCSIDrivers{}
 	}
 	return &Manager{
-		csi:          csiDrivers,
-		nodeName:     opts.NodeName,
-		recorder:     opts.Recorder,
-		rootDir:      opts.RootDir,
-		hostRoot:     opts.HostRoot,
-		syncPeriod:   syncPeriod,
-		allocatable:  allocatable,
-		nodeLabels:   nodeLabels,
-		client:       client,
-		clock:        clk,
-		log:          log,
-		statsPeriod:  statsPeriod,
-		walks:        make(chan struct{}, concurrentWalks),
-		pods:         map[types.UID]map[string]*volumeState{},
-		statsTargets: map[types.UID][]statsTarget{},
+		selinux:       selinuxEnabled(opts),
+		selinuxLabels: orHostSELinuxLabels(opts.SELinuxLabels),
+		csi:           csiDrivers,
+		nodeName:      opts.NodeName,
+		recorder:      opts.Recorder,
+		rootDir:       opts.RootDir,
+		hostRoot:      opts.HostRoot,
+		syncPeriod:    syncPeriod,
+		allocatable:   allocatable,
+		nodeLabels:    nodeLabels,
+		client:        client,
+		clock:         clk,
+		log:           log,
+		statsPeriod:   statsPeriod,
+		walks:         make(chan struct{}, concurrentWalks),
+		pods:          map[types.UID]map[string]*volumeState{},
+		statsTargets:  map[types.UID][]statsTarget{},
 	}
 }
 
@@ -287,20 +300,6 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *corev1.Pod) (paths map[stri
 	return paths, refreshAt, errors.Join(errs...)
 }
 
-// ExtraSupplementalGroups are the groups the pod's containers get for the
-// volumes set up for it, beyond the pod's own: the gid annotations of its
-// claims' persistent volumes, as the kubelet adds them.
-func (m *Manager) ExtraSupplementalGroups(pod *corev1.Pod) []int64 {
-	volumes := m.podVolumes(pod.UID)
-	var gids []string
-	for i := range pod.Spec.Volumes {
-		if state := volumes[pod.Spec.Volumes[i].Name]; state != nil && state.ready && state.gid != "" {
-			gids = append(gids, state.gid)
-		}
-	}
-	return extraSupplementalGroups(pod, gids)
-}
-
 // podVolumes is the pod's memory, made on first use. Only calls for that
 // pod use it, never two at once: it needs no lock of its own.
 func (m *Manager) podVolumes(uid types.UID) map[string]*volumeState {
@@ -332,12 +331,13 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		return err
 	}
 	var (
-		dir   string
-		dueAt time.Time
-		err   error
-		usage = volumeUsageMethod(vol)
-		claim *statsapi.PVCReference
-		csi   csiVolumeID
+		dir     string
+		dueAt   time.Time
+		err     error
+		usage   = volumeUsageMethod(vol)
+		claim   *statsapi.PVCReference
+		csi     csiVolumeID
+		relabel bool // a claim's, else relabelVolume's
 	)
 	switch {
 	case vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil:
@@ -345,7 +345,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 		if err != nil {
 			return err
 		}
-		dir, usage, claim, csi = set.dir, set.usage, set.claim, set.csi
+		dir, usage, claim, csi, relabel = set.dir, set.usage, set.claim, set.csi, set.relabel
 		state.gid = set.gid
 		if set.republish {
 			dueAt = now.Add(m.csiRepublishPeriod())
@@ -418,8 +418,11 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 	if err != nil {
 		return fmt.Errorf("setting up volume %q of pod %s: %w", vol.Name, klog.KObj(pod), err)
 	}
+	if vol.PersistentVolumeClaim == nil && vol.Ephemeral == nil {
+		relabel = m.relabelVolume(vol, dir)
+	}
 	state.path, state.ready, state.dueAt = dir, true, dueAt
-	state.usage, state.claim, state.csi = usage, claim, csi
+	state.usage, state.claim, state.csi, state.relabel = usage, claim, csi, relabel
 	return nil
 }
 

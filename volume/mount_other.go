@@ -34,3 +34,9 @@ func measureUsage(string, usageMethod, time.Time) (usage, error) {
 func ensureBindMount(string, string, bool, []string) (bool, bool, error) {
 	return false, false, errors.ErrUnsupported
 }
+
+func isBlockDevice(string) bool { return false }
+
+func ensureDeviceMount(string, string, string, []string) error { return errors.ErrUnsupported }
+
+func (m *Manager) unmountUnusedLocalDevices() error { return nil }

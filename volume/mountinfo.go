@@ -21,6 +21,10 @@ type mountInfo struct {
 	// Shared tells that the mount propagates mounts to and from its peer
 	// group (optional field shared:N).
 	Shared bool
+	// SELinuxLabels tells that the file system keeps SELinux labels
+	// ("seclabel" in its mount or super options), which the kubelet
+	// requires before it has a CSI volume relabelled.
+	SELinuxLabels bool
 }
 
 // parseMountInfo reads the mountinfo format:
@@ -82,7 +86,19 @@ func parseMountInfoLine(line string) (mountInfo, error) {
 		FSType:     fields[separator+1],
 		Source:     unescapeOctal(fields[separator+2]),
 		Shared:     shared,
+		SELinuxLabels: hasOption(fields[5], "seclabel") ||
+			(len(fields) > separator+3 && hasOption(fields[separator+3], "seclabel")),
 	}, nil
+}
+
+// hasOption tells whether a comma-separated option list holds option.
+func hasOption(options, option string) bool {
+	for o := range strings.SplitSeq(options, ",") {
+		if o == option {
+			return true
+		}
+	}
+	return false
 }
 
 // unescapeOctal turns the kernel's \NNN escapes back into bytes.

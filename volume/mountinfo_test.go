@@ -9,9 +9,9 @@ import (
 )
 
 func TestParseMountInfo(t *testing.T) {
-	data := `22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+	data := `22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,seclabel
 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-41 22 0:39 / /var/lib/nodelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x rw,relatime - tmpfs tmpfs rw,size=65536k
+41 22 0:39 / /var/lib/nodelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x rw,relatime,seclabel - tmpfs tmpfs rw,size=65536k
 42 22 0:40 / /var/lib/my\040dir/with\011tab\134slash rw shared:7 master:3 propagate_from:2 - tmpfs my\040src rw
 
 `
@@ -20,9 +20,9 @@ func TestParseMountInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []mountInfo{
-		{ID: 22, ParentID: 1, Root: "/", MountPoint: "/", FSType: "ext4", Source: "/dev/vda1", Shared: true},
+		{ID: 22, ParentID: 1, Root: "/", MountPoint: "/", FSType: "ext4", Source: "/dev/vda1", Shared: true, SELinuxLabels: true},
 		{ID: 36, ParentID: 35, Root: "/mnt1", MountPoint: "/mnt2", FSType: "ext3", Source: "/dev/root"},
-		{ID: 41, ParentID: 22, Root: "/", MountPoint: "/var/lib/nodelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x", FSType: "tmpfs", Source: "tmpfs"},
+		{ID: 41, ParentID: 22, Root: "/", MountPoint: "/var/lib/nodelet/pods/u1/volumes/kubernetes.io~projected/kube-api-access-x", FSType: "tmpfs", Source: "tmpfs", SELinuxLabels: true},
 		{ID: 42, ParentID: 22, Root: "/", MountPoint: "/var/lib/my dir/with\ttab\\slash", FSType: "tmpfs", Source: "my src", Shared: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -48,7 +48,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	}
 	dir := m.PodDir(uid)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return m.unmountLocalDevices(uid)
 	}
 	// A set-up of the pod may still be under way (a pod force-deleted
 	// while its volumes were being mounted): renamed, the folder is out
@@ -65,6 +65,15 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
 	}
 	m.log.V(1).Info("Tore down pod volumes", "podUID", uid)
+	return m.unmountLocalDevices(uid)
+}
+
+// unmountLocalDevices unmounts the node's mounts of local devices the
+// pod was the last to use (local_device.go).
+func (m *Manager) unmountLocalDevices(uid types.UID) error {
+	if err := m.unmountUnusedLocalDevices(); err != nil {
+		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
+	}
 	return nil
 }
 

@@ -37,6 +37,10 @@ const (
 	// its node service has GET_VOLUME_STATS; else none is reported, as
 	// by the kubelet.
 	usageCSI
+	// usageDevice: a local block volume's device, whose size is its
+	// capacity and nothing else (the kubelet's metricsBlock: used,
+	// available and inodes are reported as zero).
+	usageDevice
 )
 
 // volumeUsageMethod is how vol's usage is measured.

@@ -4,6 +4,8 @@ package volume
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +17,10 @@ import (
 
 // measureUsage measures the volume at dir by method, at now.
 func measureUsage(dir string, method usageMethod, now time.Time) (usage, error) {
+	if method == usageDevice {
+		size, err := deviceSize(dir)
+		return usage{at: now, fs: fsInfo{capacity: size}}, err
+	}
 	info, err := statFS(dir)
 	if err != nil {
 		return usage{}, err
@@ -89,4 +95,19 @@ func DiskUsage(dir string) (bytes, inodes uint64, err error) {
 		return nil
 	})
 	return bytes, inodes, err
+}
+
+// deviceSize is the size of the device at path (links followed), found
+// by seeking to its end, as the kubelet measures a block volume.
+func deviceSize(path string) (uint64, error) {
+	dev, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("unable to open device %q: %w", path, err)
+	}
+	defer dev.Close()
+	end, err := dev.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("failed to detect size of %q: %w", path, err)
+	}
+	return uint64(end), nil
 }

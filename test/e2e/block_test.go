@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/await"
@@ -150,7 +152,8 @@ func (f *Framework) localBlockClaim(t *testing.T, ns, path string) string {
 }
 
 // A local volume whose path is a block device (a loop device the test
-// attaches) is the container's device: what it writes is on the device.
+// attaches) is the container's device: what it writes is on the device,
+// and /stats/summary reports the device's size.
 // One whose path is a folder is never mounted in its place: the pod waits
 // with a FailedMount event.
 func TestLocalBlockVolumeIsTheContainersDeviceAndAFolderIsNot(t *testing.T) {
@@ -181,6 +184,21 @@ func TestLocalBlockVolumeIsTheContainersDeviceAndAFolderIsNot(t *testing.T) {
 	d.Close()
 	if err != nil || string(got) != text {
 		t.Errorf("the device's first bytes: %q %v, want %q", got, err, text)
+	}
+	// Its usage is the device's size as capacity, as the kubelet's.
+	cert := f.kubeletClientCert(t)
+	var stats *statsapi.VolumeStats
+	await.Eventually(t, 2*time.Minute, "the device's capacity in /stats/summary", await.Condition(func(ctx context.Context) (bool, error) {
+		s, err := f.statsSummary(ctx, cert)
+		if err != nil {
+			return false, err
+		}
+		stats = volumeStats(s, pod, "data")
+		return stats != nil, nil
+	}))
+	if stats.CapacityBytes == nil || *stats.CapacityBytes != 4<<20 || stats.PVCRef == nil || stats.PVCRef.Name != "data" {
+		data, _ := json.Marshal(stats)
+		t.Errorf("the block volume's stats: %s, want capacity 4 MiB and the claim data", data)
 	}
 	f.deletePod(t, pod, nil)
 	f.waitForPodGone(t, pod, 2*time.Minute)
