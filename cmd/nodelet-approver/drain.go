@@ -157,8 +157,8 @@ func drainCompanions(ctx context.Context, client kubernetes.Interface, o drainOp
 		}
 		log.Info("Cordoned the companion Node", "node", n.Name)
 	}
-	// why is, for each node, each pod left there (namespace/name on node)
-	// and why it is; a node whose pods could not be listed keeps what its
+	// why is, for each node, each pod left there ("pod namespace/name on
+	// node") and why it is; a node whose pods could not be listed keeps what its
 	// last listing said.
 	why := map[string]map[string]string{}
 	err = wait.PollUntilContextTimeout(ctx, poll, o.timeout, true, func(ctx context.Context) (bool, error) {
@@ -175,13 +175,16 @@ func drainCompanions(ctx context.Context, client kubernetes.Interface, o drainOp
 			}
 			left := map[string]string{}
 			for _, pod := range podsToDrain(pods.Items) {
-				key := fmt.Sprintf("%s/%s on %s", pod.Namespace, pod.Name, node)
-				if pod.DeletionTimestamp != nil {
-					left[key] = terminating
-				} else {
-					left[key] = evict(ctx, client, &pod, why[node][key] != "", log)
+				key := fmt.Sprintf("pod %s/%s on %s", pod.Namespace, pod.Name, node)
+				reason := terminating
+				if pod.DeletionTimestamp == nil {
+					reason = evict(ctx, client, &pod, why[node][key] != "", log)
 				}
-				if left[key] == terminating && why[node][key] != terminating {
+				if reason == "" {
+					continue
+				}
+				left[key] = reason
+				if reason == terminating && why[node][key] != terminating {
 					log.Info("Waiting for the pod to terminate", "pod", klog.KObj(&pod), "node", node)
 				}
 			}
@@ -197,7 +200,7 @@ func drainCompanions(ctx context.Context, client kubernetes.Interface, o drainOp
 	said := []string{}
 	for _, left := range why {
 		for key, reason := range left {
-			said = append(said, fmt.Sprintf("pod %s: %s", key, reason))
+			said = append(said, key+": "+reason)
 		}
 	}
 	if len(said) == 0 {
@@ -210,7 +213,8 @@ func drainCompanions(ctx context.Context, client kubernetes.Interface, o drainOp
 // terminating is what an evicted pod not yet gone is.
 const terminating = "evicted, still terminating"
 
-// evict asks the Eviction API to evict pod, and says what became of it;
+// evict asks the Eviction API to evict pod, and says what became of it
+// (nothing when it is gone);
 // again says it was asked before, when a refusal is not logged again.
 func evict(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, again bool, log logr.Logger) string {
 	eviction := &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
@@ -227,7 +231,7 @@ func evict(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod, ag
 		log.Info("Evicted the pod", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 		return terminating
 	case apierrors.IsNotFound(err):
-		return "gone"
+		return ""
 	case apierrors.IsTooManyRequests(err) && errors.As(err, &status):
 		// A disruption budget: asked again at the next round.
 		if !again {
