@@ -113,7 +113,7 @@ render() {
 		"rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing" \
 		"cni.agentMode.enabled=false,cni.podCIDR=10.1.0.0/24,maxPods=50" \
 		"fullnameOverride=agent,image.tag=v9.9.9,extraArgs={--zap-devel}" \
-		"approver.enabled=false,admissionPolicy.create=false,removeCompanions.enabled=false" \
+		"approver.enabled=false,admissionPolicy.create=false,removeCompanions.enabled=false,drainCompanions.enabled=false" \
 		"runtime.enabled=false,containerRuntime.endpoint=unix:///run/nodelet/containerd/containerd.sock" \
 		"runtime.enabled=false,containerRuntime.endpoint=unix:///run/nodelet/containerd/containerd.sock,cni.agentMode.enabled=false" \
 		"capacityFromPod=false,kubeReserved=,registerWithTaints=null,resources=null,ownAddress=192.0.2.10,labelsFromHost=false,hostRoot="; do

@@ -4,9 +4,11 @@ package main
 // by a pod the post-delete hook runs on that host once the DaemonSets'
 // pods are gone (remove_hosts.go): every mount under the chart's host
 // folders (the pods' network namespaces and tmpfs volumes, containers'
-// root file systems, sub paths' bind mounts), then the folders.
+// root file systems, sub paths' bind mounts), then the folders; the
+// iptables rules of the chart's network's pods; the pods' bridge.
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +42,9 @@ type cleanOptions struct {
 	// bridge, when set, is the pods' bridge, deleted from the host's
 	// network (the pod is on it).
 	bridge string
+	// network, when set, is the chart's CNI network, whose pods' iptables
+	// rules and chains are removed (iptables.go).
+	network string
 }
 
 func mainClean(args []string, goFlags *flag.FlagSet, zapOpts *zap.Options) {
@@ -51,7 +56,7 @@ func mainClean(args []string, goFlags *flag.FlagSet, zapOpts *zap.Options) {
 	log := zap.New(zap.UseFlagOptions(zapOpts))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
-	if err := cleanHost(opts, log.WithName(cleanCommand)); err != nil {
+	if err := cleanHost(ctrl.SetupSignalHandler(), opts, log.WithName(cleanCommand)); err != nil {
 		log.Error(err, "Failed to remove the chart's host folders")
 		// The hook reads it as the pod's termination message.
 		_ = os.WriteFile("/dev/termination-log", []byte(err.Error()), 0o644)
@@ -66,6 +71,7 @@ func parseCleanOptions(args []string, goFlags *flag.FlagSet) (cleanOptions, erro
 	fs.StringSliceVar(&o.dirs, "dir", nil, "A host folder of the chart's, removed with every mount under it and everything in it (repeatable, required).")
 	fs.StringSliceVar(&o.ifEmpty, "dir-if-empty", nil, "A host folder removed after the --dir ones when it is empty (repeatable).")
 	fs.StringVar(&o.bridge, "bridge", "", "The pods' bridge, deleted from the network namespace of the command (the host's, on the host's network); none: no bridge is deleted.")
+	fs.StringVar(&o.network, "cni-network", "", "The chart's CNI network: the iptables rules its plugins tagged with its name for its pods, and the chains only they jump to, are removed from the command's network namespace (the host's); none: no rule is removed.")
 	fs.AddGoFlagSet(goFlags)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -97,11 +103,11 @@ func checkHostFolder(dir string) error {
 }
 
 // cleanHost unmounts everything under each of the chart's folders and
-// removes them, then removes the if-empty ones that are, and deletes the
-// pods' bridge. A folder still
+// removes them, then removes the if-empty ones that are, removes the
+// network's iptables rules and deletes the pods' bridge. A folder still
 // mounted is not removed: what is mounted there may be another's (a
 // hostPath's sub path). It goes on after a failure, and reports them all.
-func cleanHost(o cleanOptions, log logr.Logger) error {
+func cleanHost(ctx context.Context, o cleanOptions, log logr.Logger) error {
 	var errs []error
 	for _, dir := range o.dirs {
 		if err := removeHostFolder(filepath.Join(o.hostRoot, dir), log); err != nil {
@@ -118,6 +124,15 @@ func cleanHost(o cleanOptions, log logr.Logger) error {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST), errors.Is(err, unix.EBUSY):
 		default:
 			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
+		}
+	}
+	if o.network != "" {
+		rules, chains, err := removeNetworkRules(ctx, o.network)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case rules+chains > 0:
+			log.Info("Removed the network's iptables rules", "network", o.network, "rules", rules, "chains", chains)
 		}
 	}
 	if o.bridge != "" {

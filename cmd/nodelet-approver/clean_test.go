@@ -73,7 +73,7 @@ func TestCleanHostRemovesTheFolders(t *testing.T) {
 		dirs:     []string{"/var/lib/companion/containerd", "/var/lib/companion/cni", "/var/log/nodelet/pods", "/var/lib/linked", "/run/not-there"},
 		ifEmpty:  []string{"/var/lib/companion", "/var/log/nodelet"},
 	}
-	err := cleanHost(o, testr.New(t))
+	err := cleanHost(t.Context(), o, testr.New(t))
 	if err == nil || !strings.Contains(err.Error(), "/var/lib/linked: is a symlink") {
 		t.Errorf("cleanHost() = %v, want the symlink refused", err)
 	}
@@ -108,7 +108,7 @@ func TestCleanHostUnmountsFirst(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(volume, "in-memory"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := cleanHost(cleanOptions{hostRoot: host, dirs: []string{"/var/lib/nodelet"}}, testr.New(t)); err != nil {
+	if err := cleanHost(t.Context(), cleanOptions{hostRoot: host, dirs: []string{"/var/lib/nodelet"}}, testr.New(t)); err != nil {
 		t.Fatalf("cleanHost(): %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(host, "var/lib/nodelet")); !errors.Is(err, fs.ErrNotExist) {

@@ -2,9 +2,10 @@
 // nodelet's DaemonSet pods obtain their companion node's client
 // certificate (package approver says which), and leaves every other one
 // pending. It is cluster-wide, so it runs leader-elected: one replica
-// decides at a time. `nodelet-approver remove-companions` is the chart's
-// post-delete hook (remove.go), `nodelet-approver clean-host` the pod it
-// runs on each host (clean.go).
+// decides at a time. `nodelet-approver drain-companions` is the chart's
+// pre-delete hook (drain.go), `nodelet-approver remove-companions` its
+// post-delete hook (remove.go), `nodelet-approver clean-host` the pod that
+// one runs on each host (clean.go).
 package main
 
 import (
@@ -57,6 +58,10 @@ func main() {
 	zapOpts.BindFlags(goFlags)
 	if len(os.Args) > 1 && os.Args[1] == removeCommand {
 		mainRemove(os.Args[2:], goFlags, &zapOpts)
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == drainCommand {
+		mainDrain(os.Args[2:], goFlags, &zapOpts)
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == cleanCommand {

@@ -77,6 +77,9 @@ type companionRelease struct {
 	daemonPort int
 }
 
+// network is the release's CNI network's name.
+func (r companionRelease) network() string { return "nodelet-" + r.bridge + "-net" }
+
 // companionValues are the chart's values for the stack: the image from
 // the stack's registry, every host folder
 // and port the profile's own (the stack's sweep removes what is under its
@@ -103,7 +106,7 @@ func companionValues(host hostEnv, r companionRelease) map[string]any {
 			"podLogDir":       filepath.Join(r.dir, "pod-logs"),
 			"containerLogDir": filepath.Join(r.dir, "containers"),
 		},
-		"cni":            map[string]any{"networkName": "nodelet-" + r.bridge + "-net", "bridge": r.bridge},
+		"cni":            map[string]any{"networkName": r.network(), "bridge": r.bridge},
 		"daemonPort":     port,
 		"metrics":        map[string]any{"bindAddress": fmt.Sprintf("127.0.0.1:%d", port+1)},
 		"healthProbe":    map[string]any{"port": port + 2},

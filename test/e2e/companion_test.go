@@ -43,9 +43,11 @@ const companionReadyTimeout = 5 * time.Minute
 // volumes are the host's folders, not the runtime's container's; it keeps its
 // container when the nodelet or the containerd container restarts, and
 // when `helm upgrade` to a new image tag replaces nodelet's pod. `helm
-// uninstall` then removes the DaemonSets' pods, and its post-delete hook
-// the chart's host folders with the mounts under them, and the companion
-// Node.
+// uninstall` then drains the companion (its pod evicted, its preStop
+// hook run), removes the DaemonSets' pods, and its post-delete hook the
+// chart's host folders with the mounts under them, the iptables rules of
+// its network (a DaemonSet's pod, not drained, left them), and the
+// companion Node.
 func TestCompanion(t *testing.T) {
 	host := loadHostEnv(t)
 	ctx := t.Context()
@@ -115,19 +117,28 @@ func TestCompanion(t *testing.T) {
 		agent = checkUpgradeKeepsPod(t, host, r, agent, runtimePod, pod)
 	})
 
-	// The pod stays: its network namespace, volumes and root file system
-	// are mounted under the chart's host folders when the release goes,
-	// and the host's runtime kills its processes with the runtime's pod.
+	// A DaemonSet's pod stays, as kubectl drain --ignore-daemonsets leaves
+	// it: its network namespace, volumes and root file system are mounted
+	// under the chart's host folders when the release goes, its iptables
+	// rules are on the host, and the host's runtime kills its processes
+	// with the runtime's pod.
+	runDaemonSetOnCompanion(t, ns, r.node)
 	if mounts := chartMounts(t, host, r); len(mounts) == 0 {
 		t.Fatal("nothing is mounted under the chart's host folders before helm uninstall: its cleaning would not be checked")
 	}
-	// Its post-delete hook waits for the DaemonSets' pods to go (their
+	if rules := networkRules(t, r.network()); len(rules) == 0 {
+		t.Fatalf("no iptables rule of the network %s before helm uninstall: their removal would not be checked", r.network())
+	}
+	drained := watchPod(t, pod)
+	// Its pre-delete hook drains the companion (the pod's grace period);
+	// its post-delete hook waits for the DaemonSets' pods to go (their
 	// grace period, 30 s), then for its pod on the host (its image on the
 	// host), then deletes the Node.
 	if _, err := helm(ctx, "uninstall", r.name, "--namespace", ns, "--wait", "--timeout", "5m"); err != nil {
 		t.Fatal(err)
 	}
-	t.Run("helm uninstall deletes the companion Node, then its hook's objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
+	t.Run("helm uninstall drains the companion: its pod evicted, stopped gracefully", func(t *testing.T) { checkDrained(t, drained(), hostFiles) })
+	t.Run("helm uninstall deletes the companion Node, then its hooks' objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
 	t.Run("helm uninstall removes the chart's host folders and the mounts under them", func(t *testing.T) { checkHostCleaned(t, host, r) })
 	// Its Node gone, nothing finishes the pod's deletion: force it (the
 	// pod garbage collector may have already).
@@ -300,12 +311,11 @@ func runOnCompanion(t *testing.T, ns, node, hostFiles string) *corev1.Pod {
 		{Name: "host-in", MountPath: "/host-sub", SubPath: "sub", ReadOnly: true},
 		{Name: "host-made", MountPath: "/host-made"},
 	}
-	pod.Spec.Tolerations = []corev1.Toleration{{Key: "nodelet.dev/companion", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-		}}},
-	}}
+	// helm uninstall's drain stops it gracefully: the hook's mark on the host.
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"sh", "-c", "echo stopped gracefully > /host-made/pre-stop"},
+	}}}
+	pod.Spec.Tolerations, pod.Spec.Affinity = onCompanion(node)
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 	}}
@@ -435,56 +445,6 @@ func checkHostPathVolumes(t *testing.T, pod *corev1.Pod, hostFiles string) {
 		}
 		if string(data) != "written by the pod\n" {
 			return fmt.Errorf("it holds %q", data)
-		}
-		return nil
-	})
-}
-
-// checkCompanionRemoved: helm uninstall returns once its post-delete hook
-// has run: the companion Node is gone, and so are the hook's Job,
-// ServiceAccount and roles, deleted once it succeeded.
-func checkCompanionRemoved(t *testing.T, r companionRelease) {
-	ctx := t.Context()
-	if _, err := f.Client.CoreV1().Nodes().Get(ctx, r.node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the companion Node %s after helm uninstall: %v, want it gone", r.node, err)
-	}
-	hook := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=remove-companions"}
-	await.Eventually(t, time.Minute, "the post-delete hook's objects to be gone", func(ctx context.Context) error {
-		left := map[string]int{}
-		jobs, err := f.Client.BatchV1().Jobs(r.namespace).List(ctx, hook)
-		if err != nil {
-			return err
-		}
-		left["Jobs"] = len(jobs.Items)
-		accounts, err := f.Client.CoreV1().ServiceAccounts(r.namespace).List(ctx, hook)
-		if err != nil {
-			return err
-		}
-		left["ServiceAccounts"] = len(accounts.Items)
-		clusterRoles, err := f.Client.RbacV1().ClusterRoles().List(ctx, hook)
-		if err != nil {
-			return err
-		}
-		left["ClusterRoles"] = len(clusterRoles.Items)
-		clusterBindings, err := f.Client.RbacV1().ClusterRoleBindings().List(ctx, hook)
-		if err != nil {
-			return err
-		}
-		left["ClusterRoleBindings"] = len(clusterBindings.Items)
-		roles, err := f.Client.RbacV1().Roles(r.namespace).List(ctx, hook)
-		if err != nil {
-			return err
-		}
-		left["Roles"] = len(roles.Items)
-		bindings, err := f.Client.RbacV1().RoleBindings(r.namespace).List(ctx, hook)
-		if err != nil {
-			return err
-		}
-		left["RoleBindings"] = len(bindings.Items)
-		for kind, n := range left {
-			if n > 0 {
-				return fmt.Errorf("%d %s left: %v", n, kind, left)
-			}
 		}
 		return nil
 	})

@@ -156,6 +156,19 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{- define "nodelet.drainCompanionsSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "nodelet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: drain-companions
+{{- end }}
+
+{{- define "nodelet.drainCompanionsLabels" -}}
+helm.sh/chart: {{ include "nodelet.chart" . }}
+{{ include "nodelet.drainCompanionsSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
 {{/*
 The labels nodelet gives the release's companion Nodes (--node-labels),
 by which the post-delete hook finds them.
