@@ -132,18 +132,29 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (options, error) {
 	return o, nil
 }
 
-func run(opts options) error {
-	var restConfig *rest.Config
+// restConfigFor is the API client configuration of a kubeconfig file, or
+// of the pod's ServiceAccount (or $KUBECONFIG) without one, with the
+// command's user agent.
+func restConfigFor(kubeconfig, userAgent string) (*rest.Config, error) {
+	var config *rest.Config
 	var err error
-	if opts.kubeconfig != "" {
-		restConfig, err = clientcmd.BuildConfigFromFlags("", opts.kubeconfig)
+	if kubeconfig != "" {
+		config, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	} else {
-		restConfig, err = ctrl.GetConfig()
+		config, err = ctrl.GetConfig()
 	}
 	if err != nil {
-		return fmt.Errorf("loading the API client configuration: %w", err)
+		return nil, fmt.Errorf("loading the API client configuration: %w", err)
 	}
-	restConfig.UserAgent = "nodelet-approver"
+	config.UserAgent = userAgent
+	return config, nil
+}
+
+func run(opts options) error {
+	restConfig, err := restConfigFor(opts.kubeconfig, "nodelet-approver")
+	if err != nil {
+		return err
+	}
 	scheme := apiruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err

@@ -22,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -120,17 +118,10 @@ func companionSelector(nodeSelector string) (labels.Selector, error) {
 }
 
 func runRemove(ctx context.Context, o removeOptions, log logr.Logger) error {
-	var config *rest.Config
-	var err error
-	if o.kubeconfig != "" {
-		config, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	} else {
-		config, err = ctrl.GetConfig()
-	}
+	config, err := restConfigFor(o.kubeconfig, "nodelet-approver/"+removeCommand)
 	if err != nil {
-		return fmt.Errorf("loading the API client configuration: %w", err)
+		return err
 	}
-	config.UserAgent = "nodelet-approver/" + removeCommand
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err

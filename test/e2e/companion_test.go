@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,10 @@ func TestCompanion(t *testing.T) {
 	if rules := networkRules(t, r.network()); len(rules) == 0 {
 		t.Fatalf("no iptables rule of the network %s before helm uninstall: their removal would not be checked", r.network())
 	}
+	processes := companionProcesses(t, host, agent, runtimePod)
+	if !slices.ContainsFunc(processes, func(p companionProcess) bool { return p.comm == "containerd" }) {
+		t.Fatalf("no containerd among the companion's processes before helm uninstall (%d seen): their end would not be checked", len(processes))
+	}
 	drained := watchPod(t, pod)
 	// Its pre-delete hook drains the companion (the pod's grace period);
 	// its post-delete hook waits for the DaemonSets' pods to go (their
@@ -140,6 +145,7 @@ func TestCompanion(t *testing.T) {
 	t.Run("helm uninstall drains the companion: its pod evicted, stopped gracefully", func(t *testing.T) { checkDrained(t, drained(), hostFiles) })
 	t.Run("helm uninstall deletes the companion Node, then its hooks' objects", func(t *testing.T) { checkCompanionRemoved(t, r) })
 	t.Run("helm uninstall removes the chart's host folders and the mounts under them", func(t *testing.T) { checkHostCleaned(t, host, r) })
+	t.Run("helm uninstall leaves no process of the companion", func(t *testing.T) { checkNoProcessLeft(t, processes) })
 	// Its Node gone, nothing finishes the pod's deletion: force it (the
 	// pod garbage collector may have already).
 	err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})

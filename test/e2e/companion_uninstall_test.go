@@ -259,3 +259,91 @@ func checkCompanionRemoved(t *testing.T, r companionRelease) {
 		return nil
 	})
 }
+
+// companionProcess is one process of the companion, told apart from a
+// later process of the same PID by its start time.
+type companionProcess struct {
+	pid, startTime, comm string
+}
+
+// companionProcesses are the processes in the cgroups of the DaemonSets'
+// pods on the host (the pids hierarchy, where the host kubelet made them):
+// nodelet's, and the runtime's with its shims and the companion's pods'
+// containers inside.
+func companionProcesses(t *testing.T, host hostEnv, pods ...*corev1.Pod) []companionProcess {
+	t.Helper()
+	var found []companionProcess
+	for _, pod := range pods {
+		dir := podCgroupOnHost(t, host, pod)
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, pid := range strings.Fields(string(data)) {
+				if p, ok := readProcess(pid); ok {
+					found = append(found, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("the processes of pod %s in %s: %v", pod.Name, dir, err)
+		}
+	}
+	return found
+}
+
+// podCgroupOnHost is a pod's cgroup in the host's pids hierarchy, under
+// its QoS tier as the host kubelet made it.
+func podCgroupOnHost(t *testing.T, host hostEnv, pod *corev1.Pod) string {
+	t.Helper()
+	for _, tier := range []string{"", "burstable", "besteffort"} {
+		dir := filepath.Join("/sys/fs/cgroup/pids", host.CgroupRoot, "kubepods", tier, "pod"+string(pod.UID))
+		if _, err := os.Stat(dir); err == nil {
+			return dir
+		}
+	}
+	t.Fatalf("no cgroup of pod %s on the host, under %s", pod.Name, filepath.Join("/sys/fs/cgroup/pids", host.CgroupRoot, "kubepods"))
+	return ""
+}
+
+// readProcess reads a process's start time and name from /proc; false
+// when it has gone.
+func readProcess(pid string) (companionProcess, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return companionProcess{}, false
+	}
+	// The name is in parentheses and may hold spaces: the fields after it
+	// are counted from the last ')'; the start time is the 22nd field.
+	open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+	if open < 0 || end < open {
+		return companionProcess{}, false
+	}
+	fields := strings.Fields(string(stat[end+1:]))
+	if len(fields) < 20 {
+		return companionProcess{}, false
+	}
+	return companionProcess{pid: pid, startTime: fields[19], comm: string(stat[open+1 : end])}, true
+}
+
+// checkNoProcessLeft: none of the companion's processes seen before helm
+// uninstall still runs after it.
+func checkNoProcessLeft(t *testing.T, before []companionProcess) {
+	await.Eventually(t, time.Minute, "the companion's processes to be gone", func(context.Context) error {
+		var left []string
+		for _, p := range before {
+			if now, ok := readProcess(p.pid); ok && now.startTime == p.startTime {
+				left = append(left, p.pid+" "+p.comm)
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%d of the %d processes still run: %v", len(left), len(before), left)
+		}
+		return nil
+	})
+}
