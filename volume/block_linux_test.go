@@ -134,12 +134,10 @@ func TestCSIBlockVolumeADriverCannotMapIsNeverAFileSystem(t *testing.T) {
 	}
 }
 
-func TestSetUpPodMapsALocalBlockVolume(t *testing.T) {
-	requireRoot(t)
-	device := filepath.Join(t.TempDir(), "disk")
-	if err := makeBlockNode(device); err != nil {
-		t.Fatal(err)
-	}
+// blockClaimEnv is claimEnv with its PersistentVolume, a local one on
+// device, made of volumeMode Block.
+func blockClaimEnv(t *testing.T, device string) (*testEnv, *corev1.PersistentVolume) {
+	t.Helper()
 	e := claimEnv(t, device)
 	pv, err := e.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv-1", metav1.GetOptions{})
 	if err != nil {
@@ -149,6 +147,16 @@ func TestSetUpPodMapsALocalBlockVolume(t *testing.T) {
 	if _, err := e.client.CoreV1().PersistentVolumes().Update(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return e, pv
+}
+
+func TestSetUpPodMapsALocalBlockVolume(t *testing.T) {
+	requireRoot(t)
+	device := filepath.Join(t.TempDir(), "disk")
+	if err := makeBlockNode(device); err != nil {
+		t.Fatal(err)
+	}
+	e, pv := blockClaimEnv(t, device)
 	pod := blockPod(string(podUID))
 
 	paths, _ := setUp(t, e, pod)
@@ -171,7 +179,7 @@ func TestSetUpPodMapsALocalBlockVolume(t *testing.T) {
 	if _, err := e.client.CoreV1().PersistentVolumes().Update(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = e.m.SetUpPod(context.Background(), pod)
+	_, _, err := e.m.SetUpPod(context.Background(), pod)
 	if want := `MapVolume.MapBlockVolume failed for volume "pv-1" : ` + pv.Spec.Local.Path + " is not a block device"; err == nil || err.Error() != want || !IsUserError(err) {
 		t.Errorf("error = %v, want the user error %s", err, want)
 	}

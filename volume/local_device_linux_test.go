@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 )
@@ -77,15 +75,7 @@ func TestSetUpPodFormatsAndMountsALocalDevice(t *testing.T) {
 func TestPodVolumeStatsOfALocalBlockVolumeAreItsDevicesSize(t *testing.T) {
 	requireRoot(t)
 	device := loopDevice(t, 16<<20)
-	e := claimEnv(t, device)
-	pv, err := e.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
-	if _, err := e.client.CoreV1().PersistentVolumes().Update(context.Background(), pv, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e, _ := blockClaimEnv(t, device)
 	pod := blockPod(string(podUID))
 	setUp(t, e, pod)
 
