@@ -46,6 +46,7 @@ import (
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
 	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/oomwatch"
 	"github.com/nodelet/nodelet/pleg"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
@@ -187,6 +188,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	allocations := openAllocations(opts.RootDir, log)
+	oomKills := oomwatch.New(oomwatch.KernelLog, log.WithName("oomwatch"))
 	runtimeConfig := noderuntime.Config{
 		PodLogDir:       opts.PodLogDir,
 		ContainerLogDir: opts.ContainerLogDir,
@@ -202,6 +204,7 @@ func run(ctx context.Context, opts Options) error {
 		Resizes:               allocations,
 		PrepareSubPath:        volume.PrepareSubPathOnHost(opts.HostRoot, opts.RootDir),
 		HostPaths:             noderuntime.HostPaths{RuntimeRoot: opts.RuntimeHostRoot, Shared: []string{opts.RootDir}},
+		OOMKills:              oomKills,
 	}
 
 	runtimeManager, err := noderuntime.NewManager(ctx, runtimeService, imageService, runtimeConfig, recorder, clk, log.WithName("runtime"))
@@ -365,7 +368,7 @@ func run(ctx context.Context, opts Options) error {
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
 	csiWatcher := newCSIWatcher(opts, clientset, csiDrivers, clk, log)
-	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC, evictions, csiWatcher}
+	runnables := []manager.Runnable{podNetwork, nodeReporter, leases, podLifecycle, housekeeping, probes, nodeServer, logRotator, imageGC, evictions, csiWatcher, oomKills}
 	for _, runnable := range runnables {
 		if err := mgr.Add(runnable); err != nil {
 			return err

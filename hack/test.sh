@@ -162,12 +162,12 @@ trap stop_e2e_stack EXIT
 # the API server's Service).
 # The cgroup cases that read the pods' cgroup files run again on a stack
 # with the systemd cgroup driver (mode "systemd"), where those files are
-# the slices' systemd made. The OOM kill case does not: with the systemd
-# driver a container's scope goes the moment its last process dies, and
-# containerd reads the scope's OOM event only if the scope is still there
-# (containerd publishes no TaskOOM for a deleted cgroup; its own critest
-# run skips OOMKilled under systemd, containerd PR 12714), so an OOM kill
-# is reported OOMKilled or Error (137) by chance, under the kubelet too.
+# the slices' systemd made, the OOM kill case with them: with the systemd
+# driver a container's scope goes the moment its last process dies, before
+# containerd reads its OOM event (containerd publishes no TaskOOM for a
+# deleted cgroup; its own critest run skips OOMKilled under systemd,
+# containerd PR 12714), so only the kernel's log, which nodelet reads,
+# tells the OOM kill from another SIGKILL there.
 # E2E_RUN narrows the first run to the tests it matches (go test -run), and
 # E2E_MODES to the modes named ("runtime", "agent", "userns", "companion",
 # "systemd"), to run one test while working on it.
@@ -176,7 +176,7 @@ E2E_AGENT_RUN=${E2E_AGENT_RUN:-^TestNetwork}
 E2E_USERNS_RUN=^TestPodUserNamespace
 E2E_MODES=${E2E_MODES:-runtime agent userns companion systemd}
 E2E_COMPANION_RUN=^TestCompanion
-E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestQOSTiersAndPodPidsLimit|TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode|TestInPlacePodResize)$}
+E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestContainerPastItsMemoryLimitIsOOMKilled|TestQOSTiersAndPodPidsLimit|TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode|TestInPlacePodResize)$}
 
 suite_e2e() {
 	local rc=0

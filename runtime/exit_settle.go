@@ -15,8 +15,14 @@ import (
 // the exit as reason Error, code 137, and only then as OOMKilled. A status
 // read in that moment would say Error for good, as the pod may be terminal
 // by then. The kubelet mostly escapes it by relisting only every second;
-// nodelet waits that long on purpose, and only for such an exit.
+// nodelet waits that long on purpose, and only for such an exit. The
+// event may come later still, or never (containerd issue 8893, and always
+// under the systemd driver, whose scope is gone before it is read): the
+// kernel's own log (Config.OOMKills) then says what the runtime does not.
 const exitSettlePeriod = time.Second
+
+// reasonOOMKilled is the reason of a container the OOM killer stopped.
+const reasonOOMKilled = "OOMKilled"
 
 // exitCodeSIGKILL is the code a process killed by SIGKILL exits with, as
 // the kernel's OOM killer does.
@@ -71,6 +77,9 @@ func (m *Manager) settledContainer(ctx context.Context, sandboxID string, cs *Co
 	if cs.State != ContainerExited {
 		return cs, nil
 	}
+	if m.kernelOOMKilled(cs) {
+		return withReason(cs, reasonOOMKilled), nil
+	}
 	now := m.clock.Now()
 	settles, unsettled := exitSettlesAt(cs, m.stops.has(cs.ID.ID), now)
 	if !unsettled {
@@ -91,5 +100,24 @@ func (m *Manager) settledContainer(ctx context.Context, sandboxID string, cs *Co
 	if err != nil {
 		return nil, err
 	}
-	return m.containerFromStatus(sandboxID, resp.GetStatus()), nil
+	cs = m.containerFromStatus(sandboxID, resp.GetStatus())
+	if m.kernelOOMKilled(cs) {
+		return withReason(cs, reasonOOMKilled), nil
+	}
+	return cs, nil
+}
+
+// kernelOOMKilled tells whether the container's exit the runtime reports
+// as a plain SIGKILL is one the kernel's log says the OOM killer caused.
+// The runtime itself calls any exit after an OOM kill in the container's
+// cgroup OOMKilled; so does this.
+func (m *Manager) kernelOOMKilled(cs *ContainerStatus) bool {
+	return m.config.OOMKills != nil && cs.ExitCode == exitCodeSIGKILL && cs.Reason == "Error" && m.config.OOMKills.Killed(cs.ID.ID)
+}
+
+// withReason returns a copy of the status with the reason given.
+func withReason(cs *ContainerStatus, reason string) *ContainerStatus {
+	c := *cs
+	c.Reason = reason
+	return &c
 }

@@ -6,6 +6,7 @@ package runtime
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,5 +141,82 @@ func TestGetPodStatusDoesNotWaitForAStopNodeletAskedFor(t *testing.T) {
 			t.Fatal("GetPodStatus did not return")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// kernelLog stands in for package oomwatch's Watcher: the containers the
+// kernel's log named as OOM-killed.
+type kernelLog struct {
+	mu     sync.Mutex
+	killed map[string]bool
+}
+
+func (k *kernelLog) kill(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.killed == nil {
+		k.killed = map[string]bool{}
+	}
+	k.killed[id] = true
+}
+
+func (k *kernelLog) Killed(id string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.killed[id]
+}
+
+func TestGetPodStatusTakesAnOOMKillTheKernelLoggedWithoutWaiting(t *testing.T) {
+	e, id := settleTestEnv(t)
+	kernel := &kernelLog{}
+	kernel.kill(id)
+	e.m.config.OOMKills = kernel
+	status, err := e.m.GetPodStatus(context.Background(), "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Containers) != 1 || status.Containers[0].Reason != "OOMKilled" || status.Containers[0].ExitCode != 137 {
+		t.Fatalf("GetPodStatus = %+v, want the container OOMKilled (137)", status)
+	}
+}
+
+func TestGetPodStatusTakesAnOOMKillTheRuntimeNeverReports(t *testing.T) {
+	e, id := settleTestEnv(t)
+	kernel := &kernelLog{}
+	e.m.config.OOMKills = kernel
+	done := readStatus(e)
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("GetPodStatus never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The kernel's log is read while nodelet waits; the runtime's OOM
+	// event never comes.
+	kernel.kill(id)
+	e.clock.Step(exitSettlePeriod)
+	status := <-done
+	if status == nil || len(status.Containers) != 1 {
+		t.Fatalf("GetPodStatus = %+v, want the one container", status)
+	}
+	if got := status.Containers[0].Reason; got != "OOMKilled" {
+		t.Errorf("reason = %q, want OOMKilled as the kernel logged it", got)
+	}
+}
+
+func TestGetPodStatusKeepsAPlainSIGKILLTheKernelDidNotLog(t *testing.T) {
+	e, _ := settleTestEnv(t)
+	kernel := &kernelLog{}
+	kernel.kill("another-container")
+	e.m.config.OOMKills = kernel
+	// Past the settle period: no wait, the report is final.
+	e.clock.Step(exitSettlePeriod)
+	status, err := e.m.GetPodStatus(context.Background(), "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Containers) != 1 || status.Containers[0].Reason != "Error" {
+		t.Fatalf("GetPodStatus = %+v, want the container's Error as reported", status)
 	}
 }

@@ -78,6 +78,15 @@ type Config struct {
 	// hands it. Default: the runtime runs on the host, every path as it
 	// is.
 	HostPaths HostPaths
+	// OOMKills, when set, tells which containers the kernel's log says the
+	// OOM killer killed (package oomwatch): their exit is OOMKilled even
+	// where the runtime's report says Error.
+	OOMKills OOMKills
+}
+
+// OOMKills knows the containers the kernel OOM-killed (package oomwatch).
+type OOMKills interface {
+	Killed(containerID string) bool
 }
 
 // RuntimeClasses resolves RuntimeClass names to runtime handlers (package
