@@ -79,6 +79,9 @@ type Manager struct {
 	burstable map[types.UID]int64
 	// burstableShares is the tier's shares last written.
 	burstableShares uint64
+	// unlimited are the pods whose cgroup was made but whose limits could
+	// not all be written: the next EnsurePod writes them again.
+	unlimited map[types.UID]bool
 }
 
 // New detects the host's cgroup hierarchies from /proc/self/mountinfo and
@@ -139,6 +142,7 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 		root: root, rootName: rootName, systemd: opts.Systemd, unified: unified,
 		hierarchies: hierarchies, podPidsLimit: opts.PodPidsLimit,
 		hugePageSizes: hugePageSizes, rmdir: rmdir, burstable: map[types.UID]int64{},
+		unlimited: map[types.UID]bool{},
 	}
 	if opts.Driver != DriverSystemd {
 		m.systemd = nil
@@ -280,23 +284,45 @@ func (m *Manager) PodCgroupParent(pod *corev1.Pod) string {
 
 // EnsurePod makes sure the pod's cgroup exists in every hierarchy, limited
 // by ResourceConfigForPod when it is made (a cgroup already there keeps its
-// limits), and counts the pod in its tier's shares. It is idempotent.
+// limits, which an in-place resize may have changed, unless writing them
+// failed when it was made), and counts the pod in its tier's shares. It is
+// idempotent.
 func (m *Manager) EnsurePod(pod *corev1.Pod) error {
 	if err := m.updateBurstable(pod.UID, BurstableCPUMilli(pod)); err != nil {
 		return fmt.Errorf("updating the burstable tier for pod %s: %w", pod.UID, err)
 	}
 	cgroup := m.PodCgroupParent(pod)
-	if m.exists(cgroup) {
+	config := ResourceConfigForPod(pod, m.podPidsLimit)
+	if m.exists(cgroup) && !m.isUnlimited(pod.UID) {
 		return nil
 	}
-	config := ResourceConfigForPod(pod, m.podPidsLimit)
+	// Until the limits are written, the pod's cgroup is not done: a
+	// failure below leaves it to the next call.
+	m.setUnlimited(pod.UID, true)
 	if err := m.make(m.podName(podutil.PodQOS(pod), pod.UID), config); err != nil {
 		return fmt.Errorf("creating the cgroup of pod %s: %w", pod.UID, err)
 	}
 	if err := m.apply(cgroup, config); err != nil {
 		return fmt.Errorf("limiting the cgroup of pod %s: %w", pod.UID, err)
 	}
+	m.setUnlimited(pod.UID, false)
 	return nil
+}
+
+func (m *Manager) isUnlimited(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unlimited[uid]
+}
+
+func (m *Manager) setUnlimited(uid types.UID, unlimited bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if unlimited {
+		m.unlimited[uid] = true
+	} else {
+		delete(m.unlimited, uid)
+	}
 }
 
 // anyExists is true when the cgroup is in any hierarchy.
@@ -356,6 +382,7 @@ func (m *Manager) RemovePod(uid types.UID) error {
 	if err := m.updateBurstable(uid, 0); err != nil {
 		errs = append(errs, err)
 	}
+	m.setUnlimited(uid, false)
 	for _, cgroup := range m.podCgroups(uid) {
 		if m.systemd != nil && m.anyExists(cgroup) {
 			ctx, cancel := context.WithTimeout(context.Background(), systemdCallTimeout)

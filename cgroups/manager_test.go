@@ -102,6 +102,41 @@ func TestPodLimitsAreWrittenWhenTheCgroupIsMade(t *testing.T) {
 	}
 }
 
+func TestPodLimitsThatFailedAreWrittenByTheNextEnsurePod(t *testing.T) {
+	m, hierarchies := newQOSManager(t, Options{})
+	memory := hierarchies[2]
+	dir := "/nodelet/kubepods/poduid-g"
+	limit := filepath.Join(cgroupDir(memory, dir), "memory.limit_in_bytes")
+	// A folder where the limit's file goes: writing the limit fails once
+	// the cgroup is made.
+	mustMkdir(t, limit)
+	if err := m.EnsurePod(guaranteed); err == nil {
+		t.Fatal("EnsurePod() = nil with the memory limit unwritable, want an error")
+	}
+	for _, h := range hierarchies {
+		if _, err := os.Stat(cgroupDir(h, dir)); err != nil {
+			t.Fatalf("the pod's cgroup is not made in %s: %v", h.MountPoint, err)
+		}
+	}
+	if err := os.Remove(limit); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsurePod(guaranteed); err != nil {
+		t.Fatalf("EnsurePod() again = %v", err)
+	}
+	if got := readFile(t, limit); got != "67108864" {
+		t.Errorf("memory.limit_in_bytes after the retry = %q, want 67108864", got)
+	}
+	// Done once: a later change is the cgroup's own again.
+	writeFile(t, limit, "1")
+	if err := m.EnsurePod(guaranteed); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, limit); got != "1" {
+		t.Errorf("memory.limit_in_bytes = %q after a third EnsurePod, want it kept as 1", got)
+	}
+}
+
 func TestQOSTiersShares(t *testing.T) {
 	m, hierarchies := newQOSManager(t, Options{NodeAllocatable: list("cpu=2,memory=1Gi,pid=1000")})
 	cpu := hierarchies[0]

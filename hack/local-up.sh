@@ -28,7 +28,9 @@
 # pods user namespaces (hostUsers: false), for the tests of those.
 #
 # nodelet is built from the working tree into .cache/bin/nodelet, unless
-# $NODELET_BIN names a binary to run instead. The node is named after the
+# $NODELET_BIN names a binary to run instead; $NODELET_EXTRA_ARGS (flags
+# separated by spaces) adds to its flags, e.g. to compare settings in
+# `make bench`. The node is named after the
 # machine (profile up) or e2e-node (profile e2e), unless $NODE_NAME says.
 #
 # It writes STATE/env, one VAR=value per line, for the e2e suite and for
@@ -362,6 +364,10 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 EOF
 if $ADDONS; then
 	printf '%s\n' "--cluster-dns=$CLUSTER_DNS_IP" "--cluster-domain=$CLUSTER_DOMAIN" >>"$NODELET_ARGS_FILE"
+fi
+read -r -a extra_args <<<"${NODELET_EXTRA_ARGS:-}"
+if ((${#extra_args[@]})); then
+	printf '%s\n' "${extra_args[@]}" >>"$NODELET_ARGS_FILE"
 fi
 
 cat >"$ENV_FILE" <<EOF

@@ -20,13 +20,41 @@ type startedLine struct {
 		Namespace string `json:"namespace"`
 	} `json:"pod"`
 	Steps string `json:"steps"`
+	// Logged is when the line was written: just after its last step.
+	Logged time.Time `json:"ts"`
+}
+
+// startSteps is one pod's start as its agent told it: seconds by step name
+// (a container's step without the container's name, summed over
+// containers), the steps in the order they came, and when it was told.
+type startSteps struct {
+	Steps  map[string]float64
+	Order  []string
+	Logged time.Time
+}
+
+// seenSinceRequest counts the first step (seen) from the bench's create
+// request, sent at start, instead of from the pod's creation timestamp,
+// which the API server keeps to the second, so that the steps add up to
+// the start the bench measured: the line was written as the last step
+// ended, and seen is what the other steps leave of the time from the
+// request to the line.
+func (s startSteps) seenSinceRequest(start time.Time) {
+	if len(s.Order) == 0 || s.Order[0] != "seen" || s.Logged.IsZero() {
+		return
+	}
+	rest := 0.0
+	for _, step := range s.Order[1:] {
+		rest += s.Steps[step]
+	}
+	if seen := s.Logged.Sub(start).Seconds() - rest; seen >= 0 {
+		s.Steps["seen"] = seen
+	}
 }
 
 // findStartSteps returns the steps of one pod's start from the end of an
-// agent's JSON log, in seconds by step name (a container's step without
-// the container's name, summed over containers), and their order; false
-// when the log has no such line (yet).
-func findStartSteps(log []byte, namespace, name string) (map[string]float64, []string, bool, error) {
+// agent's JSON log; false when the log has no such line (yet).
+func findStartSteps(log []byte, namespace, name string) (startSteps, bool, error) {
 	lines := bytes.Split(log, []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
 		if !bytes.Contains(lines[i], []byte(`"Pod started"`)) {
@@ -43,7 +71,7 @@ func findStartSteps(log []byte, namespace, name string) (map[string]float64, []s
 			step, took, ok := strings.Cut(field, "=")
 			d, err := time.ParseDuration(took)
 			if !ok || err != nil {
-				return nil, nil, false, fmt.Errorf("pod %s/%s: step %q of %q", namespace, name, field, line.Steps)
+				return startSteps{}, false, fmt.Errorf("pod %s/%s: step %q of %q", namespace, name, field, line.Steps)
 			}
 			step, _, _ = strings.Cut(step, "/")
 			if _, seen := steps[step]; !seen {
@@ -51,9 +79,9 @@ func findStartSteps(log []byte, namespace, name string) (map[string]float64, []s
 			}
 			steps[step] += d.Seconds()
 		}
-		return steps, order, true, nil
+		return startSteps{Steps: steps, Order: order, Logged: line.Logged}, true, nil
 	}
-	return nil, nil, false, nil
+	return startSteps{}, false, nil
 }
 
 // readLogTail reads at most the last limit bytes of a log file.

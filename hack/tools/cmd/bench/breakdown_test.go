@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -15,10 +16,11 @@ func TestFindStartStepsReadsTheLastLineOfThePod(t *testing.T) {
 		`{"level":"info","msg":"Pod started","pod":{"name":"p2","namespace":"bench"},"total":"2s","steps":"seen=2s"}`,
 		`not json "Pod started"`,
 	}, "\n")
-	steps, order, found, err := findStartSteps([]byte(log), "bench", "p1")
+	told, found, err := findStartSteps([]byte(log), "bench", "p1")
 	if err != nil || !found {
 		t.Fatalf("findStartSteps() = found %v, err %v", found, err)
 	}
+	steps, order := told.Steps, told.Order
 	want := map[string]float64{"seen": 0.1, "sandbox_created": 0.6, "image_ready": 0.03, "status_written": 0.27}
 	if diff := cmp.Diff(want, steps, cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
@@ -26,11 +28,32 @@ func TestFindStartStepsReadsTheLastLineOfThePod(t *testing.T) {
 	if diff := cmp.Diff([]string{"seen", "sandbox_created", "image_ready", "status_written"}, order); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
-	if _, _, found, _ := findStartSteps([]byte(log), "other", "p1"); found {
+	if _, found, _ := findStartSteps([]byte(log), "other", "p1"); found {
 		t.Error("found a start of a pod in another namespace")
 	}
-	if _, _, _, err := findStartSteps([]byte(`{"msg":"Pod started","pod":{"name":"x","namespace":"n"},"steps":"seen=soon"}`), "n", "x"); err == nil {
+	if _, _, err := findStartSteps([]byte(`{"msg":"Pod started","pod":{"name":"x","namespace":"n"},"steps":"seen=soon"}`), "n", "x"); err == nil {
 		t.Error("a step that is not a duration was taken")
+	}
+}
+
+func TestSeenCountsFromTheCreateRequest(t *testing.T) {
+	log := `{"level":"info","ts":"2026-11-27T06:11:30.845Z","msg":"Pod started","pod":{"name":"p1","namespace":"bench"},"total":"845ms","steps":"seen=229ms sandbox_created=203ms container_started/a=60ms container_started/b=40ms status_written=28ms"}`
+	told, found, err := findStartSteps([]byte(log), "bench", "p1")
+	if err != nil || !found {
+		t.Fatalf("findStartSteps() = found %v, err %v", found, err)
+	}
+	// The request went out 400ms before the line: the other steps took
+	// 331ms of it.
+	request := time.Date(2026, 11, 27, 6, 11, 30, 445_000_000, time.UTC)
+	told.seenSinceRequest(request)
+	if got := told.Steps["seen"]; got < 0.0689 || got > 0.0691 {
+		t.Errorf("seen = %v, want 0.069", got)
+	}
+	// A request after the line (clocks apart) leaves seen as told.
+	told.Steps["seen"] = 0.229
+	told.seenSinceRequest(request.Add(time.Second))
+	if got := told.Steps["seen"]; got != 0.229 {
+		t.Errorf("seen = %v after an impossible request time, want 0.229 as told", got)
 	}
 }
 

@@ -189,12 +189,14 @@ func (r *runner) single(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun,
 		if err != nil {
 			return PodRun{}, fmt.Errorf("reading %s's log: %w", a.Name, err)
 		}
-		var found bool
-		if run.Steps, run.StepOrder, found, err = findStartSteps(agentLog, r.ns, pod.Name); err != nil {
+		told, found, err := findStartSteps(agentLog, r.ns, pod.Name)
+		if err != nil {
 			return PodRun{}, err
 		} else if !found {
 			return PodRun{}, fmt.Errorf("%s's log %s tells no start of pod %s/%s", a.Name, a.Log, r.ns, pod.Name)
 		}
+		told.seenSinceRequest(start)
+		run.Steps, run.StepOrder = told.Steps, told.Order
 	}
 	return run, nil
 }
