@@ -125,6 +125,10 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, p
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
+	machineStart, err := machineBusySeconds()
+	if err != nil {
+		return BurstFloorRun{}, err
+	}
 	start := time.Now()
 	for range parallelism {
 		wg.Go(func() {
@@ -139,6 +143,10 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, p
 	close(next)
 	wg.Wait()
 	elapsed := time.Since(start)
+	machineEnd, err := machineBusySeconds()
+	if err != nil {
+		return BurstFloorRun{}, err
+	}
 	removing := make(chan *floorPod)
 	for range parallelism {
 		wg.Go(func() {
@@ -157,7 +165,7 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, p
 	if err := errors.Join(errs...); err != nil {
 		return BurstFloorRun{}, err
 	}
-	return BurstFloorRun{Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds()}, nil
+	return BurstFloorRun{Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds(), MachineCPUSeconds: machineEnd - machineStart}, nil
 }
 
 // fastestParallelism is the candidate whose run took least time.

@@ -48,6 +48,42 @@ func parseStatCPU(stat []byte) (float64, error) {
 	return float64(ticks) / clockTicks, nil
 }
 
+// machineBusySeconds returns the CPU time the machine's CPUs have spent
+// busy since boot, summed over CPUs: everything in /proc/stat's cpu line
+// but idle and iowait. Over a burst it is what every process together
+// used (agent, runtime, shims, control plane), which on a small machine
+// bounds how fast the burst can go.
+func machineBusySeconds() (float64, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("reading the machine's CPU time: %w", err)
+	}
+	return parseMachineBusy(data)
+}
+
+// parseMachineBusy reads the first line of /proc/stat: "cpu" then user,
+// nice, system, idle, iowait, irq, softirq, steal (guest and guest_nice
+// are already counted in user and nice), in USER_HZ.
+func parseMachineBusy(stat []byte) (float64, error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("no cpu line in /proc/stat: %q", line)
+	}
+	var busy int64
+	for i, field := range fields[1:9] {
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time %q in /proc/stat: %w", field, err)
+		}
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		busy += n
+	}
+	return float64(busy) / clockTicks, nil
+}
+
 // resetPeakRSS makes process pid's VmHWM start again from its current RSS
 // (writing 5 to clear_refs, Linux 4.0 on), so a later peakRSS is the peak of
 // the window in between.

@@ -79,16 +79,23 @@ func figures(results *Results) []*figure {
 	singleFloor := func(a *AgentResults) []float64 {
 		return collect(a.Floor, func(r FloorRun) float64 { return r.Seconds })
 	}
-	burstFloor := func(n int) perAgent {
+	burstFloorOf := func(n int, value func(BurstFloorRun) float64) perAgent {
 		return func(a *AgentResults) []float64 {
 			runs := slices.DeleteFunc(slices.Clone(a.BurstFloor), func(r BurstFloorRun) bool { return r.Pods != n })
-			return collect(runs, func(r BurstFloorRun) float64 { return r.Seconds })
+			return collect(runs, value)
 		}
+	}
+	burstFloor := func(n int) perAgent {
+		return burstFloorOf(n, func(r BurstFloorRun) float64 { return r.Seconds })
+	}
+	burstFloorMachineCPU := func(n int) perAgent {
+		return burstFloorOf(n, func(r BurstFloorRun) float64 { return r.MachineCPUSeconds })
 	}
 
 	add("runtime floor (CRI, no agent)", "sandbox+create+start", "s", singleFloor)
 	for _, n := range burstSizes(results.Settings) {
 		add("runtime floor (CRI, no agent)", fmt.Sprintf("burst of %d, %d at a time", n, results.Settings.FloorParallelism), "s", burstFloor(n))
+		add("runtime floor (CRI, no agent)", fmt.Sprintf("burst of %d, machine CPU", n), "CPU-s", burstFloorMachineCPU(n))
 	}
 
 	addFloored("one pod at a time", "create → Ready", "s", singleFloor, func(a *AgentResults) []float64 {
@@ -124,7 +131,7 @@ func figures(results *Results) []*figure {
 		sizes           []int
 	}{{"", "burst of %d", results.Settings.Bursts}, {userWorkload, "burst of %d users' pods", results.Settings.UserBursts}} {
 		for _, n := range kind.sizes {
-			burstRows(addFloored, fmt.Sprintf(kind.title, n), burstFloor(n), func(a *AgentResults) []BurstRun {
+			burstRows(addFloored, fmt.Sprintf(kind.title, n), burstFloor(n), burstFloorMachineCPU(n), func(a *AgentResults) []BurstRun {
 				return slices.DeleteFunc(slices.Clone(a.Bursts), func(b BurstRun) bool { return b.Pods != n || b.Workload != kind.workload })
 			})
 		}
@@ -154,7 +161,7 @@ func figures(results *Results) []*figure {
 // burstRows adds the rows of one burst workload: latencies, all Ready
 // (against floor, the runtime's own burst), the agent's use, deletion and
 // requests.
-func burstRows(addFloored rowAdder, workload string, floor perAgent, bursts func(a *AgentResults) []BurstRun) {
+func burstRows(addFloored rowAdder, workload string, floor, floorMachineCPU perAgent, bursts func(a *AgentResults) []BurstRun) {
 	add := func(workload, name, unit string, per perAgent) { addFloored(workload, name, unit, nil, per) }
 	for _, p := range []float64{50, 90, 99} {
 		add(workload, fmt.Sprintf("start latency p%.0f", p), "s", func(a *AgentResults) []float64 {
@@ -166,6 +173,12 @@ func burstRows(addFloored rowAdder, workload string, floor perAgent, bursts func
 	})
 	add(workload, "agent CPU, create → all Ready", "CPU-s", func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return b.Agent.CPUSeconds })
+	})
+	// What every process used, the control plane's share of the work
+	// included: on a machine of few CPUs, all Ready can be no shorter than
+	// this over the CPUs, and its ratio to the floor's bounds the other.
+	addFloored(workload, "machine CPU, create → all Ready", "CPU-s", floorMachineCPU, func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return b.MachineCPUSeconds })
 	})
 	add(workload, "agent peak RSS, create → all Ready", "MiB", func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return float64(b.Agent.PeakRSSBytes) / mib })

@@ -13,6 +13,22 @@ import (
 	"time"
 )
 
+func TestParseMachineBusyLeavesOutIdleAndIOWait(t *testing.T) {
+	// user 100, nice 10, system 50, idle 9000, iowait 40, irq 5, softirq
+	// 15, steal 20 ticks; guest and guest_nice are in user and nice.
+	stat := "cpu  100 10 50 9000 40 5 15 20 7 1\ncpu0 50 5 25 4500 20 2 8 10 3 0\nintr 1 2 3\n"
+	got, err := parseMachineBusy([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2.0; got != want {
+		t.Errorf("parseMachineBusy() = %v, want %v (200 ticks)", got, want)
+	}
+	if _, err := parseMachineBusy([]byte("intr 1 2 3\n")); err == nil {
+		t.Error("a /proc/stat without its cpu line was read")
+	}
+}
+
 func TestParseStatCPUCountsFromTheCommandNamesEnd(t *testing.T) {
 	// A command name with spaces and a parenthesis; utime 150, stime 50,
 	// cutime 20, cstime 30 ticks.

@@ -111,6 +111,8 @@ type BurstRun struct {
 	AllGoneSeconds float64 `json:"allGoneSeconds"`
 	// Agent is the agent's use from the first creation to the last Ready.
 	Agent procUsage `json:"agent"`
+	// MachineCPUSeconds is what the whole machine used in that time.
+	MachineCPUSeconds float64 `json:"machineCPUSeconds,omitempty"`
 	// AgentDeleting is its use from the first deletion to the last gone.
 	AgentDeleting procUsage `json:"agentDeleting"`
 	// Requests the agent made from the first creation to the last gone.
@@ -144,6 +146,8 @@ type BurstFloorRun struct {
 	Pods        int     `json:"pods"`
 	Parallelism int     `json:"parallelism"`
 	Seconds     float64 `json:"seconds"`
+	// MachineCPUSeconds is what the whole machine used in those seconds.
+	MachineCPUSeconds float64 `json:"machineCPUSeconds,omitempty"`
 }
 
 func readResults(path string) (*Results, error) {

@@ -189,7 +189,7 @@ func runFloor(ctx context.Context, args []string) error {
 	flags.Var(&specs, "agent", "NAME=ENVFILE of an agent whose runtime is measured (give both)")
 	flags.StringVar(&in, "in", "bench.json", "the results to add the floor to")
 	flags.IntVar(&runs, "runs", 20, "runs per runtime")
-	candidates := flags.String("burst-parallelism", "1,2,4,8,16", "how many pods at a time the burst floor tries, on nodelet's runtime with the smallest burst, before it measures every burst at the fastest")
+	candidates := flags.String("burst-parallelism", "1,2,4,8,16", "how many pods at a time the burst floor tries, on nodelet's runtime with the largest burst, before it measures every burst at the fastest")
 	burstRuns := flags.Int("burst-runs", 2, "runs of each burst size's floor, per runtime")
 	_ = flags.Parse(args)
 	parallelisms, err := parseCounts(*candidates)
@@ -256,20 +256,24 @@ func runFloor(ctx context.Context, args []string) error {
 }
 
 // measureBurstFloor finds the parallelism at which the runtime starts the
-// smallest burst fastest, then times every burst size at it on each
-// runtime, alternating: the floor each burst row is compared with.
+// largest burst fastest, then times every burst size at it on each
+// runtime, alternating: the floor each burst row is compared with. The
+// largest, since a small burst ends about as soon at any parallelism on a
+// machine of few CPUs (within its runs' spread), where a large one shows
+// which is fastest.
 func measureBurstFloor(ctx context.Context, agents []*agent, clients map[string]*criClient, results *Results, image string, parallelisms []int, runs int) error {
 	sizes := burstSizes(results.Settings)
 	if len(sizes) == 0 || len(parallelisms) == 0 || runs <= 0 {
 		return nil
 	}
 	var tries []BurstFloorRun
+	largest := sizes[len(sizes)-1]
 	for _, p := range parallelisms {
-		run, err := clients[agents[0].Name].burstFloor(ctx, agents[0], image, sizes[0], p, -p)
+		run, err := clients[agents[0].Name].burstFloor(ctx, agents[0], image, largest, p, -p)
 		if err != nil {
 			return err
 		}
-		log.Printf("burst floor search: %d pods %d at a time on %s's runtime: %.2fs", sizes[0], p, agents[0].Name, run.Seconds)
+		log.Printf("burst floor search: %d pods %d at a time on %s's runtime: %.2fs", largest, p, agents[0].Name, run.Seconds)
 		tries = append(tries, run)
 	}
 	best := fastestParallelism(tries)

@@ -241,6 +241,10 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
+	machineStart, err := machineBusySeconds()
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
 	sent := make([]time.Time, n)
 	first := time.Now()
 	if err := r.all(ctx, n, func(ctx context.Context, i int) error {
@@ -254,11 +258,15 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, fmt.Errorf("a burst of %d on node %s (%s): %w", n, a.Node, a.Name, err)
 	}
+	machineEnd, err := machineBusySeconds()
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
 	starting, err := meter.stop()
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
-	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, ReadySeconds: make([]float64, n)}
+	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, MachineCPUSeconds: machineEnd - machineStart, ReadySeconds: make([]float64, n)}
 	last := first
 	for i := range ready {
 		result.ReadySeconds[i] = ready[i].Sub(sent[i]).Seconds()
