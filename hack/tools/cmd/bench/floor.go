@@ -81,6 +81,11 @@ func (c *criClient) floorStart(ctx context.Context, a *agent, image, name string
 					Pid:     runtimeapi.NamespaceMode_CONTAINER,
 					Ipc:     runtimeapi.NamespaceMode_POD,
 				},
+				// As both agents ask for every sandbox (the kubelet
+				// since its issue 84623), and the runtime then loads a
+				// seccomp filter into the sandbox's process: the floor
+				// is the same sandbox, not a cheaper one.
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 			},
 		},
 	}
