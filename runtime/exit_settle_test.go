@@ -82,6 +82,19 @@ func readStatus(e *syncTestEnv) <-chan *PodStatus {
 
 func TestGetPodStatusWaitsForTheRuntimeToReportAnOOMKill(t *testing.T) {
 	e, id := settleTestEnv(t)
+	done := readStatusWaiting(t, e)
+	// The runtime's OOM event arrives while nodelet waits.
+	e.runtime.Lock()
+	e.runtime.Containers[id].Reason = "OOMKilled"
+	e.runtime.Unlock()
+	e.clock.Step(exitSettlePeriod)
+	wantReason(t, <-done, "OOMKilled", "as the runtime reports it after the wait")
+}
+
+// readStatusWaiting runs GetPodStatus and returns once it waits for the
+// exit to settle, its result to come on the channel.
+func readStatusWaiting(t *testing.T, e *syncTestEnv) <-chan *PodStatus {
+	t.Helper()
 	done := readStatus(e)
 	deadline := time.Now().Add(10 * time.Second)
 	for !e.clock.HasWaiters() {
@@ -95,17 +108,17 @@ func TestGetPodStatusWaitsForTheRuntimeToReportAnOOMKill(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// The runtime's OOM event arrives while nodelet waits.
-	e.runtime.Lock()
-	e.runtime.Containers[id].Reason = "OOMKilled"
-	e.runtime.Unlock()
-	e.clock.Step(exitSettlePeriod)
-	status := <-done
+	return done
+}
+
+// wantReason checks that status holds the one container, with reason.
+func wantReason(t *testing.T, status *PodStatus, reason, why string) {
+	t.Helper()
 	if status == nil || len(status.Containers) != 1 {
 		t.Fatalf("GetPodStatus = %+v, want the one container", status)
 	}
-	if got := status.Containers[0].Reason; got != "OOMKilled" {
-		t.Errorf("reason = %q, want OOMKilled as the runtime reports it after the wait", got)
+	if got := status.Containers[0].Reason; got != reason {
+		t.Errorf("reason = %q, want %s %s", got, reason, why)
 	}
 }
 
@@ -175,8 +188,9 @@ func TestGetPodStatusTakesAnOOMKillTheKernelLoggedWithoutWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(status.Containers) != 1 || status.Containers[0].Reason != "OOMKilled" || status.Containers[0].ExitCode != 137 {
-		t.Fatalf("GetPodStatus = %+v, want the container OOMKilled (137)", status)
+	wantReason(t, status, "OOMKilled", "as the kernel logged it, without a wait")
+	if code := status.Containers[0].ExitCode; code != 137 {
+		t.Errorf("exit code = %d, want the runtime's 137", code)
 	}
 }
 
@@ -184,25 +198,12 @@ func TestGetPodStatusTakesAnOOMKillTheRuntimeNeverReports(t *testing.T) {
 	e, id := settleTestEnv(t)
 	kernel := &kernelLog{}
 	e.m.config.OOMKills = kernel
-	done := readStatus(e)
-	deadline := time.Now().Add(10 * time.Second)
-	for !e.clock.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("GetPodStatus never waited")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	done := readStatusWaiting(t, e)
 	// The kernel's log is read while nodelet waits; the runtime's OOM
 	// event never comes.
 	kernel.kill(id)
 	e.clock.Step(exitSettlePeriod)
-	status := <-done
-	if status == nil || len(status.Containers) != 1 {
-		t.Fatalf("GetPodStatus = %+v, want the one container", status)
-	}
-	if got := status.Containers[0].Reason; got != "OOMKilled" {
-		t.Errorf("reason = %q, want OOMKilled as the kernel logged it", got)
-	}
+	wantReason(t, <-done, "OOMKilled", "as the kernel logged it")
 }
 
 func TestGetPodStatusKeepsAPlainSIGKILLTheKernelDidNotLog(t *testing.T) {
@@ -216,7 +217,5 @@ func TestGetPodStatusKeepsAPlainSIGKILLTheKernelDidNotLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(status.Containers) != 1 || status.Containers[0].Reason != "Error" {
-		t.Fatalf("GetPodStatus = %+v, want the container's Error as reported", status)
-	}
+	wantReason(t, status, "Error", "as the runtime reported it")
 }
