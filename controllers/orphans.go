@@ -52,22 +52,36 @@ func (r *PodReconciler) removeOrphans(ctx context.Context, namespace, name strin
 // own, so that a Pod recreated under the same name starts while its
 // predecessor stops, and at most once at a time per pod.
 func (r *PodReconciler) startOrphanRemoval(ctx context.Context, uid types.UID) {
-	r.mu.Lock()
-	busy := r.cleaning[uid]
-	r.cleaning[uid] = true
-	r.mu.Unlock()
-	if !busy {
+	if r.claimRemoval(uid) {
 		go r.removeOrphan(context.WithoutCancel(ctx), uid)
 	}
 }
 
+// claimRemoval marks the removal of the pod's runtime objects as under
+// way; false when one already is. The Pod's own termination and its
+// removal as an orphan (once the Pod is gone from the API server) may
+// otherwise remove the same containers at once, and fail each other:
+// containerd refuses a RemoveContainer while another is under way
+// ("already in removing state").
+func (r *PodReconciler) claimRemoval(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cleaning[uid] {
+		return false
+	}
+	r.cleaning[uid] = true
+	return true
+}
+
+func (r *PodReconciler) releaseRemoval(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cleaning, uid)
+}
+
 func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 	log := klog.FromContext(ctx)
-	defer func() {
-		r.mu.Lock()
-		delete(r.cleaning, uid)
-		r.mu.Unlock()
-	}()
+	defer r.releaseRemoval(uid)
 	status, err := r.readPodStatus(ctx, uid)
 	if err == nil && len(status.Sandboxes)+len(status.Containers) == 0 {
 		// Already removed, by the Pod's own deletion.

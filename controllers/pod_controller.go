@@ -412,11 +412,23 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 	if status, err = r.report(ctx, pod, status, true, true); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.removePod(ctx, status); err != nil {
+	if !r.claimRemoval(pod.UID) {
+		// Its removal as an orphan is under way: the next turn finds
+		// what that removal left.
+		return ctrl.Result{RequeueAfter: removalUnderWayRetry}, nil
+	}
+	err = r.removePod(ctx, status)
+	r.releaseRemoval(pod.UID)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.deleteForGood(ctx, pod)
 }
+
+// removalUnderWayRetry is how soon a terminating pod whose runtime objects
+// another removal is taking looks again: about as long as removing a
+// pod's containers takes.
+const removalUnderWayRetry = 200 * time.Millisecond
 
 // syncTerminatedPod keeps a pod that ran to completion stopped: its
 // containers stay for their logs, everything else goes.

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -50,6 +51,50 @@ func TestAContainerTheRuntimeWillNotRemoveGoesOnceItsCgroupIsKilled(t *testing.T
 	if err := env.client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	env.waitForPodGone(t, key)
+	if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
+		t.Errorf("runtime objects left: %d", n)
+	}
+}
+
+// A Pod being deleted whose runtime objects another removal is taking
+// (its removal as an orphan, started when the Pod left the API server)
+// leaves them to it instead of removing the same containers at once, which
+// containerd refuses ("already in removing state"), failing both. Once that
+// removal is over, the Pod goes.
+func TestATerminatingPodLeavesItsContainersToARemovalUnderWay(t *testing.T) {
+	var r *PodReconciler
+	env := startReconcilerWith(t, func(pr *PodReconciler) { r = pr })
+	ctx := context.Background()
+	env.createNamespace(t, "racing")
+	pod := testPod("racing", "web")
+	if err := env.client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(pod)
+	pod = env.waitForPod(t, key, "pod running", running)
+
+	// Another removal of the pod's runtime objects is under way.
+	if !r.claimRemoval(pod.UID) {
+		t.Fatal("the pod's removal is already claimed")
+	}
+	if err := env.client.Delete(ctx, pod, client.GracePeriodSeconds(1)); err != nil {
+		t.Fatal(err)
+	}
+	// The manager's own reconciles of the pod run too; each leaves the
+	// removal alone, as this one must.
+	result, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	if err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	if result.RequeueAfter <= 0 {
+		t.Errorf("Reconcile() = %+v, want a look again once the removal under way is over", result)
+	}
+	if len(env.runtimeSandboxes(t, pod.UID)) == 0 {
+		t.Fatal("the terminating pod removed its sandbox while another removal was under way")
+	}
+
+	r.releaseRemoval(pod.UID)
 	env.waitForPodGone(t, key)
 	if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
 		t.Errorf("runtime objects left: %d", n)
