@@ -392,44 +392,6 @@ func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions 
 	return false
 }
 
-// syncTerminatingPod stops a Pod being deleted within its grace period,
-// removes all it left on the node, and then deletes the Pod for good.
-func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
-	log := klog.FromContext(ctx)
-	if r.deleted.has(pod.UID) {
-		return ctrl.Result{}, nil
-	}
-	killCtx, shortened := r.startKill(ctx, pod)
-	err := r.Runtime.KillPod(killCtx, pod, status, pod.DeletionGracePeriodSeconds)
-	r.endKill(pod.UID)
-	if shortened() {
-		log.V(1).Info("Restarting the pod's termination with its shortened grace period", "pod", klog.KObj(pod))
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("killing pod %s: %w", klog.KObj(pod), err)
-	}
-	if status, err = r.report(ctx, pod, status, true, true); err != nil {
-		return ctrl.Result{}, err
-	}
-	if !r.claimRemoval(pod.UID) {
-		// Its removal as an orphan is under way: the next turn finds
-		// what that removal left.
-		return ctrl.Result{RequeueAfter: removalUnderWayRetry}, nil
-	}
-	err = r.removePod(ctx, status)
-	r.releaseRemoval(pod.UID)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return r.deleteForGood(ctx, pod)
-}
-
-// removalUnderWayRetry is how soon a terminating pod whose runtime objects
-// another removal is taking looks again: about as long as removing a
-// pod's containers takes.
-const removalUnderWayRetry = 200 * time.Millisecond
-
 // syncTerminatedPod keeps a pod that ran to completion stopped: its
 // containers stay for their logs, everything else goes.
 func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
