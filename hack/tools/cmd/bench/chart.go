@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -38,7 +39,9 @@ type panel struct {
 // writeChart draws the latency distributions and the resource use into one
 // PNG.
 func writeChart(path string, results *Results) error {
-	panels := chartPanels(results)
+	// A panel with nothing to show (a short run without bursts, say) is
+	// left out: a plot needs at least one group.
+	panels := slices.DeleteFunc(chartPanels(results), func(p panel) bool { return len(p.groups) == 0 })
 	const cols = 3
 	rows := (len(panels) + cols - 1) / cols
 	plots := make([][]*plot.Plot, rows)
