@@ -292,10 +292,10 @@ func (m *Manager) EnsurePod(pod *corev1.Pod) error {
 		return fmt.Errorf("updating the burstable tier for pod %s: %w", pod.UID, err)
 	}
 	cgroup := m.PodCgroupParent(pod)
-	config := ResourceConfigForPod(pod, m.podPidsLimit)
 	if m.exists(cgroup) && !m.isUnlimited(pod.UID) {
 		return nil
 	}
+	config := ResourceConfigForPod(pod, m.podPidsLimit)
 	// Until the limits are written, the pod's cgroup is not done: a
 	// failure below leaves it to the next call.
 	m.setUnlimited(pod.UID, true)
