@@ -4,14 +4,19 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 // A container that the runtime reports exited but will not remove, as
@@ -81,6 +86,18 @@ func TestATerminatingPodLeavesItsContainersToARemovalUnderWay(t *testing.T) {
 	if err := env.client.Delete(ctx, pod, client.GracePeriodSeconds(1)); err != nil {
 		t.Fatal(err)
 	}
+	// This reconcile reads the pod from the manager's cache, as the
+	// manager's own do: it must have seen the deletion first.
+	await.Eventually(t, 30*time.Second, "deletion in the manager's cache", func(ctx context.Context) error {
+		cached := &corev1.Pod{}
+		if err := r.Client.Get(ctx, key, cached); err != nil {
+			return err
+		}
+		if cached.DeletionTimestamp == nil {
+			return errors.New("not yet deleted in the cache")
+		}
+		return nil
+	})
 	// The manager's own reconciles of the pod run too; each leaves the
 	// removal alone, as this one must.
 	result, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
