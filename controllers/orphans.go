@@ -6,6 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +54,7 @@ func (r *PodReconciler) removeOrphans(ctx context.Context, namespace, name strin
 // predecessor stops, and at most once at a time per pod.
 func (r *PodReconciler) startOrphanRemoval(ctx context.Context, uid types.UID) {
 	if r.claimRemoval(uid) {
-		go r.removeOrphan(context.WithoutCancel(ctx), uid)
+		go r.removeOrphan(ctx, uid)
 	}
 }
 
@@ -79,26 +80,97 @@ func (r *PodReconciler) releaseRemoval(uid types.UID) {
 	delete(r.cleaning, uid)
 }
 
+// orphanRetry is the state of an orphan whose removal failed.
+type orphanRetry struct {
+	failures int  // in a row
+	pending  bool // a retry is waiting
+}
+
+// orphanRemovalFailed counts a failed removal of the orphan uid and has it
+// tried again after orphanRetryDelay, unless a retry is already waiting
+// (housekeeping starts removals too, and each could fail).
+func (r *PodReconciler) orphanRemovalFailed(ctx context.Context, uid types.UID) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	retry := r.orphanRetries[uid]
+	if retry == nil {
+		retry = &orphanRetry{}
+		r.orphanRetries[uid] = retry
+	}
+	retry.failures++
+	delay := orphanRetryDelay(retry.failures)
+	if !retry.pending {
+		retry.pending = true
+		go r.retryOrphanRemoval(ctx, uid, delay)
+	}
+	return delay
+}
+
+// orphanRemoved forgets the failures of an orphan that is gone.
+func (r *PodReconciler) orphanRemoved(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.orphanRetries, uid)
+}
+
+// orphanRetryDelay is how long an orphan whose removal failed the given
+// number of times in a row waits for the next try: a second, doubling up
+// to housekeeping's period. Nothing else looks at such a pod soon — its
+// Pod is gone, and the runtime reports no change of a pod it failed to
+// remove — while the kubelet's housekeeping would try again within two
+// seconds.
+func orphanRetryDelay(failures int) time.Duration {
+	const first, most = time.Second, 30 * time.Second
+	delay := first
+	for i := 1; i < failures && delay < most; i++ {
+		delay *= 2
+	}
+	return min(delay, most)
+}
+
+// retryOrphanRemoval starts the orphan's removal again after delay, unless
+// nodelet stops first or another removal started it meanwhile (the
+// claim in startOrphanRemoval keeps it to one at a time).
+func (r *PodReconciler) retryOrphanRemoval(ctx context.Context, uid types.UID, delay time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-r.Clock.After(delay):
+		r.mu.Lock()
+		if retry := r.orphanRetries[uid]; retry != nil {
+			retry.pending = false
+		}
+		r.mu.Unlock()
+		r.startOrphanRemoval(ctx, uid)
+	}
+}
+
+// removeOrphan removes the orphan uid, and if that fails, has it tried
+// again later. A removal under way goes to its end even when nodelet is
+// stopping (ctx done); the retry waits on ctx, which lives as long as the
+// manager (the controller gives Reconcile no timeout).
 func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 	log := klog.FromContext(ctx)
 	defer r.releaseRemoval(uid)
-	status, err := r.readPodStatus(ctx, uid)
+	work := context.WithoutCancel(ctx)
+	status, err := r.readPodStatus(work, uid)
 	if err == nil && len(status.Sandboxes)+len(status.Containers) == 0 {
 		// Already removed, by the Pod's own deletion.
 		r.cache.Delete(uid, r.Clock.Now())
+		r.orphanRemoved(uid)
 		return
 	}
 	if err == nil {
-		err = r.Runtime.KillPod(ctx, nil, status, nil)
+		err = r.Runtime.KillPod(work, nil, status, nil)
 	}
 	if err == nil {
-		err = r.removePod(ctx, status)
+		err = r.removePod(work, status)
 	}
 	if err != nil {
-		// Housekeeping and the PLEG's resync find it again.
-		log.Error(err, "Failed to remove runtime pod whose Pod is gone", "podUID", uid)
+		delay := r.orphanRemovalFailed(ctx, uid)
+		log.Error(err, "Failed to remove runtime pod whose Pod is gone", "podUID", uid, "retryIn", delay)
 		return
 	}
+	r.orphanRemoved(uid)
 	r.forget(uid)
 	log.Info("Removed runtime pod whose Pod is gone", "pod", klog.KRef(status.Namespace, status.Name), "podUID", uid)
 }

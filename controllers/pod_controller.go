@@ -136,6 +136,8 @@ type PodReconciler struct {
 	mu sync.Mutex
 	// cleaning holds the runtime pods whose removal is under way.
 	cleaning map[types.UID]bool
+	// orphanRetries holds the orphans whose removal failed.
+	orphanRetries map[types.UID]*orphanRetry
 	// prepareFailures counts each pod's failed volume set-ups in a row.
 	prepareFailures map[types.UID]int
 	// kills holds the kill under way of each pod being deleted.
@@ -157,6 +159,7 @@ func NewPodReconciler(r *PodReconciler) *PodReconciler {
 	r.starts = newPodStartTracker()
 	r.breakdowns = newStartBreakdowns(r.Clock)
 	r.cleaning = map[types.UID]bool{}
+	r.orphanRetries = map[types.UID]*orphanRetry{}
 	r.prepareFailures = map[types.UID]int{}
 	r.kills = map[types.UID]podKill{}
 	if r.Prober == nil {

@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -115,5 +116,60 @@ func TestATerminatingPodLeavesItsContainersToARemovalUnderWay(t *testing.T) {
 	env.waitForPodGone(t, key)
 	if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
 		t.Errorf("runtime objects left: %d", n)
+	}
+}
+
+// A runtime pod whose Pod is gone (force-deleted) and whose removal fails
+// is tried again on its own, a second later and then less often: nothing
+// else looks at it soon (housekeeping does not run here and runs every
+// 30 s; the PLEG's resync every minute).
+func TestAnOrphanWhoseRemovalFailsIsTriedAgain(t *testing.T) {
+	env := startReconciler(t)
+	ctx := context.Background()
+	env.createNamespace(t, "orphan")
+	pod := testPod("orphan", "web")
+	if err := env.client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(pod)
+	pod = env.waitForPod(t, key, "pod running", running)
+
+	// The sandbox's removal fails four times: more than the removals the
+	// PLEG's events of the stopped pod start.
+	unavailable := grpcstatus.Error(codes.Unavailable, "runtime busy")
+	env.runtime.Lock()
+	if env.runtime.Errors == nil {
+		env.runtime.Errors = map[string][]error{}
+	}
+	env.runtime.Errors["RemovePodSandbox"] = slices.Repeat([]error{unavailable}, 4)
+	env.runtime.Unlock()
+
+	if err := env.client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	env.waitForPodGone(t, key)
+	await.Eventually(t, 30*time.Second, "the orphan's runtime objects removed", func(context.Context) error {
+		if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
+			return fmt.Errorf("%d runtime objects left", n)
+		}
+		return nil
+	})
+	env.runtime.Lock()
+	left := len(env.runtime.Errors["RemovePodSandbox"])
+	env.runtime.Unlock()
+	if left != 0 {
+		t.Errorf("%d injected failures never met: the test no longer shows a retry", left)
+	}
+}
+
+func TestOrphanRetryDelayDoublesUpToHousekeepingsPeriod(t *testing.T) {
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	for i, w := range want {
+		if got := orphanRetryDelay(i + 1); got != w {
+			t.Errorf("orphanRetryDelay(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+	if got := orphanRetryDelay(1000); got != 30*time.Second {
+		t.Errorf("orphanRetryDelay(1000) = %v, want 30s", got)
 	}
 }
