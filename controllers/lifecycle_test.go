@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -79,7 +78,7 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 		// ready: every reconcile triggers a probe of a container that is
 		// not ready, so a fixed number of failures may all be spent before
 		// the first status is written.
-		env.failExecSyncUntilCleared(exitOne)
+		env.failCalls("ExecSync", exitOne, 100_000) // more than any test makes
 		pod := testPod("readiness", "web")
 		pod.Spec.Containers[0].ReadinessProbe = probe()
 		if err := env.client.Create(ctx, pod); err != nil {
@@ -94,7 +93,7 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 			}
 			return nil
 		})
-		env.clearExecSyncFailures()
+		env.clearFailures("ExecSync")
 		env.waitForPod(t, client.ObjectKeyFromObject(pod), "Ready once the probe passes", func(p *corev1.Pod) error {
 			if !p.Status.ContainerStatuses[0].Ready || !conditionTrue(p.Status.Conditions, corev1.PodReady) {
 				return fmt.Errorf("not ready: %+v", p.Status.Conditions)
@@ -126,24 +125,6 @@ func TestPodReconcilerLifecycle(t *testing.T) {
 			return nil
 		})
 	})
-}
-
-// failExecSyncUntilCleared makes every ExecSync of the fake fail with err
-// until clearExecSyncFailures.
-func (e *reconcilerEnv) failExecSyncUntilCleared(err error) {
-	e.runtime.Lock()
-	defer e.runtime.Unlock()
-	if e.runtime.Errors == nil {
-		e.runtime.Errors = map[string][]error{}
-	}
-	// The fake pops one injected error per call: more than any test makes.
-	e.runtime.Errors["ExecSync"] = slices.Repeat([]error{err}, 100_000)
-}
-
-func (e *reconcilerEnv) clearExecSyncFailures() {
-	e.runtime.Lock()
-	defer e.runtime.Unlock()
-	delete(e.runtime.Errors, "ExecSync")
 }
 
 func conditionTrue(conditions []corev1.PodCondition, t corev1.PodConditionType) bool {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -27,29 +26,16 @@ import (
 func TestAContainerTheRuntimeWillNotRemoveGoesOnceItsCgroupIsKilled(t *testing.T) {
 	env := startReconciler(t)
 	ctx := context.Background()
-	env.createNamespace(t, "stuck")
-	pod := testPod("stuck", "web")
-	if err := env.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(pod)
-	pod = env.waitForPod(t, key, "pod running", running)
+	pod, key := env.runPod(t, "stuck")
 
 	// Every removal fails, as with containerd's task still running, until
 	// the pod's cgroup is removed: its processes killed.
 	stillRunning := grpcstatus.Error(codes.FailedPrecondition, "cannot delete running task: failed precondition")
-	env.runtime.Lock()
-	if env.runtime.Errors == nil {
-		env.runtime.Errors = map[string][]error{}
-	}
-	env.runtime.Errors["RemoveContainer"] = slices.Repeat([]error{stillRunning}, 100_000)
-	env.runtime.Unlock()
+	env.failCalls("RemoveContainer", stillRunning, 100_000)
 	env.cgroups.mu.Lock()
 	env.cgroups.onRemove = func(uid types.UID) {
 		if uid == pod.UID {
-			env.runtime.Lock()
-			delete(env.runtime.Errors, "RemoveContainer")
-			env.runtime.Unlock()
+			env.clearFailures("RemoveContainer")
 		}
 	}
 	env.cgroups.mu.Unlock()
@@ -72,13 +58,7 @@ func TestATerminatingPodLeavesItsContainersToARemovalUnderWay(t *testing.T) {
 	var r *PodReconciler
 	env := startReconcilerWith(t, func(pr *PodReconciler) { r = pr })
 	ctx := context.Background()
-	env.createNamespace(t, "racing")
-	pod := testPod("racing", "web")
-	if err := env.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(pod)
-	pod = env.waitForPod(t, key, "pod running", running)
+	pod, key := env.runPod(t, "racing")
 
 	// Another removal of the pod's runtime objects is under way.
 	if !r.claimRemoval(pod.UID) {
@@ -126,23 +106,11 @@ func TestATerminatingPodLeavesItsContainersToARemovalUnderWay(t *testing.T) {
 func TestAnOrphanWhoseRemovalFailsIsTriedAgain(t *testing.T) {
 	env := startReconciler(t)
 	ctx := context.Background()
-	env.createNamespace(t, "orphan")
-	pod := testPod("orphan", "web")
-	if err := env.client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(pod)
-	pod = env.waitForPod(t, key, "pod running", running)
+	pod, key := env.runPod(t, "orphan")
 
 	// The sandbox's removal fails four times: more than the removals the
 	// PLEG's events of the stopped pod start.
-	unavailable := grpcstatus.Error(codes.Unavailable, "runtime busy")
-	env.runtime.Lock()
-	if env.runtime.Errors == nil {
-		env.runtime.Errors = map[string][]error{}
-	}
-	env.runtime.Errors["RemovePodSandbox"] = slices.Repeat([]error{unavailable}, 4)
-	env.runtime.Unlock()
+	env.failCalls("RemovePodSandbox", grpcstatus.Error(codes.Unavailable, "runtime busy"), 4)
 
 	if err := env.client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
@@ -154,10 +122,7 @@ func TestAnOrphanWhoseRemovalFailsIsTriedAgain(t *testing.T) {
 		}
 		return nil
 	})
-	env.runtime.Lock()
-	left := len(env.runtime.Errors["RemovePodSandbox"])
-	env.runtime.Unlock()
-	if left != 0 {
+	if left := env.clearFailures("RemovePodSandbox"); left != 0 {
 		t.Errorf("%d injected failures never met: the test no longer shows a retry", left)
 	}
 }
