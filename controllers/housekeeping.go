@@ -54,6 +54,9 @@ type Housekeeping struct {
 	Log    logr.Logger
 }
 
+// defaultHousekeepingPeriod is Housekeeping's period when none is given.
+const defaultHousekeepingPeriod = 30 * time.Second
+
 // Start runs housekeeping until ctx ends; it implements manager.Runnable.
 // The manager starts it once its cache is synced, so the Pods are known:
 // the allocations of pods that are gone are dropped at once, the rest
@@ -62,7 +65,7 @@ type Housekeeping struct {
 func (h *Housekeeping) Start(ctx context.Context) error {
 	period := h.Period
 	if period <= 0 {
-		period = 30 * time.Second
+		period = defaultHousekeepingPeriod
 	}
 	allocated := h.Reconciler.AllocatedPods()
 	if owned, err := h.Reconciler.OwnedPods(ctx); err != nil {

@@ -120,12 +120,7 @@ func (r *PodReconciler) orphanRemoved(uid types.UID) {
 // remove — while the kubelet's housekeeping would try again within two
 // seconds.
 func orphanRetryDelay(failures int) time.Duration {
-	const first, most = time.Second, 30 * time.Second
-	delay := first
-	for i := 1; i < failures && delay < most; i++ {
-		delay *= 2
-	}
-	return min(delay, most)
+	return doublingDelay(time.Second, defaultHousekeepingPeriod, failures)
 }
 
 // retryOrphanRemoval starts the orphan's removal again after delay, unless

@@ -19,8 +19,12 @@ func (r *PodReconciler) prepareRetryDelay(uid types.UID) time.Duration {
 func (r *PodReconciler) quickRetryDelay(failures map[types.UID]int, uid types.UID) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := failures[uid]
-	failures[uid] = n + 1
-	delay := 250 * time.Millisecond << min(n, 6)
-	return min(delay, retryPeriod)
+	failures[uid]++
+	return doublingDelay(250*time.Millisecond, retryPeriod, failures[uid])
+}
+
+// doublingDelay is first after one failure in a row, doubled by each
+// failure after it, and at most most.
+func doublingDelay(first, most time.Duration, failures int) time.Duration {
+	return min(first<<min(max(failures-1, 0), 20), most)
 }
