@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -288,40 +287,6 @@ func (e *reconcilerEnv) runtimeSandboxes(t *testing.T, uid types.UID) []*runtime
 		t.Fatal(err)
 	}
 	return sandboxes
-}
-
-// runPod creates testPod's pod "web" in a new namespace and waits until it
-// runs.
-func (e *reconcilerEnv) runPod(t *testing.T, namespace string) (*corev1.Pod, types.NamespacedName) {
-	t.Helper()
-	e.createNamespace(t, namespace)
-	pod := testPod(namespace, "web")
-	if err := e.client.Create(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	key := client.ObjectKeyFromObject(pod)
-	return e.waitForPod(t, key, "pod running", running), key
-}
-
-// failCalls makes the CRI fake's next n calls of method fail with err (the
-// fake pops one injected error per call).
-func (e *reconcilerEnv) failCalls(method string, err error, n int) {
-	e.runtime.Lock()
-	defer e.runtime.Unlock()
-	if e.runtime.Errors == nil {
-		e.runtime.Errors = map[string][]error{}
-	}
-	e.runtime.Errors[method] = slices.Repeat([]error{err}, n)
-}
-
-// clearFailures drops the failures failCalls injected for method that no
-// call met, and says how many those were.
-func (e *reconcilerEnv) clearFailures(method string) int {
-	e.runtime.Lock()
-	defer e.runtime.Unlock()
-	left := len(e.runtime.Errors[method])
-	delete(e.runtime.Errors, method)
-	return left
 }
 
 func running(pod *corev1.Pod) error {
