@@ -20,6 +20,8 @@ import (
 type auditEvent struct {
 	Stage      string           `json:"stage"`
 	ReceivedAt metav1.MicroTime `json:"requestReceivedTimestamp"`
+	// AnsweredAt is the time of the stage logged, ResponseComplete.
+	AnsweredAt metav1.MicroTime `json:"stageTimestamp"`
 	Verb       string           `json:"verb"`
 	User       struct {
 		Username string `json:"username"`
@@ -33,6 +35,9 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// RequestObject is logged only for the requests the stack's audit
+	// policy logs at level Request: the node's status patches.
+	RequestObject json.RawMessage `json:"requestObject"`
 }
 
 // nodeCall is one completed request of the node: what it was, as "verb
@@ -46,6 +51,29 @@ type nodeCall struct {
 // ns from the API server's audit log, in the order they were logged.
 func (f *Framework) nodeCalls(t *testing.T, ns string) []nodeCall {
 	t.Helper()
+	var calls []nodeCall
+	for _, e := range f.nodeAuditEvents(t, ns) {
+		resource := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			resource += "/" + e.ObjectRef.Subresource
+		}
+		code := 0
+		if e.ResponseStatus != nil {
+			code = e.ResponseStatus.Code
+		}
+		calls = append(calls, nodeCall{
+			what: fmt.Sprintf("%s %s %s %d", e.Verb, resource, e.ObjectRef.Name, code),
+			at:   e.ReceivedAt.Time,
+		})
+	}
+	return calls
+}
+
+// nodeAuditEvents reads the audit log's events of the requests the node
+// made about objects of namespace ns, once answered, in the order they
+// were logged.
+func (f *Framework) nodeAuditEvents(t *testing.T, ns string) []auditEvent {
+	t.Helper()
 	if f.Env.AuditLog == "" {
 		t.Fatal("the stack's env file names no AUDIT_LOG")
 	}
@@ -55,7 +83,7 @@ func (f *Framework) nodeCalls(t *testing.T, ns string) []nodeCall {
 	}
 	defer file.Close()
 	user := "system:node:" + f.Env.NodeName
-	var calls []nodeCall
+	var events []auditEvent
 	scanner := bufio.NewScanner(file)
 	scanner.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for scanner.Scan() {
@@ -71,23 +99,12 @@ func (f *Framework) nodeCalls(t *testing.T, ns string) []nodeCall {
 		if e.Stage != "ResponseComplete" || e.User.Username != user || e.ObjectRef == nil || e.ObjectRef.Namespace != ns {
 			continue
 		}
-		resource := e.ObjectRef.Resource
-		if e.ObjectRef.Subresource != "" {
-			resource += "/" + e.ObjectRef.Subresource
-		}
-		code := 0
-		if e.ResponseStatus != nil {
-			code = e.ResponseStatus.Code
-		}
-		calls = append(calls, nodeCall{
-			what: fmt.Sprintf("%s %s %s %d", e.Verb, resource, e.ObjectRef.Name, code),
-			at:   e.ReceivedAt.Time,
-		})
+		events = append(events, e)
 	}
 	if err := scanner.Err(); err != nil {
 		t.Fatalf("reading the audit log: %v", err)
 	}
-	return calls
+	return events
 }
 
 // A pod whose env and volumes use a ConfigMap and a Secret: the node reads
