@@ -5,6 +5,7 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -57,6 +58,40 @@ func unmount(dir string) error {
 		return nil
 	}
 	return &os.PathError{Op: "unmount", Path: dir, Err: err}
+}
+
+// mayHoldMounts reports whether anything at or below dir may be mounted.
+// It walks the folder, without following links or entering a mount, and
+// asks each entry whether it is a mount's root (statx): the cost is the
+// folder's size, where reading mountinfo costs every mount of the node,
+// which its pods make long. Where the kernel cannot tell (before Linux
+// 5.8) or an entry cannot be asked, the answer is yes.
+func mayHoldMounts(dir string) bool {
+	found := false
+	err := filepath.WalkDir(dir, func(path string, entry fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if entry.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		var stat unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, 0, &stat); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return err
+		}
+		if stat.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || stat.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found || err != nil
 }
 
 // readMountInfo lists the mounts nodelet's own mount namespace sees.

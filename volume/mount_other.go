@@ -17,6 +17,8 @@ func unmount(string) error { return errors.ErrUnsupported }
 
 func readMountInfo() ([]mountInfo, error) { return nil, errors.ErrUnsupported }
 
+func mayHoldMounts(string) bool { return true }
+
 // MakeRShared is Linux only.
 func MakeRShared(string) error { return errors.ErrUnsupported }
 

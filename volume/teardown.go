@@ -142,9 +142,17 @@ func (m *Manager) unmountAll(dir string) error { return UnmountAll(dir, m.log) }
 // is left in nodelet's mount namespace. Several rounds cover mounts
 // stacked on one another. A mount whose propagation is shared takes its
 // peers with it.
+//
+// mountinfo, which lists every mount of the node, is read only while a
+// walk of the folder finds a mount in it: not at all for a folder without
+// one, and once for a pod's usual mounts, where the check after the
+// unmounts is the walk's.
 func UnmountAll(dir string, log logr.Logger) error {
 	const rounds = 3
 	for round := 0; ; round++ {
+		if !mayHoldMounts(dir) {
+			return nil
+		}
 		mounts, err := readMountInfo()
 		if err != nil {
 			return fmt.Errorf("listing mounts: %w", err)
