@@ -139,6 +139,14 @@ profile_load() {
 	*) ADDONS=${ADDONS:-true} ;;
 	esac
 	[[ $ADDONS == true || $ADDONS == false ]] || die "ADDONS must be true or false, not '$ADDONS'"
+	# AUDIT_STATUS_BODIES: the audit log holds the nodes' status patches
+	# with their bodies, from which the e2e tests time a start by the API
+	# server's clock; the other stacks log every request at Metadata level,
+	# the benchmarks' as on every run before.
+	case "$PROFILE" in
+	e2e | e2e-[1-9]) AUDIT_STATUS_BODIES=true ;;
+	*) AUDIT_STATUS_BODIES=false ;;
+	esac
 	# The kube-dns Service's ClusterIP (the tenth of the service CIDR, as
 	# kubeadm's) and the cluster's domain: nodelet's --cluster-dns and
 	# --cluster-domain.

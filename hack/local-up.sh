@@ -186,17 +186,19 @@ start_daemon etcd "$BIN_DIR/etcd" \
 	--log-level=warn
 wait_daemon 30 etcd curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
 
+status_bodies_rule=''
+if $AUDIT_STATUS_BODIES; then
+	status_bodies_rule='- level: Request
+  userGroups: ["system:nodes"]
+  verbs: ["patch"]
+  resources: [{group: "", resources: ["pods/status"]}]'
+fi
 cat >"$STATE_DIR/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
-# The nodes' status patches with their bodies: the e2e tests find the one
-# that made a pod Ready, and time a start by the API server's clock.
-- level: Request
-  userGroups: ["system:nodes"]
-  verbs: ["patch"]
-  resources: [{group: "", resources: ["pods/status"]}]
+$status_bodies_rule
 - level: Metadata
 EOF
 
