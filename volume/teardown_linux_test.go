@@ -32,12 +32,7 @@ func TestMayHoldMountsFindsEveryMountInTheFolder(t *testing.T) {
 		},
 		"a file bound onto a file (a subPath)": {
 			mount: func(t *testing.T, dir string) {
-				target := filepath.Join(dir, "volume-subpaths", "config", "app", "0")
-				source := filepath.Join(t.TempDir(), "source")
-				if err := os.WriteFile(source, []byte("x"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				bindAt(t, source, target)
+				bindFileAt(t, filepath.Join(dir, "volume-subpaths", "config", "app", "0"))
 			},
 			want: true,
 		},
@@ -69,11 +64,7 @@ func TestUnmountAllLeavesNoMountTheWalkOrMountinfoCanSee(t *testing.T) {
 	mountAt(t, volume)
 	mountAt(t, volume)
 	mountAt(t, filepath.Join(volume, "inner"))
-	source := filepath.Join(t.TempDir(), "source")
-	if err := os.WriteFile(source, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bindAt(t, source, filepath.Join(dir, "volume-subpaths", "config", "app", "0"))
+	bindFileAt(t, filepath.Join(dir, "volume-subpaths", "config", "app", "0"))
 
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -122,9 +113,14 @@ func mountAt(t *testing.T, dir string) {
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 }
 
-// bindAt binds the file source onto target, made if missing.
-func bindAt(t *testing.T, source, target string) {
+// bindFileAt binds a file of its own onto target, made if missing, as a
+// subPath of a file is bound.
+func bindFileAt(t *testing.T, target string) {
 	t.Helper()
+	source := filepath.Join(t.TempDir(), "source")
+	if err := os.WriteFile(source, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 		t.Fatal(err)
 	}
