@@ -55,11 +55,14 @@ func (c *Cache) Delete(uid types.UID, t time.Time) {
 }
 
 // Invalidate has the pod's records read before t no longer served by
-// GetFresh: nodelet acted on the pod at t, or was told its state changed.
+// GetFresh: nodelet acted on the pod at t, or was told its state changed
+// then. A later time already set stays.
 func (c *Cache) Invalidate(uid types.UID, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.minTimes[uid] = t
+	if t.After(c.minTimes[uid]) {
+		c.minTimes[uid] = t
+	}
 }
 
 // GetFresh returns the pod's record if it reflects the runtime after the
@@ -87,6 +90,15 @@ func (c *Cache) UpdateTime(t time.Time) {
 	if t.After(c.timestamp) {
 		c.timestamp = t
 	}
+}
+
+// Latest returns the pod's record however old it is, for comparisons only:
+// what a reconcile decides on comes from GetFresh.
+func (c *Cache) Latest(uid types.UID) (*noderuntime.PodStatus, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	entry, ok := c.pods[uid]
+	return entry.status, ok
 }
 
 // GetNewerThan returns the pod's record if it reflects the runtime at a

@@ -4,6 +4,7 @@ package pleg
 // no clock here.
 
 import (
+	"maps"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -101,6 +102,16 @@ func podEvents(previous, current *noderuntime.PodStatus) []PodLifecycleEvent {
 		}
 	}
 	return events
+}
+
+// sameObjects reports whether two records of a pod hold the same sandboxes
+// and containers in the same states. Objects only move forward (a sandbox
+// from ready to not ready, a container from created to running to exited)
+// and what a status read adds to a list (exit codes, IPs, start times) is
+// set before the state that shows it, so two such records differ in nothing
+// a sync decides on.
+func sameObjects(a, b *noderuntime.PodStatus) bool {
+	return maps.Equal(sandboxStates(a), sandboxStates(b)) && maps.Equal(containerStates(a), containerStates(b))
 }
 
 func sandboxStates(pod *noderuntime.PodStatus) map[string]noderuntime.SandboxState {

@@ -33,7 +33,9 @@ type Runtime interface {
 
 // PLEG relists the runtime every period, diffs the result with the previous
 // relist and sends a GenericEvent for every pod whose runtime state changed;
-// it also keeps the pod cache fresh for reconciles. Where the runtime
+// it also keeps the pod cache the reconciles read: the record of a changed
+// pod is read at once when the cache has none, and otherwise outdated for
+// the reconcile to read (leaveRead). Where the runtime
 // streams container events, each event refreshes its pod at once and
 // relisting slows to a safety net; where it answers Unimplemented
 // (containerd 1.6), relisting carries on alone.
@@ -138,17 +140,40 @@ func (p *PLEG) watchEvents(ctx context.Context) {
 	}
 }
 
-// refresh reads one pod the runtime reported a container event for, caches
-// it and requeues it at once.
+// refresh updates the cache for one pod the runtime reported a container
+// event for and requeues the pod at once.
 func (p *PLEG) refresh(ctx context.Context, id noderuntime.PodIdentity) {
 	timestamp := p.clock.Now()
-	podStatus, err := p.runtime.GetPodStatus(ctx, id.UID)
-	if err != nil {
-		p.log.Error(err, "Failed to read pod status from the runtime", "pod", client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
-		return
+	if !p.leaveRead(id.UID, nil, timestamp) {
+		podStatus, err := p.runtime.GetPodStatus(ctx, id.UID)
+		if err != nil {
+			p.log.Error(err, "Failed to read pod status from the runtime", "pod", client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
+			return
+		}
+		p.cache.Set(id.UID, podStatus, timestamp)
 	}
-	p.cache.Set(id.UID, podStatus, timestamp)
 	p.send(PodLifecycleEvent{ID: id.UID, Namespace: id.Namespace, Name: id.Name, Type: ContainerChanged})
+}
+
+// leaveRead leaves the read of a changed pod to its reconcile when the
+// cache holds a record naming the pod: a record that still holds the listed
+// objects in their states stays (the reconcile that made the change read
+// the pod right after); any other no longer serves reconciles that start
+// after t. The pod's next reconcile then reads it, unless the sync of it
+// under way, whose action the change most often is, reads it first when
+// done: reading it here as well would read it twice. listed is nil when
+// the change is known only by an event. A pod the cache has no named record
+// of (found at start, or made by someone else) is read by the PLEG: its
+// record names it to the reconciles of the Pods under its name.
+func (p *PLEG) leaveRead(uid types.UID, listed *noderuntime.PodStatus, t time.Time) bool {
+	cached, ok := p.cache.Latest(uid)
+	if !ok || cached.Name == "" {
+		return false
+	}
+	if listed == nil || !sameObjects(cached, listed) {
+		p.cache.Invalidate(uid, t)
+	}
+	return true
 }
 
 // NeedLeaderElection is false: every node runs its own PLEG.
@@ -161,7 +186,8 @@ func (p *PLEG) Healthy() bool {
 	return p.clock.Since(p.lastRelist) < relistThreshold
 }
 
-// Relist reads the runtime once, refreshes the cache and emits events. With
+// Relist reads the runtime once, brings the cache up to date and emits
+// events. With
 // resync, every known pod gets an event whether or not it changed.
 func (p *PLEG) Relist(ctx context.Context, resync bool) {
 	// The timestamp is taken before the list calls: the cache then claims
@@ -190,6 +216,9 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 	for uid, e := range changed {
 		if _, ok := current[uid]; !ok {
 			p.cache.Delete(uid, timestamp)
+			continue
+		}
+		if p.leaveRead(uid, current[uid], timestamp) {
 			continue
 		}
 		podStatus, err := p.runtime.GetPodStatus(ctx, uid)

@@ -121,6 +121,65 @@ func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 	}
 }
 
+func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	sb := map[string]noderuntime.SandboxState{"s1": ready}
+	// a: the reconcile that started it read it already, IPs included.
+	readByReconcile := pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})
+	readByReconcile.Sandboxes[0].IPs = []string{"10.0.0.5"}
+	// b: its record shows its container before it ran.
+	behind := pod("b", map[string]noderuntime.SandboxState{"s2": ready}, map[string]noderuntime.ContainerState{"c2": noderuntime.ContainerCreated})
+	// c: never read (nodelet just started, or someone else made it).
+	rt := plegtest.NewRuntime(
+		pod("a", sb, map[string]noderuntime.ContainerState{"c1": run}),
+		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, map[string]noderuntime.ContainerState{"c2": run}),
+		pod("c", map[string]noderuntime.SandboxState{"s3": ready}, nil),
+	)
+	cache := NewCache()
+	cache.Set("a", readByReconcile, clk.Now())
+	cache.Set("b", behind, clk.Now())
+	clk.Step(time.Second)
+	events := make(chan event.GenericEvent, 10)
+	New(rt, cache, events, time.Second, clk, logr.Discard()).Relist(context.Background(), false)
+
+	if got := rt.DirectReads(); got != 1 {
+		t.Errorf("direct reads = %d, want 1 (pod c's: a's record holds what the relist found, b's is left to its reconcile)", got)
+	}
+	sent := map[string]bool{}
+	for len(events) > 0 {
+		sent[(<-events).Object.GetName()] = true
+	}
+	if len(sent) != 3 {
+		t.Errorf("events for %v, want all three pods: each changed since the last relist", sent)
+	}
+	if got, ok := cache.GetFresh("a"); !ok || got != readByReconcile {
+		t.Errorf("pod a's record = %v, %v; want the reconcile's read, fresh as of the relist", got, ok)
+	}
+	if got, ok := cache.GetFresh("b"); ok {
+		t.Errorf("pod b's record = %v served as fresh; want none until the pod is read again, its container ran since", got)
+	}
+	if got, ok := cache.GetFresh("c"); !ok || got.Name != "pod-c" || len(got.Sandboxes) != 1 {
+		t.Errorf("pod c's record = %v, %v; want the relist's read of it", got, ok)
+	}
+	// A read after the relist serves b again.
+	cache.Set("b", pod("b", map[string]noderuntime.SandboxState{"s2": ready}, map[string]noderuntime.ContainerState{"c2": run}), clk.Now().Add(time.Millisecond))
+	if got, ok := cache.GetFresh("b"); !ok || got.Containers[0].State != run {
+		t.Errorf("pod b's record after a new read = %v, %v; want it, its container running", got, ok)
+	}
+}
+
+func TestCacheInvalidationNeverMovesBack(t *testing.T) {
+	c := NewCache()
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c.Set("a", &noderuntime.PodStatus{UID: "a", Name: "a"}, t0.Add(time.Second))
+	c.Invalidate("a", t0.Add(2*time.Second))
+	// A relist that began before the sync's end invalidates as of its own start.
+	c.Invalidate("a", t0)
+	if got, ok := c.GetFresh("a"); ok {
+		t.Errorf("GetFresh = %v after an action at t0+2s on a record of t0+1s; want none", got)
+	}
+}
+
 func TestPodCacheKeepsTheNewerRecord(t *testing.T) {
 	c := NewCache()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -205,5 +264,43 @@ func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
 	}
 	if got, ok := cache.GetNewerThan("a", time.Time{}); !ok || len(got.Containers) != 1 {
 		t.Errorf("cache after the event = %v, %v; want the pod with its container", got, ok)
+	}
+}
+
+func TestAContainerEventOutdatesAKnownPodsRecordWithoutReadingIt(t *testing.T) {
+	before := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil)
+	rt := plegtest.NewRuntime(before)
+	rt.SetTruth(pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run}))
+	containerEvents := rt.StreamContainerEvents()
+	events := make(chan event.GenericEvent, 10)
+	clk, cache := startPLEG(t, rt, events)
+	// The first relist finds the pod and reads it; then the clock never
+	// moves past another relist: only the container event can change what
+	// the cache holds.
+	select {
+	case <-events:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event from the first relist")
+	}
+	reads := rt.DirectReads()
+	if got, ok := cache.GetFresh("a"); !ok || len(got.Sandboxes) != 1 {
+		t.Fatalf("GetFresh after the first relist = %v, %v; want the pod's sandbox", got, ok)
+	}
+
+	clk.Step(time.Millisecond)
+	containerEvents <- noderuntime.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
+	select {
+	case e := <-events:
+		if e.Object.GetName() != "pod-a" {
+			t.Errorf("event for %s, want pod-a", e.Object.GetName())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event for the pod after its container event")
+	}
+	if got := rt.DirectReads(); got != reads {
+		t.Errorf("direct reads after the event = %d, want %d: the pod's reconcile reads it", got, reads)
+	}
+	if got, ok := cache.GetFresh("a"); ok {
+		t.Errorf("GetFresh = %v after the container event; want no record until the pod is read again", got)
 	}
 }
