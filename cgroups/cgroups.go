@@ -145,6 +145,12 @@ func (m *Manager) killProcesses(dir string) {
 // removeTree removes a cgroup and every cgroup below it, deepest first,
 // killing what is left in each.
 func (m *Manager) removeTree(dir string) error {
+	// A pod's cgroup is most often empty by now (runc removed the
+	// containers' own) or absent: one rmdir is then all it takes, without
+	// listing the cgroup's control files and processes first.
+	if err := m.rmdir(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
