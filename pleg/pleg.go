@@ -35,10 +35,10 @@ type Runtime interface {
 // relist and sends a GenericEvent for every pod whose runtime state changed;
 // it also keeps the pod cache the reconciles read: the record of a changed
 // pod is read at once when the cache has none, and otherwise outdated for
-// the reconcile to read (leaveRead). Where the runtime
-// streams container events, each event refreshes its pod at once and
-// relisting slows to a safety net; where it answers Unimplemented
-// (containerd 1.6), relisting carries on alone.
+// the reconcile to read (leaveRead). Where the runtime streams container
+// events, each event does this for its pod at once and relisting slows to
+// a safety net; where it answers Unimplemented (containerd 1.6),
+// relisting carries on alone.
 type PLEG struct {
 	runtime Runtime
 	cache   *Cache
@@ -187,8 +187,8 @@ func (p *PLEG) Healthy() bool {
 }
 
 // Relist reads the runtime once, brings the cache up to date and emits
-// events. With
-// resync, every known pod gets an event whether or not it changed.
+// events. With resync, every known pod gets an event whether or not it
+// changed.
 func (p *PLEG) Relist(ctx context.Context, resync bool) {
 	// The timestamp is taken before the list calls: the cache then claims
 	// nothing newer than what the runtime held when they began.
