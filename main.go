@@ -42,6 +42,7 @@ import (
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/csi"
 	"github.com/nodelet/nodelet/imagegc"
+	"github.com/nodelet/nodelet/internal/timerslack"
 	"github.com/nodelet/nodelet/kubeletmetrics"
 	"github.com/nodelet/nodelet/logs"
 	"github.com/nodelet/nodelet/network"
@@ -68,6 +69,12 @@ func main() {
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	if opts.TimerSlack > 0 {
+		// Before the manager starts its threads, which then inherit it.
+		if err := timerslack.Set(opts.TimerSlack); err != nil {
+			log.Error(err, "Could not widen the timer slack; nodelet will wake more often", "timerSlack", opts.TimerSlack)
+		}
+	}
 
 	ctx := ctrl.SetupSignalHandler()
 	if err := run(ctx, opts); err != nil {

@@ -60,6 +60,7 @@ type Options struct {
 	HostPortsShared        bool
 	HostRoot               string
 	RuntimeHostRoot        string
+	TimerSlack             time.Duration // options_process.go; flag only
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.
@@ -210,6 +211,7 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		ImageMinimumGCAge:                c.ImageMinimumGCAge,
 		ImageMaximumGCAge:                c.ImageMaximumGCAge,
 		VolumeStatsAggPeriod:             defaultVolumeStatsAggPeriod,
+		TimerSlack:                       defaultTimerSlack,
 
 		Port:                                     int(c.Port),
 		Address:                                  c.Address,
@@ -380,6 +382,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	o.bindEvictionFlags(fs)
 	o.bindStorageFlags(fs)
 	o.bindCompanionFlags(fs)
+	o.bindProcessFlags(fs)
 	fs.StringSliceVar(&o.EnforceNodeAllocatable, "enforce-node-allocatable", o.EnforceNodeAllocatable, "Levels of node allocatable enforcement: pods (the pods' cgroup limited to capacity less the reservations), system-reserved and kube-reserved (--system-reserved-cgroup and --kube-reserved-cgroup limited to the reservations), or none.")
 	fs.StringVar(&o.SystemReservedCgroup, "system-reserved-cgroup", o.SystemReservedCgroup, "Absolute name of the existing cgroup of the system's daemons, limited to --system-reserved under --enforce-node-allocatable=system-reserved.")
 	fs.StringVar(&o.KubeReservedCgroup, "kube-reserved-cgroup", o.KubeReservedCgroup, "Absolute name of the existing cgroup of Kubernetes' daemons, limited to --kube-reserved under --enforce-node-allocatable=kube-reserved.")
@@ -476,6 +479,9 @@ func (o *Options) validate() error {
 	}
 	if err := admission.ValidateSysctlPatterns(o.AllowedUnsafeSysctls); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
+	if o.TimerSlack < 0 {
+		return fmt.Errorf("--timer-slack %v: want 0 (the kernel's) or more", o.TimerSlack)
 	}
 	return o.validateCompanion()
 }
