@@ -185,11 +185,14 @@ func TestShorterGracePeriodOfASecondDeleteWins(t *testing.T) {
 	ns := f.NewNamespace(t)
 	// Kept to its first delete's 120s, the pod would stay two minutes.
 	pod := newPod(ns, "stubborn").
-		withShell(`trap "echo TERM ignored" TERM; while true; do sleep 0.2; done`).
+		withShell(`trap "echo TERM ignored" TERM; echo trap set; while true; do sleep 0.2; done`).
 		withGracePeriod(300).
 		obj()
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+	// Running is not yet trapping: a SIGTERM before the trap is set is
+	// lost on the container's PID 1, which ignores what it does not handle.
+	f.waitForLog(t, pod, "app", 0, "trap set", 30*time.Second)
 
 	f.deletePod(t, pod, ptr.To[int64](120))
 	logPath := filepath.Join(f.podLogDir(pod), "app", "0.log")

@@ -102,11 +102,13 @@ func TestSlowTerminationDoesNotDelayAnotherPodsStart(t *testing.T) {
 	// The container survives SIGTERM and says so in its log, which tells
 	// the test that nodelet is inside the 60s stop.
 	slow := newPod(ns, "ignores-sigterm").
-		withShell(`trap "echo TERM ignored" TERM; while true; do sleep 1; done`).
+		withShell(`trap "echo TERM ignored" TERM; echo trap set; while true; do sleep 1; done`).
 		withGracePeriod(60).
 		obj()
 	slow = f.createPod(t, slow)
 	slow = f.waitForPod(t, slow, podStartTimeout, "to be Running and Ready", runningAndReady)
+	// A SIGTERM sent before the trap is set would be lost on PID 1.
+	f.waitForLog(t, slow, "app", 0, "trap set", 30*time.Second)
 	f.deletePod(t, slow, nil)
 	logPath := filepath.Join(f.podLogDir(slow), "app", "0.log")
 	await.Eventually(t, 30*time.Second, "the slow pod's container to log the SIGTERM it ignores", await.Condition(func(ctx context.Context) (bool, error) {
