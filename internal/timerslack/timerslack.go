@@ -5,7 +5,7 @@
 // nodelet waits for events and wakes often, briefly. The Go runtime's
 // monitor thread (sysmon) then polls every 20µs to 10ms, and each of its
 // wakeups costs the process a context switch; on a virtual machine, where
-// arming a timer and switching are dear, it was a fifth of nodelet's CPU
+// arming a timer and switching are dear, it was about a quarter of nodelet's CPU
 // while a burst of pods started, and none of it shows in a Go profile.
 // With a slack of milliseconds those polls and the other threads' timed
 // waits fold into far fewer wakeups.
