@@ -40,9 +40,8 @@ func Set(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("timer slack %v: want a positive duration", d)
 	}
-	want := strconv.FormatInt(d.Nanoseconds(), 10)
 	for range maxPasses {
-		wrote, err := setAll(want)
+		wrote, err := setAll(d)
 		if err != nil || !wrote {
 			return err
 		}
@@ -50,28 +49,21 @@ func Set(d time.Duration) error {
 	return fmt.Errorf("threads were still starting without a timer slack of %v after %d passes", d, maxPasses)
 }
 
-// setAll writes want to every thread's slack that differs, and says
-// whether it wrote any.
-func setAll(want string) (bool, error) {
-	tids, err := os.ReadDir(taskDir)
+// setAll writes d to every thread's slack that differs, and says whether
+// it wrote any.
+func setAll(d time.Duration) (bool, error) {
+	slacks, err := Of()
 	if err != nil {
-		return false, fmt.Errorf("listing the process's threads: %w", err)
+		return false, err
 	}
+	want := []byte(strconv.FormatInt(d.Nanoseconds(), 10))
 	wrote := false
-	for _, tid := range tids {
-		file := slackFile(tid.Name())
-		have, err := os.ReadFile(file)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // the thread ended
-		}
-		if err != nil {
-			return wrote, fmt.Errorf("reading the timer slack of thread %s: %w", tid.Name(), err)
-		}
-		if strings.TrimSpace(string(have)) == want {
+	for tid, have := range slacks {
+		if have == d {
 			continue
 		}
-		if err := os.WriteFile(file, []byte(want), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return wrote, fmt.Errorf("setting the timer slack of thread %s: %w", tid.Name(), err)
+		if err := os.WriteFile(slackFile(tid), want, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return wrote, fmt.Errorf("setting the timer slack of thread %s: %w", tid, err)
 		}
 		wrote = true
 	}
@@ -88,7 +80,7 @@ func Of() (map[string]time.Duration, error) {
 	for _, tid := range tids {
 		have, err := os.ReadFile(slackFile(tid.Name()))
 		if errors.Is(err, os.ErrNotExist) {
-			continue
+			continue // the thread ended
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the timer slack of thread %s: %w", tid.Name(), err)
