@@ -11,10 +11,13 @@
 #    `ref`, with the KubeletConfiguration of hack/kubelet-lib.sh;
 # 3. hack/tools/cmd/bench runs the workloads on both nodes, alternating
 #    (`bench agents -h` lists its flags: runs, burst sizes, idle time);
-# 4. both agents are stopped and the same pod is started straight through
-#    CRI on each containerd: the runtime's floor ($BENCH_FLOOR_RUNS runs),
-#    then every burst size at the parallelism found fastest
-#    ($BENCH_FLOOR_FLAGS adds floor flags);
+#    after each pair of single-pod runs it pauses both agents (SIGSTOP)
+#    and starts the same pod straight through CRI on each containerd: the
+#    runtime's single floor, taken beside the runs it is set against;
+# 4. both agents are stopped and every burst size is started straight
+#    through CRI at the parallelism found fastest: the burst floor
+#    ($BENCH_FLOOR_FLAGS adds floor flags; $BENCH_FLOOR_RUNS single floor
+#    runs are taken here only when the agents' run had no single-pod runs);
 # 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
 #    bench/results (or $BENCH_OUT);
 # 6. with both profiles stopped, hack/bench-network.sh times sandbox

@@ -70,25 +70,37 @@ func agentsRun(ctx context.Context, f agentsFlags, agents []*agent, results *Res
 	}
 	r.windows = nil
 
-	log.Printf("one pod at a time, %d runs per agent", f.settings.SingleRuns)
+	floors, closeFloors, err := dialFloors(agents)
+	if err != nil {
+		return r.windows, err
+	}
+	defer closeFloors()
+	r.floors = floors
+	log.Printf("one pod at a time, %d runs per agent, each with the other agent frozen, each pair followed by a floor run on each runtime with both frozen", f.settings.SingleRuns)
+	if f.settings.SingleRuns > 0 {
+		// The floor's first run walks cold paths too.
+		if err := r.floorBetween(ctx, -1); err != nil {
+			return r.windows, err
+		}
+	}
 	if err := r.runSingles(ctx, "single", f.settings.SingleRuns, func(a *agent, name string) *corev1.Pod {
 		return r.pod(a, name, "single")
-	}, func(ar *AgentResults, run PodRun) { ar.Single = append(ar.Single, run) }); err != nil {
+	}, func(ar *AgentResults, run PodRun) { ar.Single = append(ar.Single, run) }, r.floorBetween); err != nil {
 		return r.windows, err
 	}
 	log.Printf("one pod with an init container, %d runs per agent", f.settings.InitRuns)
 	if err := r.runSingles(ctx, "init", f.settings.InitRuns, r.initPod,
-		func(ar *AgentResults, run PodRun) { ar.Init = append(ar.Init, run) }); err != nil {
+		func(ar *AgentResults, run PodRun) { ar.Init = append(ar.Init, run) }, nil); err != nil {
 		return r.windows, err
 	}
 	log.Printf("one users' pod at a time, %d runs per agent", f.settings.UserRuns)
 	if err := r.runSingles(ctx, "user", f.settings.UserRuns, r.userPod,
-		func(ar *AgentResults, run PodRun) { ar.UserPods = append(ar.UserPods, run) }); err != nil {
+		func(ar *AgentResults, run PodRun) { ar.UserPods = append(ar.UserPods, run) }, nil); err != nil {
 		return r.windows, err
 	}
 	log.Printf("one pod of three containers with a readiness probe, %d runs per agent", f.settings.ThreeRuns)
 	if err := r.runSingles(ctx, "three", f.settings.ThreeRuns, r.threeContainerPod,
-		func(ar *AgentResults, run PodRun) { ar.ThreeContainers = append(ar.ThreeContainers, run) }); err != nil {
+		func(ar *AgentResults, run PodRun) { ar.ThreeContainers = append(ar.ThreeContainers, run) }, nil); err != nil {
 		return r.windows, err
 	}
 	for _, n := range f.settings.Bursts {
@@ -225,9 +237,32 @@ func runFloor(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s's runtime: %w", a.Name, err)
 		}
 		clients[a.Name] = c
-		results.Agents[a.Name].Floor = nil
 		results.Agents[a.Name].BurstFloor = nil
 	}
+	// The single floor was taken between the agents' single-pod runs;
+	// only results without those runs have it taken here, all at once.
+	if len(results.Agents[agents[0].Name].Floor) == 0 {
+		if err := measureSingleFloor(ctx, agents, clients, results, image, runs); err != nil {
+			return err
+		}
+	}
+	for _, a := range agents {
+		var floor []float64
+		for _, run := range results.Agents[a.Name].Floor {
+			floor = append(floor, run.Seconds)
+		}
+		s := Summarize(floor)
+		log.Printf("floor on %s's runtime: %.3f / %.3f / %.3f s (min / median / max)", a.Name, s.Min, s.Median, s.Max)
+	}
+	if err := measureBurstFloor(ctx, agents, clients, results, image, parallelisms, *burstRuns); err != nil {
+		return err
+	}
+	return writeResults(in, results)
+}
+
+// measureSingleFloor takes the single floor all at once, alternating
+// between the runtimes.
+func measureSingleFloor(ctx context.Context, agents []*agent, clients map[string]*criClient, results *Results, image string, runs int) error {
 	log.Printf("the runtime's floor, %d runs per runtime", runs)
 	// One run on each runtime first, unmeasured, as the agents were warmed.
 	for i := -1; i < runs; i++ {
@@ -241,18 +276,7 @@ func runFloor(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	for _, a := range agents {
-		floor := make([]float64, 0, runs)
-		for _, run := range results.Agents[a.Name].Floor {
-			floor = append(floor, run.Seconds)
-		}
-		s := Summarize(floor)
-		log.Printf("floor on %s's runtime: %.3f / %.3f / %.3f s (min / median / max)", a.Name, s.Min, s.Median, s.Max)
-	}
-	if err := measureBurstFloor(ctx, agents, clients, results, image, parallelisms, *burstRuns); err != nil {
-		return err
-	}
-	return writeResults(in, results)
+	return nil
 }
 
 // measureBurstFloor finds the parallelism at which the runtime starts the

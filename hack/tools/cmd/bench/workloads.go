@@ -24,6 +24,9 @@ type runner struct {
 	// windows are counted in the audit log once everything ran.
 	windows    []*auditWindow
 	podTimeout time.Duration
+	// floors are the agents' runtimes, for the floor runs taken between
+	// the single-pod runs.
+	floors map[string]*criClient
 }
 
 // inTurn returns the agents in the order of run i: as given on even runs,
@@ -201,16 +204,46 @@ func (r *runner) single(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun,
 	return run, nil
 }
 
-func (r *runner) runSingles(ctx context.Context, workload string, runs int, makePod func(a *agent, name string) *corev1.Pod, record func(*AgentResults, PodRun)) error {
+// singleAlone is single with the other agents frozen: a start of a few
+// hundred milliseconds would otherwise meet whatever the other agent is
+// doing at that moment (its relist, the clean-up of its own last pod),
+// which the floor, taken with both frozen, never meets. The agent under
+// test may have been thawed a moment ago: it settles first.
+func (r *runner) singleAlone(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun, error) {
+	if err := pause(ctx, thawSettle); err != nil {
+		return PodRun{}, err
+	}
+	var others []*agent
+	for _, other := range r.agents {
+		if other != a {
+			others = append(others, other)
+		}
+	}
+	thaw, err := freezeAgents(others)
+	defer thaw()
+	if err != nil {
+		return PodRun{}, err
+	}
+	return r.single(ctx, a, pod)
+}
+
+// runSingles runs one pod at a time on each agent in turn; afterRound, if
+// any, runs after each agent has had its pod of the round.
+func (r *runner) runSingles(ctx context.Context, workload string, runs int, makePod func(a *agent, name string) *corev1.Pod, record func(*AgentResults, PodRun), afterRound func(ctx context.Context, i int) error) error {
 	for i := range runs {
 		r.noteLoad()
 		for _, a := range inTurn(r.agents, i) {
-			run, err := r.single(ctx, a, makePod(a, fmt.Sprintf("%s-%s-%d", a.Name, workload, i)))
+			run, err := r.singleAlone(ctx, a, makePod(a, fmt.Sprintf("%s-%s-%d", a.Name, workload, i)))
 			if err != nil {
 				return err
 			}
 			record(r.results.Agents[a.Name], run)
 			log.Printf("%s %d/%d %s: Ready after %.3fs, gone after %.3fs", workload, i+1, runs, a.Name, run.ReadySeconds, run.GoneSeconds)
+		}
+		if afterRound != nil {
+			if err := afterRound(ctx, i); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
