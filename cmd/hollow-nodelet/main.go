@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodelet/nodelet/hollow"
+	"github.com/nodelet/nodelet/internal/timerslack"
 )
 
 // version is what the hollow nodes report as nodeInfo.kubeletVersion;
@@ -41,6 +43,7 @@ type options struct {
 	memory        string
 	storage       string
 	maxPods       int
+	timerSlack    time.Duration
 }
 
 func main() {
@@ -56,6 +59,7 @@ func main() {
 	fs.StringVar(&opts.memory, "memory", "16Gi", "Each node's memory capacity.")
 	fs.StringVar(&opts.storage, "ephemeral-storage", "100Gi", "Each node's ephemeral-storage capacity.")
 	fs.IntVar(&opts.maxPods, "max-pods", 0, "Each node's pods capacity (default: nodelet's, 110).")
+	fs.DurationVar(&opts.timerSlack, "timer-slack", timerslack.Default, "The process's threads' timer slack, as nodelet's --timer-slack; 0 leaves the kernel's.")
 	zapOpts := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
 	goFlags := flag.NewFlagSet("log", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
@@ -64,6 +68,12 @@ func main() {
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
+	if opts.timerSlack > 0 {
+		// As nodelet, so that its per-node figures are nodelet's.
+		if err := timerslack.Set(opts.timerSlack); err != nil {
+			log.Error(err, "Could not widen the timer slack", "timerSlack", opts.timerSlack)
+		}
+	}
 
 	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
 		log.Error(err, "hollow-nodelet stopped")

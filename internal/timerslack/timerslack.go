@@ -21,6 +21,11 @@ import (
 	"time"
 )
 
+// Default is 1% of the shortest period nodelet keeps (the PLEG's relist, a
+// second): a timer that much late changes nothing a user can see, and it
+// lets the kernel fold most of the process's wakeups together.
+const Default = 10 * time.Millisecond
+
 // taskDir lists the process's threads. A thread's slack is not in its
 // folder there but in /proc/<thread ID>, which is the thread's own view.
 const taskDir = "/proc/self/task"
