@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/userns"
@@ -168,66 +167,6 @@ func parallelSandboxStarts(configured int) int {
 
 // RuntimeName is the runtime's name as CRI Version reports it.
 func (m *Manager) RuntimeName() string { return m.runtimeName }
-
-// GetPodStatus reads everything the runtime holds for one pod, straight
-// from CRI.
-func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, error) {
-	selector := map[string]string{LabelPodUID: string(uid)}
-	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("listing sandboxes of pod %s: %w", uid, err)
-	}
-	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("listing containers of pod %s: %w", uid, err)
-	}
-	status := &PodStatus{UID: uid}
-	for _, sb := range sandboxes {
-		id, _ := identityFromLabels(sb.Labels)
-		status.Name, status.Namespace = id.Name, id.Namespace
-		sandbox := sandboxFromList(sb)
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			// Only a ready sandbox has a network worth reading.
-			resp, err := m.runtime.PodSandboxStatus(ctx, sb.Id, false)
-			if crierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("getting status of sandbox %s of pod %s: %w", sb.Id, uid, err)
-			}
-			sandbox = sandboxFromStatus(resp.GetStatus())
-			if m.config.SandboxIPs != nil && !sandbox.HostNetwork {
-				// nodelet ran the network configuration: its result is
-				// first-hand, and withdrawn when a CHECK finds the
-				// network broken.
-				if ips, known := m.config.SandboxIPs(sb.Id); known {
-					sandbox.IPs = ips
-				}
-			}
-		}
-		status.Sandboxes = append(status.Sandboxes, sandbox)
-	}
-	for _, c := range containers {
-		resp, err := m.runtime.ContainerStatus(ctx, c.Id, false)
-		if crierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("getting status of container %s of pod %s: %w", c.Id, uid, err)
-		}
-		cs, err := m.settledContainer(ctx, c.PodSandboxId, m.containerFromStatus(c.PodSandboxId, resp.GetStatus()))
-		if err != nil {
-			return nil, fmt.Errorf("getting status of container %s of pod %s: %w", c.Id, uid, err)
-		}
-		m.withResized(uid, cs)
-		if id, ok := identityFromLabels(c.Labels); ok {
-			status.Name, status.Namespace = id.Name, id.Namespace
-		}
-		status.Containers = append(status.Containers, cs)
-	}
-	sortNewestFirst(status)
-	return status, nil
-}
 
 // ListPods reads the runtime's whole record of nodelet's pods with two list
 // calls, without the per-object status calls GetPodStatus makes: what a

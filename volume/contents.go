@@ -3,6 +3,9 @@ package volume
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,67 +39,93 @@ func (m *Manager) contents(ctx context.Context, pod *corev1.Pod, vol *corev1.Vol
 
 // projectedFiles gathers every source of a projected volume. Like the
 // kubelet it reports every failing source at once and writes nothing until
-// all succeed. dueAt is when the first of its tokens needs refreshing.
+// all succeed. dueAt is when the first of its tokens needs refreshing. The
+// sources are read at once: most pods have the ServiceAccount's token
+// volume, whose token request and ConfigMap read would otherwise be two
+// round trips to the API server, one after the other, before the pod can
+// start.
 func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) (payload map[string]fileProjection, dueAt time.Time, err error) {
 	defaultMode := modeOr(vol.Projected.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
+	sources := vol.Projected.Sources
+	files := make([]map[string]fileProjection, len(sources))
+	tokens := make([]*token, len(sources))
+	errs := make([]error, len(sources))
+	var wg sync.WaitGroup
+	for i := range sources {
+		wg.Go(func() {
+			files[i], tokens[i], errs[i] = m.projectedSource(ctx, pod, vol.Name, &sources[i], i, defaultMode, state, now)
+		})
+	}
+	wg.Wait()
+
 	payload = map[string]fileProjection{}
-	var errs []error
-	for i, source := range vol.Projected.Sources {
-		var files map[string]fileProjection
-		switch {
-		case source.ServiceAccountToken != nil:
-			var t *token
-			t, err = m.token(ctx, pod, vol.Name, source.ServiceAccountToken, i, state, now)
-			if err == nil {
-				user := fsUser(pod)
-				var fsGroup *int64
-				if pod.Spec.SecurityContext != nil {
-					fsGroup = pod.Spec.SecurityContext.FSGroup
-				}
-				files = map[string]fileProjection{source.ServiceAccountToken.Path: {
-					Data: []byte(t.value), Mode: tokenMode(defaultMode, user, fsGroup), FsUser: user,
-				}}
-				due := t.refreshAt()
-				if !due.After(now) {
-					// The refresh failed and the current token was kept.
-					due = now.Add(retryPeriod)
-				}
-				dueAt = earliest(dueAt, due)
-			}
-		case source.ConfigMap != nil:
-			files, err = m.configMapFiles(ctx, pod.Namespace, &corev1.ConfigMapVolumeSource{
-				LocalObjectReference: source.ConfigMap.LocalObjectReference,
-				Items:                source.ConfigMap.Items,
-				Optional:             source.ConfigMap.Optional,
-			}, defaultMode, m.maxReadAge(state))
-		case source.Secret != nil:
-			files, err = m.secretFiles(ctx, pod.Namespace, &corev1.SecretVolumeSource{
-				SecretName: source.Secret.Name,
-				Items:      source.Secret.Items,
-				Optional:   source.Secret.Optional,
-			}, defaultMode, m.maxReadAge(state))
-		case source.DownwardAPI != nil:
-			files, err = downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode, m.allocatable(ctx))
-		}
-		if err != nil {
-			errs = append(errs, err)
+	for i, t := range tokens {
+		if t == nil {
 			continue
 		}
-		for p, f := range files {
-			payload[p] = f
+		if state.tokens == nil {
+			state.tokens = map[int]*token{}
 		}
+		state.tokens[i] = t
+		due := t.refreshAt()
+		if !due.After(now) {
+			// The refresh failed and the current token was kept.
+			due = now.Add(retryPeriod)
+		}
+		dueAt = earliest(dueAt, due)
 	}
-	if len(errs) > 0 {
-		return nil, time.Time{}, utilerrors.NewAggregate(errs)
+	if err := utilerrors.NewAggregate(slices.DeleteFunc(errs, func(err error) bool { return err == nil })); err != nil {
+		return nil, time.Time{}, err
+	}
+	for _, f := range files {
+		maps.Copy(payload, f)
 	}
 	return payload, dueAt, nil
+}
+
+// projectedSource gathers one source of a projected volume; for a token
+// source it also returns the token, which the caller keeps in state (read
+// here, written only once every source is done).
+func (m *Manager) projectedSource(ctx context.Context, pod *corev1.Pod, volume string, source *corev1.VolumeProjection, index int, defaultMode int32, state *volumeState, now time.Time) (map[string]fileProjection, *token, error) {
+	switch {
+	case source.ServiceAccountToken != nil:
+		t, err := m.token(ctx, pod, volume, source.ServiceAccountToken, state.tokens[index], now)
+		if err != nil {
+			return nil, nil, err
+		}
+		user := fsUser(pod)
+		var fsGroup *int64
+		if pod.Spec.SecurityContext != nil {
+			fsGroup = pod.Spec.SecurityContext.FSGroup
+		}
+		return map[string]fileProjection{source.ServiceAccountToken.Path: {
+			Data: []byte(t.value), Mode: tokenMode(defaultMode, user, fsGroup), FsUser: user,
+		}}, t, nil
+	case source.ConfigMap != nil:
+		files, err := m.configMapFiles(ctx, pod.Namespace, &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: source.ConfigMap.LocalObjectReference,
+			Items:                source.ConfigMap.Items,
+			Optional:             source.ConfigMap.Optional,
+		}, defaultMode, m.maxReadAge(state))
+		return files, nil, err
+	case source.Secret != nil:
+		files, err := m.secretFiles(ctx, pod.Namespace, &corev1.SecretVolumeSource{
+			SecretName: source.Secret.Name,
+			Items:      source.Secret.Items,
+			Optional:   source.Secret.Optional,
+		}, defaultMode, m.maxReadAge(state))
+		return files, nil, err
+	case source.DownwardAPI != nil:
+		files, err := downwardAPIPayload(pod, source.DownwardAPI.Items, defaultMode, m.allocatable(ctx))
+		return files, nil, err
+	}
+	return nil, nil, nil
 }
 
 // token returns the token for one serviceAccountToken source, requesting
 // a new one when none is held or the held one is due. When a refresh
 // fails, a token that has not expired is kept, as the kubelet keeps it.
-func (m *Manager) token(ctx context.Context, pod *corev1.Pod, volume string, source *corev1.ServiceAccountTokenProjection, index int, state *volumeState, now time.Time) (*token, error) {
-	held := state.tokens[index]
+func (m *Manager) token(ctx context.Context, pod *corev1.Pod, volume string, source *corev1.ServiceAccountTokenProjection, held *token, now time.Time) (*token, error) {
 	if held != nil && now.Before(held.refreshAt()) {
 		return held, nil
 	}
@@ -108,10 +137,6 @@ func (m *Manager) token(ctx context.Context, pod *corev1.Pod, volume string, sou
 		}
 		return nil, fmt.Errorf("failed to fetch token: %w", err)
 	}
-	if state.tokens == nil {
-		state.tokens = map[int]*token{}
-	}
-	state.tokens[index] = fresh
 	m.log.V(2).Info("Requested service account token", "pod", klog.KObj(pod), "volume", volume, "refreshAt", fresh.refreshAt())
 	return fresh, nil
 }
