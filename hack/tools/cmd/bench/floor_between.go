@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"syscall"
 	"time"
 )
@@ -15,11 +16,18 @@ import (
 // the agents' runs against a different machine. Each single-pod run, like
 // each floor run, has the machine without the other agent, frozen.
 
-// thawSettle is how long an agent runs after a thaw before anything is
-// measured: it catches up at once on the timers that fired while it was
+// thawSettle is how long an agent runs after a thaw before its pod is
+// created: it catches up at once on the timers that fired while it was
 // frozen (its relist, the kubelet's housekeeping), which must not land in
-// a measured start.
-const thawSettle = time.Second
+// a measured start. It is drawn at random between one and two relist
+// periods (a second each), so that the pod meets the agent at any point
+// of its relist loop, as it would unfrozen: a fixed second would create
+// it just as the relist that the thaw restarted comes round again, and
+// an agent that learns of its started containers from its next relist
+// (the kubelet) would wait most of a period for it every time.
+func thawSettle() time.Duration {
+	return time.Second + rand.N(time.Second)
+}
 
 // floorBetween takes one floor run on each agent's runtime with both
 // agents frozen; run -1 is a warm-up, not recorded.

@@ -208,9 +208,9 @@ func (r *runner) single(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun,
 // hundred milliseconds would otherwise meet whatever the other agent is
 // doing at that moment (its relist, the clean-up of its own last pod),
 // which the floor, taken with both frozen, never meets. The agent under
-// test may have been thawed a moment ago: it settles first.
+// test may have been thawed a moment ago: it settles first (thawSettle).
 func (r *runner) singleAlone(ctx context.Context, a *agent, pod *corev1.Pod) (PodRun, error) {
-	if err := pause(ctx, thawSettle); err != nil {
+	if err := pause(ctx, thawSettle()); err != nil {
 		return PodRun{}, err
 	}
 	var others []*agent
