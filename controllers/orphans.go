@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -158,7 +159,9 @@ func (r *PodReconciler) removeOrphan(ctx context.Context, uid types.UID) {
 		err = r.Runtime.KillPod(work, nil, status, nil)
 	}
 	if err == nil {
-		err = r.removePod(work, status)
+		var leftovers error
+		leftovers, err = r.removePod(work, status)
+		err = errors.Join(err, leftovers)
 	}
 	if err != nil {
 		delay := r.orphanRemovalFailed(ctx, uid)

@@ -34,7 +34,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelet/nodelet/allocation"
-	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/podenv"
 	"github.com/nodelet/nodelet/prober"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -66,45 +65,6 @@ func (v fakeVolumes) SetUpPod(_ context.Context, pod *corev1.Pod) (map[string]st
 
 func (v fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
 	return os.RemoveAll(v.PodDir(uid))
-}
-
-// fakeCgroups records which pods have a cgroup, and what a resize wrote
-// to it, in order.
-type fakeCgroups struct {
-	mu     sync.Mutex
-	pods   map[types.UID]bool
-	config cgroups.ResourceConfig
-	writes []cgroups.ResourceConfig
-	// onRemove, when set, is called as a pod's cgroup is removed, as
-	// its processes would be killed.
-	onRemove func(types.UID)
-}
-
-func (c *fakeCgroups) PodCgroupParent(pod *corev1.Pod) string { return "/test/pod" + string(pod.UID) }
-func (c *fakeCgroups) EnsurePod(pod *corev1.Pod) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.pods[pod.UID] {
-		config := cgroups.ResourceConfigForPod(pod, 0)
-		c.config = cgroups.ResourceConfig{CPUShares: config.CPUShares, CPUQuota: config.CPUQuota, Memory: config.Memory}
-	}
-	c.pods[pod.UID] = true
-	return nil
-}
-func (c *fakeCgroups) RemovePod(uid types.UID) error {
-	c.mu.Lock()
-	delete(c.pods, uid)
-	onRemove := c.onRemove
-	c.mu.Unlock()
-	if onRemove != nil {
-		onRemove(uid)
-	}
-	return nil
-}
-func (c *fakeCgroups) has(uid types.UID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pods[uid]
 }
 
 type reconcilerEnv struct {

@@ -13,29 +13,45 @@ import (
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
-// removePod removes a stopped pod's runtime objects, logs, volumes and
-// cgroup, in that order: the cgroup only empties once the runtime is done.
-func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodStatus) error {
-	if err := r.Runtime.RemovePod(ctx, status); err != nil {
-		// A container the runtime will not remove may still run though
-		// the runtime reports it exited: containerd 1.6 leaves a start
-		// cut short by a nodelet SIGKILL so ("cannot delete running
-		// task"), and stopping the pod does not stop it. The pod is
-		// stopped: what is left in its cgroup is killed now, as the
-		// kubelet's cleanup of a pod's cgroup kills it, so that the next
-		// try removes the container.
-		if cgroupErr := r.Cgroups.RemovePod(status.UID); cgroupErr != nil {
-			return errors.Join(err, fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, cgroupErr))
-		}
-		return err
+// removePod removes a stopped pod's runtime objects and logs, its cgroup
+// and its volumes, in that order: the cgroup only empties once the
+// runtime is done, and the volumes go once nothing can use them.
+//
+// A runtime may refuse to remove a container it reports exited:
+// containerd 1.6 keeps the task of a start cut short by a nodelet SIGKILL
+// ("failed to get task pid: context canceled", then "cannot delete
+// running task"), and stopping the pod does not stop it. Then what is left
+// in the pod's cgroup is killed, as the kubelet's cleanup of a pod's
+// cgroup kills it, and once the cgroup is gone nothing of the pod runs:
+// its volumes go too, and the runtime's refusal comes back as leftovers,
+// not err. The Pod need not wait for them, as under the kubelet, whose
+// Pod goes once nothing of it runs, its volumes are unmounted and its
+// cgroup is gone, and whose garbage collection keeps trying the rest.
+func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodStatus) (leftovers, err error) {
+	leftovers = r.Runtime.RemovePod(ctx, status)
+	if err := r.Cgroups.RemovePod(status.UID); err != nil {
+		return nil, errors.Join(leftovers, fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err))
+	}
+	if leftovers != nil && anyContainerRunning(status) {
+		// The runtime's record says something runs, though the cgroup
+		// is empty: the record is out of date, and is read again first.
+		return nil, leftovers
 	}
 	if err := r.tearDownPodFolder(ctx, status.UID); err != nil {
-		return fmt.Errorf("removing volumes of pod %s/%s: %w", status.Namespace, status.Name, err)
+		return nil, errors.Join(leftovers, fmt.Errorf("removing volumes of pod %s/%s: %w", status.Namespace, status.Name, err))
 	}
-	if err := r.Cgroups.RemovePod(status.UID); err != nil {
-		return fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err)
+	return leftovers, nil
+}
+
+// anyContainerRunning reports whether the runtime's record of a pod has a
+// container running or in an unknown state.
+func anyContainerRunning(status *noderuntime.PodStatus) bool {
+	for _, c := range status.Containers {
+		if c.State == noderuntime.ContainerRunning || c.State == noderuntime.ContainerUnknown {
+			return true
+		}
 	}
-	return nil
+	return false
 }
 
 // syncTerminatingPod stops a Pod being deleted within its grace period,
@@ -63,12 +79,18 @@ func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod,
 		// what that removal left.
 		return ctrl.Result{RequeueAfter: removalUnderWayRetry}, nil
 	}
-	err = r.removePod(ctx, status)
+	leftovers, err := r.removePod(ctx, status)
 	r.releaseRemoval(pod.UID)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.deleteForGood(ctx, pod)
+	result, err := r.deleteForGood(ctx, pod)
+	if err == nil && leftovers != nil {
+		// Tried again as an orphan's, now that the Pod is gone.
+		delay := r.orphanRemovalFailed(ctx, pod.UID)
+		log.Error(leftovers, "Pod deleted with runtime objects the runtime will not remove yet; nothing of it runs", "pod", klog.KObj(pod), "retryIn", delay)
+	}
+	return result, err
 }
 
 // removalUnderWayRetry is how soon a terminating pod whose runtime objects

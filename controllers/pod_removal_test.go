@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,33 +21,85 @@ import (
 )
 
 // A container that the runtime reports exited but will not remove, as
-// containerd 1.6 leaves one whose start a nodelet SIGKILL cut short, goes
-// once what is left in the pod's cgroup is killed: the deleted pod does
-// not stay terminating.
-func TestAContainerTheRuntimeWillNotRemoveGoesOnceItsCgroupIsKilled(t *testing.T) {
+// containerd 1.6 keeps the task of a start a nodelet SIGKILL cut short
+// even once the pod's cgroup is gone, does not hold the deleted Pod: it
+// leaves the API server once its cgroup is removed (what was left in it
+// killed), as under the kubelet, and the runtime's objects are tried again
+// until they go.
+func TestAContainerTheRuntimeWillNotRemoveDoesNotHoldTheDeletedPod(t *testing.T) {
 	env := startReconciler(t)
 	ctx := context.Background()
 	pod, key := env.runPod(t, "stuck")
 
-	// Every removal fails, as with containerd's task still running, until
-	// the pod's cgroup is removed: its processes killed.
 	stillRunning := grpcstatus.Error(codes.FailedPrecondition, "cannot delete running task: failed precondition")
 	env.failCalls("RemoveContainer", stillRunning, 100_000)
-	env.cgroups.mu.Lock()
-	env.cgroups.onRemove = func(uid types.UID) {
-		if uid == pod.UID {
-			env.clearFailures("RemoveContainer")
-		}
-	}
-	env.cgroups.mu.Unlock()
-
 	if err := env.client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	env.waitForPodGone(t, key)
-	if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
-		t.Errorf("runtime objects left: %d", n)
+	if env.cgroups.has(pod.UID) {
+		t.Error("the Pod went with its cgroup still there")
 	}
+	if len(env.runtimeContainers(t, pod.UID)) == 0 {
+		t.Fatal("the container went though every RemoveContainer failed: the test shows nothing")
+	}
+
+	// The runtime lets go: the retries remove what was left.
+	tried := env.clearFailures("RemoveContainer")
+	await.Eventually(t, 30*time.Second, "the runtime's objects removed", func(context.Context) error {
+		if n := len(env.runtimeSandboxes(t, pod.UID)) + len(env.runtimeContainers(t, pod.UID)); n != 0 {
+			return fmt.Errorf("%d runtime objects left", n)
+		}
+		return nil
+	})
+	if tried == 100_000 {
+		t.Error("RemoveContainer was never called")
+	}
+}
+
+// A deleted Pod whose cgroup cannot be removed, processes still in it,
+// while the runtime will not remove its container, stays until the cgroup
+// goes: its volumes may still be in use.
+func TestADeletedPodWhoseCgroupKeepsProcessesStays(t *testing.T) {
+	env := startReconciler(t)
+	ctx := context.Background()
+	pod, key := env.runPod(t, "busy")
+
+	env.failCalls("RemoveContainer", grpcstatus.Error(codes.FailedPrecondition, "cannot delete running task: failed precondition"), 100_000)
+	var mu sync.Mutex
+	tries, busy := 0, true
+	env.cgroups.mu.Lock()
+	env.cgroups.onRemove = func(uid types.UID) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if uid != pod.UID || !busy {
+			return nil
+		}
+		tries++
+		return fmt.Errorf("cgroup of pod %s still has processes", uid)
+	}
+	env.cgroups.mu.Unlock()
+	if err := env.client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// Three tries, all refused: the Pod is still there after each.
+	await.Eventually(t, 30*time.Second, "three tries to remove the pod's cgroup", func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if tries < 3 {
+			return fmt.Errorf("%d tries", tries)
+		}
+		return nil
+	})
+	if err := env.client.Get(ctx, key, &corev1.Pod{}); err != nil {
+		t.Fatalf("the Pod went while its cgroup held processes: %v", err)
+	}
+
+	mu.Lock()
+	busy = false
+	mu.Unlock()
+	env.clearFailures("RemoveContainer")
+	env.waitForPodGone(t, key)
 }
 
 // A Pod being deleted whose runtime objects another removal is taking
