@@ -7,9 +7,12 @@
 # binary, but in agent network mode nodelet executes the CNI plugins (bridge,
 # portmap, ...) mounted from the host, and those execute iptables and expect
 # a normal Linux userland around them. So the image carries iptables and
-# iproute2 (mount(8) from util-linux is already in bookworm-slim), and a
-# shell for debugging a node. Debian's iptables defaults to the nft backend;
-# a host still on iptables-legacy needs the legacy alternative selected.
+# iproute2, and a shell for debugging a node. A local volume on a block
+# device is probed with blkid, formatted with mkfs.<fsType> and mounted
+# with mount(8): util-linux and e2fsprogs, named so that the image keeps
+# them (bookworm-slim has both), and xfsprogs for fsType xfs. Debian's
+# iptables defaults to the nft backend; a host still on iptables-legacy
+# needs the legacy alternative selected.
 #
 # Build: docker build --build-arg VERSION=v0.1.0 --build-arg COMMIT=$(git describe --always --dirty --exclude '*') -t nodelet:v0.1.0 .
 # Without a Docker engine: hack/build-image.sh.
@@ -42,7 +45,7 @@ LABEL org.opencontainers.image.title="nodelet" \
       org.opencontainers.image.version="${VERSION}"
 RUN export DEBIAN_FRONTEND=noninteractive \
  && apt-get update \
- && apt-get install -y --no-install-recommends iptables iproute2 containerd runc containernetworking-plugins \
+ && apt-get install -y --no-install-recommends iptables iproute2 util-linux e2fsprogs xfsprogs containerd runc containernetworking-plugins \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/nodelet /usr/local/bin/nodelet
 # The agent network mode's CNI shim: nodelet copies it into the runtime's

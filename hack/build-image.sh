@@ -29,7 +29,9 @@
 # chart's containerd container): containerd with its runc shim and runc,
 # the CNI plugins bridge, host-local, loopback, portmap and bandwidth (the
 # node conflist nodelet writes names them) in /usr/lib/cni
-# (where Debian puts them), and iptables for those plugins.
+# (where Debian puts them), iptables for those plugins, and blkid and
+# mkfs.ext4 and mkfs.xfs for the local volumes on block devices nodelet
+# formats.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=hack/image-lib.sh
@@ -156,6 +158,7 @@ populate_no_base() {
 		copy_with_libraries "$rootfs" "$CNI_PLUGINS_DIR/$program"
 	done
 	install_iptables "$rootfs"
+	install_format_tools "$rootfs"
 	write_loader_cache "$rootfs"
 	install -D -m 0755 /bin/busybox "$rootfs/bin/busybox"
 	for applet in $(/bin/busybox --list); do
@@ -169,10 +172,34 @@ populate_no_base() {
 	printf 'root:x:0:\n' >"$rootfs/etc/group"
 }
 
+# install_format_tools ROOTFS copies what a local volume on a block device
+# needs (volume/local_device_linux.go) and busybox does not have: the
+# host's blkid, to see what is on the device, mke2fs under the names
+# nodelet runs it by (mkfs.<fsType>) and mkfs.xfs, with their libraries
+# and mke2fs's configuration, as Debian's util-linux, e2fsprogs and
+# xfsprogs give them to the Dockerfile's image.
+install_format_tools() {
+	local rootfs=$1 program name
+	for program in blkid mke2fs mkfs.xfs; do
+		command -v "$program" >/dev/null || die "no $program on this machine (Debian packages util-linux, e2fsprogs and xfsprogs)"
+		copy_with_libraries "$rootfs" "$(readlink -f "$(command -v "$program")")"
+	done
+	program=$(readlink -f "$(command -v mke2fs)")
+	for name in mkfs.ext2 mkfs.ext3 mkfs.ext4; do
+		ln -sf "$(basename "$program")" "$rootfs$(dirname "$program")/$name"
+	done
+	if [[ -f /etc/mke2fs.conf ]]; then
+		install -D -m 0644 /etc/mke2fs.conf "$rootfs/etc/mke2fs.conf"
+	fi
+	# mke2fs refuses a device that is mounted, which it reads from mtab.
+	install -d -m 0755 "$rootfs/etc"
+	ln -sf ../proc/self/mounts "$rootfs/etc/mtab"
+}
+
 build_no_base() {
 	# busybox-static's /bin/busybox: the image has no libc of its own; the
 	# runtime's and iptables' libraries are copied with them.
-	ensure_packages umoci busybox-static containerd runc containernetworking-plugins iptables
+	ensure_packages umoci busybox-static containerd runc containernetworking-plugins iptables util-linux e2fsprogs xfsprogs
 	build_binary "$work/nodelet"
 	umoci init --layout "$LAYOUT"
 	umoci new --image "$LAYOUT:$VERSION"

@@ -38,7 +38,8 @@ const companionReadyTimeout = 5 * time.Minute
 // `<host>-nodelet` becomes Ready, with the host's share the pod requests
 // as its capacity (cpu, memory, ephemeral-storage; less kubeReserved as
 // allocatable, over which a pod is refused), the pod cgroup's PID limit
-// as its pods', and the companion taint. A pod that tolerates the taint
+// as its pods', and the companion taint; nodelet's image has what
+// formatting a local volume's device takes. A pod that tolerates the taint
 // runs there, its cgroup inside the runtime's pod's, and its logs, exec and
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
@@ -109,6 +110,7 @@ func TestCompanion(t *testing.T) {
 		}
 	})
 	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns, pod.Name) })
+	t.Run("the image formats a local volume's device", func(t *testing.T) { checkImageFormatsDevices(t, agent) })
 	for container, in := range map[string]*corev1.Pod{"nodelet": agent, "containerd": runtimePod} {
 		t.Run("a restart of the "+container+" container keeps the pod's container", func(t *testing.T) {
 			checkRestartKeepsPod(t, host, in, container, pod)
@@ -454,4 +456,25 @@ func checkHostPathVolumes(t *testing.T, pod *corev1.Pod, hostFiles string) {
 		}
 		return nil
 	})
+}
+
+// checkImageFormatsDevices runs in the agent's nodelet container what
+// nodelet runs for a local volume on a block device with nothing on it
+// (volume/local_device_linux.go): blkid finds nothing, mkfs.ext4 formats
+// it with nodelet's arguments, and blkid then finds ext4; mkfs.xfs is
+// there for fsType xfs. A sparse file stands in for the device: the
+// programs read and write either alike.
+func checkImageFormatsDevices(t *testing.T, agent *corev1.Pod) {
+	const script = `set -e
+img=/tmp/format-check.img
+rm -f $img && truncate -s 16M $img
+if blkid -p -s TYPE -s PTTYPE -o export $img; then echo "blkid found something on a file of zeros"; exit 1; fi
+mkfs.ext4 -F -m0 $img >/dev/null
+blkid -p -s TYPE -s PTTYPE -o export $img
+rm -f $img
+command -v mkfs.xfs`
+	out := f.mustKubectl(t, "exec", "-n", agent.Namespace, agent.Name, "-c", "nodelet", "--", "sh", "-c", script)
+	if !strings.Contains(out, "TYPE=ext4") || !strings.Contains(out, "mkfs.xfs") {
+		t.Errorf("formatting a device in nodelet's image: %q, want blkid's TYPE=ext4 and mkfs.xfs's path", out)
+	}
 }
