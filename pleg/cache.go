@@ -17,7 +17,8 @@ type Cache struct {
 	mu   sync.RWMutex
 	pods map[types.UID]cachedPod
 	// timestamp is the start of the last complete relist: every pod's record
-	// is at least that fresh, whether or not it changed.
+	// is at least that fresh, whether or not it changed, but for the
+	// records the PLEG outdated and left to be read again.
 	timestamp time.Time
 	// minTimes holds, by pod, the time before which its records no longer
 	// serve: the end of nodelet's last action on it.
@@ -27,6 +28,10 @@ type Cache struct {
 type cachedPod struct {
 	status   *noderuntime.PodStatus
 	modified time.Time
+	// outdatedAt is when the PLEG last saw the runtime differ from this
+	// pod's record without reading it again (Outdate): a record read
+	// before then is out of date however fresh later relists are.
+	outdatedAt time.Time
 }
 
 func NewCache() *Cache {
@@ -37,11 +42,12 @@ func NewCache() *Cache {
 func (c *Cache) Set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[uid]; ok && old.modified.After(t) {
+	old, ok := c.pods[uid]
+	if ok && old.modified.After(t) {
 		// A reconcile's direct read already stored something fresher.
 		return
 	}
-	c.pods[uid] = cachedPod{status: status, modified: t}
+	c.pods[uid] = cachedPod{status: status, modified: t, outdatedAt: old.outdatedAt}
 }
 
 // Delete drops a pod the runtime no longer has.
@@ -62,6 +68,21 @@ func (c *Cache) Invalidate(uid types.UID, t time.Time) {
 	defer c.mu.Unlock()
 	if t.After(c.minTimes[uid]) {
 		c.minTimes[uid] = t
+	}
+}
+
+// Outdate is Invalidate for a pod whose record the runtime no longer
+// matches as of t, seen by the PLEG, which leaves the read to the pod's
+// reconcile: until a read that began after t replaces it, the record is
+// not made fresh by the relists that follow, which see no further change
+// of the pod.
+func (c *Cache) Outdate(uid types.UID, t time.Time) {
+	c.Invalidate(uid, t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if entry, ok := c.pods[uid]; ok && t.After(entry.outdatedAt) {
+		entry.outdatedAt = t
+		c.pods[uid] = entry
 	}
 }
 
@@ -107,7 +128,8 @@ func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*noderuntime.Pod
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	entry, ok := c.pods[uid]
-	fresh := c.timestamp.After(minTime) || (ok && entry.modified.After(minTime))
+	outdated := ok && !entry.modified.After(entry.outdatedAt)
+	fresh := (c.timestamp.After(minTime) && !outdated) || (ok && entry.modified.After(minTime))
 	if !fresh {
 		return nil, false
 	}

@@ -171,7 +171,7 @@ func (p *PLEG) leaveRead(uid types.UID, listed *noderuntime.PodStatus, t time.Ti
 		return false
 	}
 	if listed == nil || !sameObjects(cached, listed) {
-		p.cache.Invalidate(uid, t)
+		p.cache.Outdate(uid, t)
 	}
 	return true
 }
@@ -198,7 +198,10 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 		p.log.Error(err, "Failed to relist the container runtime")
 		return
 	}
-	kubeletmetrics.PLEGRelistDuration.Observe(p.clock.Since(timestamp).Seconds())
+	// A change the list found happened before it returned: a record read
+	// after that reflects it, one read before may not.
+	listed := p.clock.Now()
+	kubeletmetrics.PLEGRelistDuration.Observe(listed.Sub(timestamp).Seconds())
 	kubeletmetrics.SetRunning(runningCounts(current))
 
 	p.mu.Lock()
@@ -218,7 +221,7 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 			p.cache.Delete(uid, timestamp)
 			continue
 		}
-		if p.leaveRead(uid, current[uid], timestamp) {
+		if p.leaveRead(uid, current[uid], listed) {
 			continue
 		}
 		podStatus, err := p.runtime.GetPodStatus(ctx, uid)

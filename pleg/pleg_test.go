@@ -168,6 +168,41 @@ func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
 	}
 }
 
+// A record the relist found out of date and left to the pod's reconcile
+// stays out of date through the relists that follow, which see no further
+// change of the pod: otherwise a reconcile that starts late (its worker
+// busy writing a status through an API server outage, say) takes the old
+// record for fresh, sees nothing to do, and nothing looks at the pod again.
+func TestARecordLeftToItsReconcileStaysOutdatedThroughLaterRelists(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	sb := map[string]noderuntime.SandboxState{"s1": ready}
+	cache := NewCache()
+	// The reconcile that started the container read the pod.
+	cache.Set("a", pod("a", sb, map[string]noderuntime.ContainerState{"c1": run}), clk.Now())
+	rt := plegtest.NewRuntime(pod("a", sb, map[string]noderuntime.ContainerState{"c1": run}))
+	events := make(chan event.GenericEvent, 10)
+	pleg := New(rt, cache, events, time.Second, clk, logr.Discard())
+	pleg.Relist(context.Background(), false)
+
+	// The container exits; the next relist sees it and leaves the read.
+	rt.Set(pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted}))
+	clk.Step(time.Second)
+	pleg.Relist(context.Background(), false)
+	// Later relists see no further change.
+	for range 3 {
+		clk.Step(time.Second)
+		pleg.Relist(context.Background(), false)
+	}
+	if got, ok := cache.GetFresh("a"); ok {
+		t.Errorf("GetFresh = %v (container %s) three relists after the exit was seen; want none until the pod is read again", got, got.Containers[0].State)
+	}
+	// A read that began after the exit was seen serves again.
+	cache.Set("a", pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted}), clk.Now())
+	if got, ok := cache.GetFresh("a"); !ok || got.Containers[0].State != exitted {
+		t.Errorf("GetFresh after a new read = %v, %v; want it, its container exited", got, ok)
+	}
+}
+
 func TestCacheInvalidationNeverMovesBack(t *testing.T) {
 	c := NewCache()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)

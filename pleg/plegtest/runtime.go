@@ -48,6 +48,13 @@ func NewRuntime(pods ...*noderuntime.PodStatus) *Runtime {
 	return f
 }
 
+// Set changes what both lists and direct reads see of the pod.
+func (f *Runtime) Set(p *noderuntime.PodStatus) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.listed[p.UID], f.truth[p.UID] = p, p
+}
+
 // SetTruth changes what direct reads see of the pod, leaving the lists
 // stale.
 func (f *Runtime) SetTruth(p *noderuntime.PodStatus) {
