@@ -77,9 +77,11 @@ func (c *Cache) Invalidate(uid types.UID, t time.Time) {
 // not made fresh by the relists that follow, which see no further change
 // of the pod.
 func (c *Cache) Outdate(uid types.UID, t time.Time) {
-	c.Invalidate(uid, t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if t.After(c.minTimes[uid]) {
+		c.minTimes[uid] = t
+	}
 	if entry, ok := c.pods[uid]; ok && t.After(entry.outdatedAt) {
 		entry.outdatedAt = t
 		c.pods[uid] = entry
