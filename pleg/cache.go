@@ -66,6 +66,12 @@ func (c *Cache) Delete(uid types.UID, t time.Time) {
 func (c *Cache) Invalidate(uid types.UID, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.raiseMinTime(uid, t)
+}
+
+// raiseMinTime moves the pod's minimum time to t unless it is later
+// already; c.mu is held.
+func (c *Cache) raiseMinTime(uid types.UID, t time.Time) {
 	if t.After(c.minTimes[uid]) {
 		c.minTimes[uid] = t
 	}
@@ -79,9 +85,7 @@ func (c *Cache) Invalidate(uid types.UID, t time.Time) {
 func (c *Cache) Outdate(uid types.UID, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.After(c.minTimes[uid]) {
-		c.minTimes[uid] = t
-	}
+	c.raiseMinTime(uid, t)
 	if entry, ok := c.pods[uid]; ok && t.After(entry.outdatedAt) {
 		entry.outdatedAt = t
 		c.pods[uid] = entry
