@@ -18,6 +18,12 @@
 #    through CRI at the parallelism found fastest: the burst floor
 #    ($BENCH_FLOOR_FLAGS adds floor flags; $BENCH_FLOOR_RUNS single floor
 #    runs are taken here only when the agents' run had no single-pod runs);
+#    With BENCH_CPUS=split (the default on a machine of 2 CPUs or more)
+#    the control plane, the registries and the bench's client run on the
+#    first half of the CPUs and the node (both containerds, their shims
+#    and pods, both agents, the burst floor's client) on the other half,
+#    as a node of a cluster does not share its CPUs with the control
+#    plane; BENCH_CPUS=shared lets everything run anywhere, as before.
 # 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
 #    bench/results (or $BENCH_OUT);
 # 6. with both profiles stopped, hack/bench-network.sh times sandbox
@@ -46,6 +52,18 @@ FLOOR_RUNS=${BENCH_FLOOR_RUNS:-20}
 read -r -a FLOOR_FLAGS <<<"${BENCH_FLOOR_FLAGS:-}"
 # BENCH_NETWORK=false leaves out step 6, for a quick run of the rest.
 BENCH_NETWORK=${BENCH_NETWORK:-true}
+CPU_COUNT=$(nproc)
+BENCH_CPUS=${BENCH_CPUS:-$( ((CPU_COUNT >= 2)) && echo split || echo shared)}
+case $BENCH_CPUS in
+split)
+	((CPU_COUNT >= 2)) || die "BENCH_CPUS=split needs 2 CPUs or more; this machine has $CPU_COUNT"
+	CONTROL_CPUS=0-$((CPU_COUNT / 2 - 1))
+	NODE_CPUS=$((CPU_COUNT / 2))-$((CPU_COUNT - 1))
+	SPLIT_FLAGS=(-node-cpus "$NODE_CPUS")
+	;;
+shared) CONTROL_CPUS=0-$((CPU_COUNT - 1)) NODE_CPUS=$CONTROL_CPUS SPLIT_FLAGS=() ;;
+*) die "BENCH_CPUS=$BENCH_CPUS: want split or shared" ;;
+esac
 AGENTS_FLAGS=("$@")
 STARTED=$SECONDS
 
@@ -173,17 +191,63 @@ EOF
 
 # --- 3. to 5. the workloads, the floor, the report ----------------------------------
 
+# pin CPULIST PID... confines every thread of each process to CPULIST;
+# what a process starts later inherits it (shims, runc, pods, CNI plugins).
+pin() {
+	local cpus=$1 pid
+	shift
+	for pid in "$@"; do
+		# A process may exit between the listing and here.
+		taskset -a -c -p "$cpus" "$pid" >/dev/null 2>&1 || [[ ! -d /proc/$pid ]] ||
+			die "cannot confine process $pid to CPUs $cpus"
+	done
+}
+
+# with_descendants PID... prints the PIDs and those of all their descendants.
+with_descendants() {
+	ps -e -o pid=,ppid= | awk -v roots="$*" '
+		BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1 }
+		{ parent[$1] = $2 }
+		END {
+			do {
+				grew = 0
+				for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 }
+			} while (grew)
+			for (p in keep) print p
+		}'
+}
+
+# The node first (every process of both profiles, their shims' pods with
+# them), then the control plane's daemons of profile bench out of it.
+if [[ $BENCH_CPUS == split ]]; then
+	log "Confining the control plane to CPUs $CONTROL_CPUS and the node to CPUs $NODE_CPUS"
+	node_pids=()
+	for profile in bench bench-ref; do
+		profile_load "$profile"
+		mapfile -t -O "${#node_pids[@]}" node_pids < <(state_pids)
+	done
+	mapfile -t node_pids < <(with_descendants "${node_pids[@]}")
+	pin "$NODE_CPUS" "${node_pids[@]}"
+	profile_load bench
+	for daemon in etcd kube-apiserver kube-controller-manager kube-scheduler registry registry-private; do
+		pid=$(pid_of "$daemon")
+		[[ -z $pid ]] || pin "$CONTROL_CPUS" "$pid"
+	done
+fi
+
 mkdir -p "$OUT_DIR"
 RESULTS=$OUT_DIR/bench.json
 log "Running the workloads on nodelet and the kubelet"
-"$BIN_DIR/bench" agents -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -out "$RESULTS" "${AGENTS_FLAGS[@]}"
+taskset -c "$CONTROL_CPUS" "$BIN_DIR/bench" agents -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -out "$RESULTS" \
+	"${SPLIT_FLAGS[@]}" "${AGENTS_FLAGS[@]}"
 
 log "Stopping both agents for the runtime's floor"
 profile_load bench
 stop_daemon nodelet 30
 profile_load bench-ref
 stop_daemon kubelet 30
-"$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS" "${FLOOR_FLAGS[@]}"
+# The burst floor's client stands in for an agent: it runs on the node.
+taskset -c "$NODE_CPUS" "$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS" "${FLOOR_FLAGS[@]}"
 
 "$BIN_DIR/bench" report -in "$RESULTS" -out-dir "$OUT_DIR"
 

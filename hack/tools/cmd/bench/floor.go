@@ -51,7 +51,7 @@ func (c *criClient) pull(ctx context.Context, images ...string) error {
 // created and started — times the three calls, then removes the pod
 // (untimed). It is what cri-smoke does, without the checks.
 func (c *criClient) floorRun(ctx context.Context, a *agent, image string, i int) (FloorRun, error) {
-	run, started, err := c.floorStart(ctx, a, image, fmt.Sprintf("floor-%d", i))
+	run, started, err := c.floorStart(ctx, a, pauseFloor(image), fmt.Sprintf("floor-%d", i))
 	if started != nil {
 		started.remove(c)
 	}
@@ -63,9 +63,61 @@ type floorPod struct{ sandboxID, logDir string }
 
 func (p *floorPod) remove(c *criClient) { c.remove(p.sandboxID, p.logDir) }
 
+// floorContainer is what a floor pod's container asks of the runtime.
+type floorContainer struct {
+	image   string
+	command []string
+	envs    []*runtimeapi.KeyValue
+	mounts  []*runtimeapi.Mount
+}
+
+// pauseFloor is the bench's pause pods' container: nothing but an image.
+func pauseFloor(image string) floorContainer { return floorContainer{image: image} }
+
+// userFloor is what a users' pod's container (userPod) asks of the runtime
+// once an agent has done its part: busybox running the same command, its
+// environment (the Secret's variable and the service links of the
+// `kubernetes` Service) and its four bind mounts (the ConfigMap volume,
+// the ServiceAccount token, /etc/hosts, the termination log). The mounted
+// files are written once, under dir: writing them is an agent's work, not
+// the runtime's.
+func userFloor(image, dir string) (floorContainer, error) {
+	c := floorContainer{image: image, command: sleeperCommand}
+	c.envs = append(c.envs, &runtimeapi.KeyValue{Key: "PASSWORD", Value: []byte("bench")})
+	for key, value := range map[string]string{
+		"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_SERVICE_PORT_HTTPS": "443",
+		"KUBERNETES_PORT": "tcp://10.0.0.1:443", "KUBERNETES_PORT_443_TCP": "tcp://10.0.0.1:443",
+		"KUBERNETES_PORT_443_TCP_PROTO": "tcp", "KUBERNETES_PORT_443_TCP_PORT": "443", "KUBERNETES_PORT_443_TCP_ADDR": "10.0.0.1",
+	} {
+		c.envs = append(c.envs, &runtimeapi.KeyValue{Key: key, Value: []byte(value)})
+	}
+	for _, m := range []struct {
+		name, containerPath string
+		folder, readOnly    bool
+	}{
+		{"config", "/etc/bench", true, true},
+		{"token", "/var/run/secrets/kubernetes.io/serviceaccount", true, true},
+		{"hosts", "/etc/hosts", false, false},
+		{"termination-log", "/dev/termination-log", false, false},
+	} {
+		hostPath := filepath.Join(dir, m.name)
+		var err error
+		if m.folder {
+			err = errors.Join(os.MkdirAll(hostPath, 0o755), os.WriteFile(filepath.Join(hostPath, "greeting"), []byte("hello\n"), 0o644))
+		} else {
+			err = os.WriteFile(hostPath, []byte("127.0.0.1\tlocalhost\n"), 0o644)
+		}
+		if err != nil {
+			return floorContainer{}, fmt.Errorf("the users' floor pod's %s: %w", m.name, err)
+		}
+		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: m.containerPath, HostPath: hostPath, Readonly: m.readOnly})
+	}
+	return c, nil
+}
+
 // floorStart starts one floor pod and times it; what it started, if
 // anything, is the caller's to remove, even on error.
-func (c *criClient) floorStart(ctx context.Context, a *agent, image, name string) (FloorRun, *floorPod, error) {
+func (c *criClient) floorStart(ctx context.Context, a *agent, main floorContainer, name string) (FloorRun, *floorPod, error) {
 	uid := randomUID()
 	logDir := filepath.Join(a.StateDir, "floor-logs", "bench_"+name+"_"+uid)
 	sandboxConfig := &runtimeapi.PodSandboxConfig{
@@ -101,7 +153,10 @@ func (c *criClient) floorStart(ctx context.Context, a *agent, image, name string
 		SandboxConfig: sandboxConfig,
 		Config: &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "main"},
-			Image:    &runtimeapi.ImageSpec{Image: image},
+			Image:    &runtimeapi.ImageSpec{Image: main.image},
+			Command:  main.command,
+			Envs:     main.envs,
+			Mounts:   main.mounts,
 			LogPath:  "main/0.log",
 			Linux:    &runtimeapi.LinuxContainerConfig{},
 		},
@@ -122,15 +177,19 @@ func (c *criClient) floorStart(ctx context.Context, a *agent, image, name string
 	}, pod, nil
 }
 
-// burstFloor starts n floor pods straight through CRI, parallelism at a
-// time, and times the whole: the runtime's own floor for a burst. The pods
-// are removed afterwards, untimed.
-func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, parallelism, run int) (BurstFloorRun, error) {
+// burstFloor starts n floor pods of workload (see BurstRun.Workload)
+// straight through CRI, parallelism at a time, and times the whole: the
+// runtime's own floor for a burst. The pods are removed afterwards,
+// untimed.
+func (c *criClient) burstFloor(ctx context.Context, a *agent, workload string, main floorContainer, machine Machine, nodeCPUs []int, n, parallelism, run int) (BurstFloorRun, error) {
+	if err := waitQuiet(ctx, fmt.Sprintf("floor of %d on %s's runtime", n, a.Name), nodeCPUs, machine.CPUs); err != nil {
+		return BurstFloorRun{}, err
+	}
 	pods := make([]*floorPod, n)
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	machineStart, err := machineBusySeconds()
+	busyStart, err := readCPUBusy(nodeCPUs)
 	if err != nil {
 		return BurstFloorRun{}, err
 	}
@@ -138,7 +197,7 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, p
 	for range parallelism {
 		wg.Go(func() {
 			for i := range next {
-				_, pods[i], errs[i] = c.floorStart(ctx, a, image, fmt.Sprintf("floor-burst%d-%d-%d", n, run, i))
+				_, pods[i], errs[i] = c.floorStart(ctx, a, main, fmt.Sprintf("floor-%sburst%d-%d-%d", workload, n, run, i))
 			}
 		})
 	}
@@ -148,10 +207,11 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, p
 	close(next)
 	wg.Wait()
 	elapsed := time.Since(start)
-	machineEnd, err := machineBusySeconds()
+	busyEnd, err := readCPUBusy(nodeCPUs)
 	if err != nil {
 		return BurstFloorRun{}, err
 	}
+	busy := busyEnd.since(busyStart)
 	removing := make(chan *floorPod)
 	for range parallelism {
 		wg.Go(func() {
@@ -170,7 +230,7 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, image string, n, p
 	if err := errors.Join(errs...); err != nil {
 		return BurstFloorRun{}, err
 	}
-	return BurstFloorRun{Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds(), MachineCPUSeconds: machineEnd - machineStart}, nil
+	return BurstFloorRun{Workload: workload, Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds(), MachineCPUSeconds: busy.machine, NodeCPUSeconds: busy.node}, nil
 }
 
 // fastestParallelism is the candidate whose run took least time.

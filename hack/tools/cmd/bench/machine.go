@@ -9,7 +9,12 @@ import (
 
 // describeMachine says what the bench runs on, from /proc and os-release.
 func describeMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU()}
+	// runtime.NumCPU counts only the CPUs this process may run on, which
+	// the bench confines to the control plane's when the node has its own.
+	m := Machine{CPUs: countLines("/proc/cpuinfo", "processor", ":")}
+	if m.CPUs == 0 {
+		m.CPUs = runtime.NumCPU()
+	}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(data))
 	}
@@ -19,6 +24,24 @@ func describeMachine() Machine {
 	}
 	m.OS = strings.Trim(firstValue("/etc/os-release", "PRETTY_NAME", "="), `"`)
 	return m
+}
+
+// countLines counts a file's "KEY<sep>value" lines.
+func countLines(path, key, sep string) int {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer file.Close()
+	n := 0
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		name, _, ok := strings.Cut(scanner.Text(), sep)
+		if ok && strings.TrimSpace(name) == key {
+			n++
+		}
+	}
+	return n
 }
 
 // firstValue returns the value of the first "KEY<sep>value" line of a file.

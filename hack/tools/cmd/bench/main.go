@@ -78,6 +78,7 @@ type agentsFlags struct {
 	bursts     string
 	userBursts string
 	podTimeout time.Duration
+	nodeCPUs   string
 	settings   Settings
 }
 
@@ -99,6 +100,7 @@ func runAgents(ctx context.Context, args []string) error {
 	flags.DurationVar(&f.settings.IdleSettle, "idle-settle", 15*time.Second, "how long a burst settles before the idle stretch")
 	flags.BoolVar(&f.settings.ReadinessOn, "readiness-probe", true, "give the init workload's container an exec readiness probe (=false for an agent that runs no probes)")
 	flags.DurationVar(&f.podTimeout, "pod-timeout", 5*time.Minute, "how long a workload may take before the bench gives up on the agent")
+	flags.StringVar(&f.nodeCPUs, "node-cpus", "", "the CPUs the node runs on (a list such as 1 or 2-3,5) when the control plane runs on others: their busy time is reported beside the machine's")
 	_ = flags.Parse(args)
 
 	agents, envs, err := parseAgents(f.agents)
@@ -118,6 +120,9 @@ func runAgents(ctx context.Context, args []string) error {
 		return err
 	}
 	if f.settings.Image, err = envs[0].get("PAUSE_IMAGE"); err != nil {
+		return err
+	}
+	if f.settings.NodeCPUs, err = parseCPUList(f.nodeCPUs); err != nil {
 		return err
 	}
 	if f.settings.Bursts, f.settings.BurstRuns, err = parseBursts(f.bursts); err != nil {
@@ -177,6 +182,30 @@ func parseCounts(spec string) ([]int, error) {
 		counts = append(counts, n)
 	}
 	return counts, nil
+}
+
+// parseCPUList reads a CPU list as taskset and cpusets write it ("1",
+// "0-1,3") into CPU numbers in order; "" is none.
+func parseCPUList(spec string) ([]int, error) {
+	var cpus []int
+	if spec == "" {
+		return cpus, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		first, last, isRange := strings.Cut(item, "-")
+		if !isRange {
+			last = first
+		}
+		from, err1 := strconv.Atoi(first)
+		to, err2 := strconv.Atoi(last)
+		if err1 != nil || err2 != nil || from < 0 || to < from {
+			return nil, fmt.Errorf("CPU list %q: want CPUs and ranges such as 0-1,3", spec)
+		}
+		for cpu := from; cpu <= to; cpu++ {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus, nil
 }
 
 // parseBursts reads "30:5,100:3" into sizes in order and runs per size.

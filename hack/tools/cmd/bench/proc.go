@@ -48,27 +48,68 @@ func parseStatCPU(stat []byte) (float64, error) {
 	return float64(ticks) / clockTicks, nil
 }
 
-// machineBusySeconds returns the CPU time the machine's CPUs have spent
-// busy since boot, summed over CPUs: everything in /proc/stat's cpu line
-// but idle and iowait. Over a burst it is what every process together
-// used (agent, runtime, shims, control plane), which on a small machine
-// bounds how fast the burst can go.
-func machineBusySeconds() (float64, error) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, fmt.Errorf("reading the machine's CPU time: %w", err)
-	}
-	return parseMachineBusy(data)
+// cpuBusy is CPU time spent busy since boot: the machine's, summed over
+// its CPUs, and the node's, summed over the CPUs the bench confined the
+// node to (none: zero). Over a burst the machine's is what every process
+// together used (agent, runtime, shims, control plane), which on a small
+// machine bounds how fast the burst can go; the node's leaves out the
+// control plane when it runs on other CPUs, as in a cluster.
+type cpuBusy struct {
+	machine, node float64
 }
 
-// parseMachineBusy reads the first line of /proc/stat: "cpu" then user,
-// nice, system, idle, iowait, irq, softirq, steal (guest and guest_nice
-// are already counted in user and nice), in USER_HZ.
-func parseMachineBusy(stat []byte) (float64, error) {
-	line, _, _ := bytes.Cut(stat, []byte("\n"))
-	fields := strings.Fields(string(line))
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, fmt.Errorf("no cpu line in /proc/stat: %q", line)
+func readCPUBusy(nodeCPUs []int) (cpuBusy, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuBusy{}, fmt.Errorf("reading the machine's CPU time: %w", err)
+	}
+	return parseCPUBusy(data, nodeCPUs)
+}
+
+// since is the CPU time spent busy from start to b.
+func (b cpuBusy) since(start cpuBusy) cpuBusy {
+	return cpuBusy{machine: b.machine - start.machine, node: b.node - start.node}
+}
+
+// parseCPUBusy reads /proc/stat's "cpu" line and the "cpuN" line of each
+// node CPU. Each has user, nice, system, idle, iowait, irq, softirq, steal
+// (guest and guest_nice are already counted in user and nice), in USER_HZ.
+func parseCPUBusy(stat []byte, nodeCPUs []int) (cpuBusy, error) {
+	wanted := map[string]bool{}
+	for _, cpu := range nodeCPUs {
+		wanted[fmt.Sprintf("cpu%d", cpu)] = true
+	}
+	var busy cpuBusy
+	machineSeen, nodeSeen := false, 0
+	for _, line := range strings.Split(string(stat), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || (fields[0] != "cpu" && !wanted[fields[0]]) {
+			continue
+		}
+		seconds, err := busySeconds(fields)
+		if err != nil {
+			return cpuBusy{}, err
+		}
+		if fields[0] == "cpu" {
+			busy.machine, machineSeen = seconds, true
+		} else {
+			busy.node += seconds
+			nodeSeen++
+		}
+	}
+	if !machineSeen {
+		return cpuBusy{}, fmt.Errorf("no cpu line in /proc/stat: %.40q", stat)
+	}
+	if nodeSeen != len(wanted) {
+		return cpuBusy{}, fmt.Errorf("/proc/stat has %d of the node's CPUs %v", nodeSeen, nodeCPUs)
+	}
+	return busy, nil
+}
+
+// busySeconds sums a /proc/stat CPU line's times but idle and iowait.
+func busySeconds(fields []string) (float64, error) {
+	if len(fields) < 9 {
+		return 0, fmt.Errorf("short CPU line in /proc/stat: %q", strings.Join(fields, " "))
 	}
 	var busy int64
 	for i, field := range fields[1:9] {

@@ -79,23 +79,37 @@ func figures(results *Results) []*figure {
 	singleFloor := func(a *AgentResults) []float64 {
 		return collect(a.Floor, func(r FloorRun) float64 { return r.Seconds })
 	}
-	burstFloorOf := func(n int, value func(BurstFloorRun) float64) perAgent {
+	burstFloorOf := func(n int, workload string, value func(BurstFloorRun) float64) perAgent {
 		return func(a *AgentResults) []float64 {
-			runs := slices.DeleteFunc(slices.Clone(a.BurstFloor), func(r BurstFloorRun) bool { return r.Pods != n })
+			runs := slices.DeleteFunc(slices.Clone(a.BurstFloor), func(r BurstFloorRun) bool { return r.Pods != n || r.Workload != workload })
 			return collect(runs, value)
 		}
 	}
-	burstFloor := func(n int) perAgent {
-		return burstFloorOf(n, func(r BurstFloorRun) float64 { return r.Seconds })
+	burstFloor := func(n int, workload string) perAgent {
+		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.Seconds })
 	}
-	burstFloorMachineCPU := func(n int) perAgent {
-		return burstFloorOf(n, func(r BurstFloorRun) float64 { return r.MachineCPUSeconds })
+	burstFloorMachineCPU := func(n int, workload string) perAgent {
+		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.MachineCPUSeconds })
 	}
+	burstFloorNodeCPU := func(n int, workload string) perAgent {
+		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.NodeCPUSeconds })
+	}
+	burstKinds := []struct {
+		workload, title string
+		sizes           []int
+	}{{"", "burst of %d", results.Settings.Bursts}, {userWorkload, "burst of %d users' pods", results.Settings.UserBursts}}
+	nodeSplit := len(results.Settings.NodeCPUs) > 0
 
 	add("runtime floor (CRI, no agent)", "sandbox+create+start", "s", singleFloor)
-	for _, n := range burstSizes(results.Settings) {
-		add("runtime floor (CRI, no agent)", fmt.Sprintf("burst of %d, %d at a time", n, results.Settings.FloorParallelism), "s", burstFloor(n))
-		add("runtime floor (CRI, no agent)", fmt.Sprintf("burst of %d, machine CPU", n), "CPU-s", burstFloorMachineCPU(n))
+	for _, kind := range burstKinds {
+		for _, n := range kind.sizes {
+			title := fmt.Sprintf(kind.title, n)
+			add("runtime floor (CRI, no agent)", fmt.Sprintf("%s, %d at a time", title, floorParallelism(results, kind.workload)), "s", burstFloor(n, kind.workload))
+			add("runtime floor (CRI, no agent)", title+", machine CPU", "CPU-s", burstFloorMachineCPU(n, kind.workload))
+			if nodeSplit {
+				add("runtime floor (CRI, no agent)", title+", node CPU", "CPU-s", burstFloorNodeCPU(n, kind.workload))
+			}
+		}
 	}
 
 	addFloored("one pod at a time", "create → Ready", "s", singleFloor, func(a *AgentResults) []float64 {
@@ -126,12 +140,13 @@ func figures(results *Results) []*figure {
 		return collect(a.ThreeContainers, func(r PodRun) float64 { return r.ReadySeconds })
 	})
 
-	for _, kind := range []struct {
-		workload, title string
-		sizes           []int
-	}{{"", "burst of %d", results.Settings.Bursts}, {userWorkload, "burst of %d users' pods", results.Settings.UserBursts}} {
+	for _, kind := range burstKinds {
 		for _, n := range kind.sizes {
-			burstRows(addFloored, fmt.Sprintf(kind.title, n), burstFloor(n), burstFloorMachineCPU(n), func(a *AgentResults) []BurstRun {
+			floorNodeCPU := burstFloorNodeCPU(n, kind.workload)
+			if !nodeSplit {
+				floorNodeCPU = nil
+			}
+			burstRows(addFloored, fmt.Sprintf(kind.title, n), burstFloor(n, kind.workload), burstFloorMachineCPU(n, kind.workload), floorNodeCPU, func(a *AgentResults) []BurstRun {
 				return slices.DeleteFunc(slices.Clone(a.Bursts), func(b BurstRun) bool { return b.Pods != n || b.Workload != kind.workload })
 			})
 		}
@@ -158,10 +173,24 @@ func figures(results *Results) []*figure {
 	return rows
 }
 
+// floorParallelism is how many pods at a time the burst floor of workload
+// started: each workload's was found on its own.
+func floorParallelism(results *Results, workload string) int {
+	for _, a := range results.Agents {
+		for _, run := range a.BurstFloor {
+			if run.Workload == workload {
+				return run.Parallelism
+			}
+		}
+	}
+	return results.Settings.FloorParallelism
+}
+
 // burstRows adds the rows of one burst workload: latencies, all Ready
 // (against floor, the runtime's own burst), the agent's use, deletion and
-// requests.
-func burstRows(addFloored rowAdder, workload string, floor, floorMachineCPU perAgent, bursts func(a *AgentResults) []BurstRun) {
+// requests; the node's CPU use too when the node had CPUs of its own
+// (floorNodeCPU not nil).
+func burstRows(addFloored rowAdder, workload string, floor, floorMachineCPU, floorNodeCPU perAgent, bursts func(a *AgentResults) []BurstRun) {
 	add := func(workload, name, unit string, per perAgent) { addFloored(workload, name, unit, nil, per) }
 	for _, p := range []float64{50, 90, 99} {
 		add(workload, fmt.Sprintf("start latency p%.0f", p), "s", func(a *AgentResults) []float64 {
@@ -180,6 +209,11 @@ func burstRows(addFloored rowAdder, workload string, floor, floorMachineCPU perA
 	addFloored(workload, "machine CPU, create → all Ready", "CPU-s", floorMachineCPU, func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return b.MachineCPUSeconds })
 	})
+	if floorNodeCPU != nil {
+		addFloored(workload, "node CPU, create → all Ready", "CPU-s", floorNodeCPU, func(a *AgentResults) []float64 {
+			return collect(bursts(a), func(b BurstRun) float64 { return b.NodeCPUSeconds })
+		})
+	}
 	add(workload, "agent peak RSS, create → all Ready", "MiB", func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return float64(b.Agent.PeakRSSBytes) / mib })
 	})
@@ -270,6 +304,9 @@ func describeRun(results *Results) []string {
 		}
 	}
 	s := results.Settings
+	if len(s.NodeCPUs) > 0 {
+		lines = append(lines, fmt.Sprintf("CPUs: the node (runtimes, shims, pods, agents, the burst floor's client) on %v, the control plane, the registries and the bench's client on the others", s.NodeCPUs))
+	}
 	lines = append(lines, fmt.Sprintf("runs per agent: one pod %d, init %d, users' pod %d, three containers %d, %s, floor %d; containers %s, init and users' containers %s",
 		s.SingleRuns, s.InitRuns, s.UserRuns, s.ThreeRuns, describeBursts(s), floorRuns(results), s.Image, s.InitImage))
 	lines = append(lines, "each figure is min / median / max over its runs; ratio = nodelet's median / kubelet's; "+

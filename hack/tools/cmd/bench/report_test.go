@@ -13,19 +13,26 @@ import (
 	"time"
 )
 
-func TestParseMachineBusyLeavesOutIdleAndIOWait(t *testing.T) {
-	// user 100, nice 10, system 50, idle 9000, iowait 40, irq 5, softirq
-	// 15, steal 20 ticks; guest and guest_nice are in user and nice.
-	stat := "cpu  100 10 50 9000 40 5 15 20 7 1\ncpu0 50 5 25 4500 20 2 8 10 3 0\nintr 1 2 3\n"
-	got, err := parseMachineBusy([]byte(stat))
+func TestParseCPUBusyLeavesOutIdleAndIOWait(t *testing.T) {
+	// Machine: user 100, nice 10, system 50, idle 9000, iowait 40, irq 5,
+	// softirq 15, steal 20 ticks; guest and guest_nice are in user and
+	// nice. cpu1 (the node's): 20+2+10+1+3+4 = 40 busy ticks.
+	stat := "cpu  100 10 50 9000 40 5 15 20 7 1\ncpu0 50 5 25 4500 20 2 8 10 3 0\ncpu1 20 2 10 4500 20 1 3 4 0 0\nintr 1 2 3\n"
+	got, err := parseCPUBusy([]byte(stat), []int{1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 2.0; got != want {
-		t.Errorf("parseMachineBusy() = %v, want %v (200 ticks)", got, want)
+	if want := (cpuBusy{machine: 2.0, node: 0.4}); got != want {
+		t.Errorf("parseCPUBusy() = %+v, want %+v (200 and 40 ticks)", got, want)
 	}
-	if _, err := parseMachineBusy([]byte("intr 1 2 3\n")); err == nil {
+	if got, err := parseCPUBusy([]byte(stat), nil); err != nil || got.node != 0 {
+		t.Errorf("parseCPUBusy() without node CPUs = %+v, %v; want a node time of zero", got, err)
+	}
+	if _, err := parseCPUBusy([]byte("intr 1 2 3\n"), nil); err == nil {
 		t.Error("a /proc/stat without its cpu line was read")
+	}
+	if _, err := parseCPUBusy([]byte(stat), []int{1, 2}); err == nil {
+		t.Error("a node CPU missing from /proc/stat went unnoticed")
 	}
 }
 
@@ -110,6 +117,67 @@ func TestParseBursts(t *testing.T) {
 	}
 }
 
+func TestIsQuietAllowsAFifthOfTheWatchedCPUs(t *testing.T) {
+	for _, c := range []struct {
+		busy  float64
+		cpus  int
+		quiet bool
+	}{{0.1, 1, true}, {0.2, 1, true}, {0.3, 1, false}, {0.3, 2, true}, {0.5, 2, false}} {
+		if got := isQuiet(c.busy, time.Second, c.cpus); got != c.quiet {
+			t.Errorf("isQuiet(%v CPU-s in 1s on %d CPUs) = %v, want %v", c.busy, c.cpus, got, c.quiet)
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for spec, want := range map[string][]int{"": nil, "1": {1}, "2-3": {2, 3}, "0-1,3": {0, 1, 3}} {
+		got, err := parseCPUList(spec)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v", spec, got, err, want)
+		}
+	}
+	for _, bad := range []string{"x", "3-1", "1,", "-1"} {
+		if _, err := parseCPUList(bad); err == nil {
+			t.Errorf("parseCPUList(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTheNodesCPURowsComeOnlyWithCPUsOfItsOwn(t *testing.T) {
+	hasNodeRows := func(rows []*figure) (floorRow, burstRow *figure) {
+		for _, row := range rows {
+			switch {
+			case row.Workload == "runtime floor (CRI, no agent)" && row.Name == "burst of 3, node CPU":
+				floorRow = row
+			case row.Workload == "burst of 3" && row.Name == "node CPU, create → all Ready":
+				burstRow = row
+			}
+		}
+		return floorRow, burstRow
+	}
+	shared := madeUpResults()
+	if floorRow, burstRow := hasNodeRows(figures(shared)); floorRow != nil || burstRow != nil {
+		t.Error("a run whose node shared every CPU has node CPU rows")
+	}
+	split := madeUpResults()
+	split.Settings.NodeCPUs = []int{1}
+	for _, a := range split.Agents {
+		for i := range a.Bursts {
+			a.Bursts[i].NodeCPUSeconds = 0.9
+		}
+		for i := range a.BurstFloor {
+			a.BurstFloor[i].NodeCPUSeconds = 0.6
+		}
+	}
+	floorRow, burstRow := hasNodeRows(figures(split))
+	if floorRow == nil || burstRow == nil {
+		t.Fatalf("a run with the node on CPU 1 lacks a node CPU row: floor %v, burst %v", floorRow, burstRow)
+	}
+	if r := burstRow.FloorRatio; math.Abs(r-1.5) > 1e-9 {
+		t.Errorf("node CPU nodelet/floor = %v, want 0.9 / 0.6", r)
+	}
+}
+
 // madeUpResults are a small bench run in which nodelet starts pods clearly
 // faster and uses about as much CPU as the kubelet.
 func madeUpResults() *Results {
@@ -140,7 +208,8 @@ func madeUpResults() *Results {
 		// One burst of users' pods, each slower than the pause pods'.
 		a.Bursts = append(a.Bursts, BurstRun{Workload: userWorkload, Pods: 3, ReadySeconds: []float64{scale, scale, scale},
 			AllReadySeconds: scale * 1.2, AllGoneSeconds: 2, Requests: &requestCounts{Total: 30}})
-		a.BurstFloor = []BurstFloorRun{{Pods: 3, Parallelism: 2, Seconds: 0.3}, {Pods: 3, Parallelism: 2, Seconds: 0.5}}
+		a.BurstFloor = []BurstFloorRun{{Pods: 3, Parallelism: 2, Seconds: 0.3}, {Pods: 3, Parallelism: 2, Seconds: 0.5},
+			{Workload: userWorkload, Pods: 3, Parallelism: 4, Seconds: 0.8}}
 		results.Agents[name] = a
 	}
 	return results
@@ -195,13 +264,17 @@ func TestFiguresDecideEachRowByItsSpread(t *testing.T) {
 	if floor := find("runtime floor (CRI, no agent)", "burst of 3, 2 at a time"); floor.Summaries["kubelet"].Median != 0.4 {
 		t.Errorf("burst floor row = %+v, want a median of 0.4", floor.Summaries["kubelet"])
 	}
+	// The users' burst is set against the users' pods' own floor, found
+	// at its own parallelism (1.2 / 0.8), not the pause pods'.
+	if floor := find("runtime floor (CRI, no agent)", "burst of 3 users' pods, 4 at a time"); floor.Summaries["nodelet"].Median != 0.8 {
+		t.Errorf("users' burst floor row = %+v, want a median of 0.8", floor.Summaries["nodelet"])
+	}
+	if r := find("burst of 3 users' pods", "all Ready").FloorRatio; math.Abs(r-1.5) > 1e-9 {
+		t.Errorf("users' burst nodelet/floor = %v, want 1.5", r)
+	}
 }
 
-func TestTheBurstFloorRunsEachSizeOnceAtTheFastestParallelism(t *testing.T) {
-	sizes := burstSizes(Settings{Bursts: []int{30, 100}, UserBursts: []int{30, 10}})
-	if !slices.Equal(sizes, []int{10, 30, 100}) {
-		t.Errorf("burstSizes = %v, want [10 30 100]", sizes)
-	}
+func TestTheBurstFloorRunsAtTheFastestParallelism(t *testing.T) {
 	tries := []BurstFloorRun{{Parallelism: 1, Seconds: 9}, {Parallelism: 4, Seconds: 3}, {Parallelism: 8, Seconds: 3.5}}
 	if p := fastestParallelism(tries); p != 4 {
 		t.Errorf("fastestParallelism = %d, want 4", p)

@@ -54,6 +54,10 @@ type Settings struct {
 	Image       string `json:"image"`
 	InitImage   string `json:"initImage"`
 	ReadinessOn bool   `json:"readinessProbe"`
+	// NodeCPUs are the CPUs the node (runtimes, shims, pods, agents) was
+	// confined to, the control plane and the bench's client running on the
+	// others; none when everything shared every CPU.
+	NodeCPUs []int `json:"nodeCPUs,omitempty"`
 }
 
 // AgentResults are one agent's runs.
@@ -111,8 +115,10 @@ type BurstRun struct {
 	AllGoneSeconds float64 `json:"allGoneSeconds"`
 	// Agent is the agent's use from the first creation to the last Ready.
 	Agent procUsage `json:"agent"`
-	// MachineCPUSeconds is what the whole machine used in that time.
+	// MachineCPUSeconds is what the whole machine used in that time,
+	// NodeCPUSeconds what the node's CPUs used (Settings.NodeCPUs).
 	MachineCPUSeconds float64 `json:"machineCPUSeconds,omitempty"`
+	NodeCPUSeconds    float64 `json:"nodeCPUSeconds,omitempty"`
 	// AgentDeleting is its use from the first deletion to the last gone.
 	AgentDeleting procUsage `json:"agentDeleting"`
 	// Requests the agent made from the first creation to the last gone.
@@ -143,11 +149,15 @@ type FloorRun struct {
 // BurstFloorRun is Pods pods started straight through CRI, Parallelism at a
 // time, as FloorRun each: first call sent → last container started.
 type BurstFloorRun struct {
+	// Workload is that of the bursts it is the floor of (BurstRun's).
+	Workload    string  `json:"workload,omitempty"`
 	Pods        int     `json:"pods"`
 	Parallelism int     `json:"parallelism"`
 	Seconds     float64 `json:"seconds"`
-	// MachineCPUSeconds is what the whole machine used in those seconds.
+	// MachineCPUSeconds is what the whole machine used in those seconds,
+	// NodeCPUSeconds what the node's CPUs used (Settings.NodeCPUs).
 	MachineCPUSeconds float64 `json:"machineCPUSeconds,omitempty"`
+	NodeCPUSeconds    float64 `json:"nodeCPUSeconds,omitempty"`
 }
 
 func readResults(path string) (*Results, error) {

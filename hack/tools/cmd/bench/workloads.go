@@ -269,12 +269,15 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
+	if err := waitQuiet(ctx, fmt.Sprintf("%s of %d on %s", kind.name, n, a.Name), r.settings.NodeCPUs, r.results.Machine.CPUs); err != nil {
+		return BurstRun{}, nil, err
+	}
 
 	meter, err := startUsage(pid)
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
-	machineStart, err := machineBusySeconds()
+	busyStart, err := readCPUBusy(r.settings.NodeCPUs)
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
@@ -291,15 +294,16 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, fmt.Errorf("a burst of %d on node %s (%s): %w", n, a.Node, a.Name, err)
 	}
-	machineEnd, err := machineBusySeconds()
+	busyEnd, err := readCPUBusy(r.settings.NodeCPUs)
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
+	busy := busyEnd.since(busyStart)
 	starting, err := meter.stop()
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
-	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, MachineCPUSeconds: machineEnd - machineStart, ReadySeconds: make([]float64, n)}
+	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, MachineCPUSeconds: busy.machine, NodeCPUSeconds: busy.node, ReadySeconds: make([]float64, n)}
 	last := first
 	for i := range ready {
 		result.ReadySeconds[i] = ready[i].Sub(sent[i]).Seconds()
