@@ -213,18 +213,23 @@ func (r *runner) singleAlone(ctx context.Context, a *agent, pod *corev1.Pod) (Po
 	if err := pause(ctx, thawSettle()); err != nil {
 		return PodRun{}, err
 	}
+	thaw, err := freezeAgents(r.others(a))
+	defer thaw()
+	if err != nil {
+		return PodRun{}, err
+	}
+	return r.single(ctx, a, pod)
+}
+
+// others are the agents but a.
+func (r *runner) others(a *agent) []*agent {
 	var others []*agent
 	for _, other := range r.agents {
 		if other != a {
 			others = append(others, other)
 		}
 	}
-	thaw, err := freezeAgents(others)
-	defer thaw()
-	if err != nil {
-		return PodRun{}, err
-	}
-	return r.single(ctx, a, pod)
+	return others
 }
 
 // runSingles runs one pod at a time on each agent in turn; afterRound, if
@@ -273,6 +278,16 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 		return BurstRun{}, nil, err
 	}
 
+	// The other agent is frozen while this one starts its burst, as for a
+	// single pod: its background work (relists, housekeeping, its
+	// runtime's answers) would otherwise land on the node's CPUs inside
+	// the measured window, which the burst floor, taken with both agents
+	// stopped, never meets. Its deletion and idling run with both alive.
+	thaw, err := freezeAgents(r.others(a))
+	defer thaw()
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
 	meter, err := startUsage(pid)
 	if err != nil {
 		return BurstRun{}, nil, err
@@ -298,6 +313,7 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
+	thaw()
 	busy := busyEnd.since(busyStart)
 	starting, err := meter.stop()
 	if err != nil {
