@@ -189,6 +189,10 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, workload string, m
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
+	runtimeMeter, err := startRuntimeUsage(a)
+	if err != nil {
+		return BurstFloorRun{}, err
+	}
 	busyStart, err := readCPUBusy(nodeCPUs)
 	if err != nil {
 		return BurstFloorRun{}, err
@@ -212,6 +216,10 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, workload string, m
 		return BurstFloorRun{}, err
 	}
 	busy := busyEnd.since(busyStart)
+	runtimeCPU, err := runtimeMeter.stop()
+	if err != nil {
+		return BurstFloorRun{}, err
+	}
 	removing := make(chan *floorPod)
 	for range parallelism {
 		wg.Go(func() {
@@ -230,7 +238,7 @@ func (c *criClient) burstFloor(ctx context.Context, a *agent, workload string, m
 	if err := errors.Join(errs...); err != nil {
 		return BurstFloorRun{}, err
 	}
-	return BurstFloorRun{Workload: workload, Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds(), MachineCPUSeconds: busy.machine, NodeCPUSeconds: busy.node}, nil
+	return BurstFloorRun{Workload: workload, Pods: n, Parallelism: parallelism, Seconds: elapsed.Seconds(), MachineCPUSeconds: busy.machine, NodeCPUSeconds: busy.node, ContainerdCPUSeconds: runtimeCPU.CPUSeconds}, nil
 }
 
 // fastestParallelism is the candidate whose run took least time.

@@ -225,6 +225,16 @@ func startUsage(pid int) (*usageMeter, error) {
 	return &usageMeter{pid: pid, cpuStart: cpu}, nil
 }
 
+// startRuntimeUsage meters agent a's containerd (its own process, not its
+// shims).
+func startRuntimeUsage(a *agent) (*usageMeter, error) {
+	pid, err := readPIDFile(a.containerdPIDFile())
+	if err != nil {
+		return nil, fmt.Errorf("%s's containerd: %w", a.Name, err)
+	}
+	return startUsage(pid)
+}
+
 func (m *usageMeter) stop() (procUsage, error) {
 	cpu, err := cpuSeconds(m.pid)
 	if err != nil {

@@ -94,6 +94,9 @@ func figures(results *Results) []*figure {
 	burstFloorNodeCPU := func(n int, workload string) perAgent {
 		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.NodeCPUSeconds })
 	}
+	burstFloorRuntimeCPU := func(n int, workload string) perAgent {
+		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.ContainerdCPUSeconds })
+	}
 	burstKinds := []struct {
 		workload, title string
 		sizes           []int
@@ -109,6 +112,7 @@ func figures(results *Results) []*figure {
 			if nodeSplit {
 				add("runtime floor (CRI, no agent)", title+", node CPU", "CPU-s", burstFloorNodeCPU(n, kind.workload))
 			}
+			add("runtime floor (CRI, no agent)", title+", containerd CPU", "CPU-s", burstFloorRuntimeCPU(n, kind.workload))
 		}
 	}
 
@@ -146,7 +150,9 @@ func figures(results *Results) []*figure {
 			if !nodeSplit {
 				floorNodeCPU = nil
 			}
-			burstRows(addFloored, fmt.Sprintf(kind.title, n), burstFloor(n, kind.workload), burstFloorMachineCPU(n, kind.workload), floorNodeCPU, func(a *AgentResults) []BurstRun {
+			floors := burstFloors{time: burstFloor(n, kind.workload), machineCPU: burstFloorMachineCPU(n, kind.workload),
+				nodeCPU: floorNodeCPU, runtimeCPU: burstFloorRuntimeCPU(n, kind.workload)}
+			burstRows(addFloored, fmt.Sprintf(kind.title, n), floors, func(a *AgentResults) []BurstRun {
 				return slices.DeleteFunc(slices.Clone(a.Bursts), func(b BurstRun) bool { return b.Pods != n || b.Workload != kind.workload })
 			})
 		}
@@ -173,6 +179,12 @@ func figures(results *Results) []*figure {
 	return rows
 }
 
+// burstFloors are a burst's floor figures: its time, the machine's, the
+// node's (nil without CPUs of its own) and the runtime's CPU.
+type burstFloors struct {
+	time, machineCPU, nodeCPU, runtimeCPU perAgent
+}
+
 // floorParallelism is how many pods at a time the burst floor of workload
 // started: each workload's was found on its own.
 func floorParallelism(results *Results, workload string) int {
@@ -189,15 +201,15 @@ func floorParallelism(results *Results, workload string) int {
 // burstRows adds the rows of one burst workload: latencies, all Ready
 // (against floor, the runtime's own burst), the agent's use, deletion and
 // requests; the node's CPU use too when the node had CPUs of its own
-// (floorNodeCPU not nil).
-func burstRows(addFloored rowAdder, workload string, floor, floorMachineCPU, floorNodeCPU perAgent, bursts func(a *AgentResults) []BurstRun) {
+// (floors.nodeCPU not nil).
+func burstRows(addFloored rowAdder, workload string, floors burstFloors, bursts func(a *AgentResults) []BurstRun) {
 	add := func(workload, name, unit string, per perAgent) { addFloored(workload, name, unit, nil, per) }
 	for _, p := range []float64{50, 90, 99} {
 		add(workload, fmt.Sprintf("start latency p%.0f", p), "s", func(a *AgentResults) []float64 {
 			return collect(bursts(a), func(b BurstRun) float64 { return Percentile(b.ReadySeconds, p) })
 		})
 	}
-	addFloored(workload, "all Ready", "s", floor, func(a *AgentResults) []float64 {
+	addFloored(workload, "all Ready", "s", floors.time, func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return b.AllReadySeconds })
 	})
 	add(workload, "agent CPU, create → all Ready", "CPU-s", func(a *AgentResults) []float64 {
@@ -206,14 +218,19 @@ func burstRows(addFloored rowAdder, workload string, floor, floorMachineCPU, flo
 	// What every process used, the control plane's share of the work
 	// included: on a machine of few CPUs, all Ready can be no shorter than
 	// this over the CPUs, and its ratio to the floor's bounds the other.
-	addFloored(workload, "machine CPU, create → all Ready", "CPU-s", floorMachineCPU, func(a *AgentResults) []float64 {
+	addFloored(workload, "machine CPU, create → all Ready", "CPU-s", floors.machineCPU, func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return b.MachineCPUSeconds })
 	})
-	if floorNodeCPU != nil {
-		addFloored(workload, "node CPU, create → all Ready", "CPU-s", floorNodeCPU, func(a *AgentResults) []float64 {
+	if floors.nodeCPU != nil {
+		addFloored(workload, "node CPU, create → all Ready", "CPU-s", floors.nodeCPU, func(a *AgentResults) []float64 {
 			return collect(bursts(a), func(b BurstRun) float64 { return b.NodeCPUSeconds })
 		})
 	}
+	// The runtime's own share of the node's: what the agent's calls cost
+	// it beyond the floor's.
+	addFloored(workload, "containerd CPU, create → all Ready", "CPU-s", floors.runtimeCPU, func(a *AgentResults) []float64 {
+		return collect(bursts(a), func(b BurstRun) float64 { return b.ContainerdCPUSeconds })
+	})
 	add(workload, "agent peak RSS, create → all Ready", "MiB", func(a *AgentResults) []float64 {
 		return collect(bursts(a), func(b BurstRun) float64 { return float64(b.Agent.PeakRSSBytes) / mib })
 	})

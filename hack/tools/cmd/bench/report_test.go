@@ -200,7 +200,7 @@ func madeUpResults() *Results {
 		for range 2 {
 			a.Init = append(a.Init, PodRun{ReadySeconds: scale * 0.4})
 			a.Bursts = append(a.Bursts, BurstRun{Pods: 3, ReadySeconds: []float64{scale * 0.3, scale * 0.4, scale * 0.5},
-				AllReadySeconds: scale * 0.6, AllGoneSeconds: 1, Agent: procUsage{CPUSeconds: 0.5, PeakRSSBytes: 50 << 20},
+				AllReadySeconds: scale * 0.6, AllGoneSeconds: 1, Agent: procUsage{CPUSeconds: 0.5, PeakRSSBytes: 50 << 20}, ContainerdCPUSeconds: 0.3,
 				Requests: &requestCounts{Total: 21}})
 			a.Idle = append(a.Idle, IdleRun{Pods: 3, Seconds: 60, Agent: procUsage{CPUSeconds: 0.3 * scale, PeakRSSBytes: 60 << 20},
 				CRICalls: 120 * scale, Requests: &requestCounts{Total: 12}})
@@ -208,7 +208,7 @@ func madeUpResults() *Results {
 		// One burst of users' pods, each slower than the pause pods'.
 		a.Bursts = append(a.Bursts, BurstRun{Workload: userWorkload, Pods: 3, ReadySeconds: []float64{scale, scale, scale},
 			AllReadySeconds: scale * 1.2, AllGoneSeconds: 2, Requests: &requestCounts{Total: 30}})
-		a.BurstFloor = []BurstFloorRun{{Pods: 3, Parallelism: 2, Seconds: 0.3}, {Pods: 3, Parallelism: 2, Seconds: 0.5},
+		a.BurstFloor = []BurstFloorRun{{Pods: 3, Parallelism: 2, Seconds: 0.3, ContainerdCPUSeconds: 0.2}, {Pods: 3, Parallelism: 2, Seconds: 0.5, ContainerdCPUSeconds: 0.2},
 			{Workload: userWorkload, Pods: 3, Parallelism: 4, Seconds: 0.8}}
 		results.Agents[name] = a
 	}
@@ -249,6 +249,9 @@ func TestFiguresDecideEachRowByItsSpread(t *testing.T) {
 	}
 	if r := find("burst of 3", "all Ready").FloorRatio; math.Abs(r-1.5) > 1e-9 {
 		t.Errorf("burst's nodelet/floor = %v, want 1.5", r)
+	}
+	if r := find("burst of 3", "containerd CPU, create → all Ready").FloorRatio; math.Abs(r-1.5) > 1e-9 {
+		t.Errorf("burst's containerd CPU nodelet/floor = %v, want 0.3 / 0.2", r)
 	}
 	if r := find("burst of 3", "start latency p50").FloorRatio; !math.IsNaN(r) {
 		t.Errorf("a latency percentile has no floor to compare with, got nodelet/floor %v", r)

@@ -119,6 +119,9 @@ type BurstRun struct {
 	// NodeCPUSeconds what the node's CPUs used (Settings.NodeCPUs).
 	MachineCPUSeconds float64 `json:"machineCPUSeconds,omitempty"`
 	NodeCPUSeconds    float64 `json:"nodeCPUSeconds,omitempty"`
+	// ContainerdCPUSeconds is what the agent's containerd used in that
+	// time (its own process: its shims not counted).
+	ContainerdCPUSeconds float64 `json:"containerdCPUSeconds,omitempty"`
 	// AgentDeleting is its use from the first deletion to the last gone.
 	AgentDeleting procUsage `json:"agentDeleting"`
 	// Requests the agent made from the first creation to the last gone.
@@ -158,6 +161,9 @@ type BurstFloorRun struct {
 	// NodeCPUSeconds what the node's CPUs used (Settings.NodeCPUs).
 	MachineCPUSeconds float64 `json:"machineCPUSeconds,omitempty"`
 	NodeCPUSeconds    float64 `json:"nodeCPUSeconds,omitempty"`
+	// ContainerdCPUSeconds is what the containerd used (its shims not
+	// counted).
+	ContainerdCPUSeconds float64 `json:"containerdCPUSeconds,omitempty"`
 }
 
 func readResults(path string) (*Results, error) {

@@ -292,6 +292,10 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
+	runtimeMeter, err := startRuntimeUsage(a)
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
 	busyStart, err := readCPUBusy(r.settings.NodeCPUs)
 	if err != nil {
 		return BurstRun{}, nil, err
@@ -319,7 +323,12 @@ func (r *runner) burst(ctx context.Context, a *agent, kind burstKind, n, run int
 	if err != nil {
 		return BurstRun{}, nil, err
 	}
-	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, MachineCPUSeconds: busy.machine, NodeCPUSeconds: busy.node, ReadySeconds: make([]float64, n)}
+	runtimeCPU, err := runtimeMeter.stop()
+	if err != nil {
+		return BurstRun{}, nil, err
+	}
+	result := BurstRun{Workload: kind.workload, Pods: n, Start: first, Agent: starting, ContainerdCPUSeconds: runtimeCPU.CPUSeconds,
+		MachineCPUSeconds: busy.machine, NodeCPUSeconds: busy.node, ReadySeconds: make([]float64, n)}
 	last := first
 	for i := range ready {
 		result.ReadySeconds[i] = ready[i].Sub(sent[i]).Seconds()
