@@ -18,12 +18,13 @@
 #    through CRI at the parallelism found fastest: the burst floor
 #    ($BENCH_FLOOR_FLAGS adds floor flags; $BENCH_FLOOR_RUNS single floor
 #    runs are taken here only when the agents' run had no single-pod runs);
-#    With BENCH_CPUS=split (the default on a machine of 2 CPUs or more)
-#    the control plane, the registries and the bench's client run on the
-#    first half of the CPUs and the node (both containerds, their shims
-#    and pods, both agents, the burst floor's client) on the other half,
-#    as a node of a cluster does not share its CPUs with the control
-#    plane; BENCH_CPUS=shared lets everything run anywhere, as before.
+#    in 3. and 4., with BENCH_CPUS=split (the default on a machine of 2
+#    CPUs or more), the control plane, the registries and the bench's
+#    client run on the first half of the CPUs and the node (both
+#    containerds, their shims and pods, both agents, the burst floor's
+#    client) on the other half, as a node of a cluster does not share its
+#    CPUs with the control plane; BENCH_CPUS=shared lets everything run
+#    anywhere, as before;
 # 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
 #    bench/results (or $BENCH_OUT);
 # 6. with both profiles stopped, hack/bench-network.sh times sandbox
