@@ -26,37 +26,31 @@ func describeMachine() Machine {
 	return m
 }
 
-// countLines counts a file's "KEY<sep>value" lines.
-func countLines(path, key, sep string) int {
-	file, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer file.Close()
-	n := 0
-	scanner := bufio.NewScanner(file)
-	for scanner.Scan() {
-		name, _, ok := strings.Cut(scanner.Text(), sep)
-		if ok && strings.TrimSpace(name) == key {
-			n++
-		}
-	}
-	return n
-}
-
 // firstValue returns the value of the first "KEY<sep>value" line of a file.
 func firstValue(path, key, sep string) string {
+	if values := valuesOf(path, key, sep); len(values) > 0 {
+		return values[0]
+	}
+	return ""
+}
+
+// countLines counts a file's "KEY<sep>value" lines.
+func countLines(path, key, sep string) int { return len(valuesOf(path, key, sep)) }
+
+// valuesOf returns the values of a file's "KEY<sep>value" lines.
+func valuesOf(path, key, sep string) []string {
 	file, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer file.Close()
+	var values []string
 	scanner := bufio.NewScanner(file)
 	for scanner.Scan() {
 		name, value, ok := strings.Cut(scanner.Text(), sep)
 		if ok && strings.TrimSpace(name) == key {
-			return strings.TrimSpace(value)
+			values = append(values, strings.TrimSpace(value))
 		}
 	}
-	return ""
+	return values
 }

@@ -85,34 +85,34 @@ func figures(results *Results) []*figure {
 			return collect(runs, value)
 		}
 	}
-	burstFloor := func(n int, workload string) perAgent {
-		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.Seconds })
-	}
-	burstFloorMachineCPU := func(n int, workload string) perAgent {
-		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.MachineCPUSeconds })
-	}
-	burstFloorNodeCPU := func(n int, workload string) perAgent {
-		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.NodeCPUSeconds })
-	}
-	burstFloorRuntimeCPU := func(n int, workload string) perAgent {
-		return burstFloorOf(n, workload, func(r BurstFloorRun) float64 { return r.ContainerdCPUSeconds })
+	nodeSplit := len(results.Settings.NodeCPUs) > 0
+	floorsOf := func(n int, workload string) burstFloors {
+		of := func(value func(BurstFloorRun) float64) perAgent { return burstFloorOf(n, workload, value) }
+		floors := burstFloors{
+			time:       of(func(r BurstFloorRun) float64 { return r.Seconds }),
+			machineCPU: of(func(r BurstFloorRun) float64 { return r.MachineCPUSeconds }),
+			runtimeCPU: of(func(r BurstFloorRun) float64 { return r.ContainerdCPUSeconds }),
+		}
+		if nodeSplit {
+			floors.nodeCPU = of(func(r BurstFloorRun) float64 { return r.NodeCPUSeconds })
+		}
+		return floors
 	}
 	burstKinds := []struct {
 		workload, title string
 		sizes           []int
 	}{{"", "burst of %d", results.Settings.Bursts}, {userWorkload, "burst of %d users' pods", results.Settings.UserBursts}}
-	nodeSplit := len(results.Settings.NodeCPUs) > 0
 
 	add("runtime floor (CRI, no agent)", "sandbox+create+start", "s", singleFloor)
 	for _, kind := range burstKinds {
 		for _, n := range kind.sizes {
-			title := fmt.Sprintf(kind.title, n)
-			add("runtime floor (CRI, no agent)", fmt.Sprintf("%s, %d at a time", title, floorParallelism(results, kind.workload)), "s", burstFloor(n, kind.workload))
-			add("runtime floor (CRI, no agent)", title+", machine CPU", "CPU-s", burstFloorMachineCPU(n, kind.workload))
-			if nodeSplit {
-				add("runtime floor (CRI, no agent)", title+", node CPU", "CPU-s", burstFloorNodeCPU(n, kind.workload))
+			title, floors := fmt.Sprintf(kind.title, n), floorsOf(n, kind.workload)
+			add("runtime floor (CRI, no agent)", fmt.Sprintf("%s, %d at a time", title, floorParallelism(results, kind.workload)), "s", floors.time)
+			add("runtime floor (CRI, no agent)", title+", machine CPU", "CPU-s", floors.machineCPU)
+			if floors.nodeCPU != nil {
+				add("runtime floor (CRI, no agent)", title+", node CPU", "CPU-s", floors.nodeCPU)
 			}
-			add("runtime floor (CRI, no agent)", title+", containerd CPU", "CPU-s", burstFloorRuntimeCPU(n, kind.workload))
+			add("runtime floor (CRI, no agent)", title+", containerd CPU", "CPU-s", floors.runtimeCPU)
 		}
 	}
 
@@ -146,13 +146,7 @@ func figures(results *Results) []*figure {
 
 	for _, kind := range burstKinds {
 		for _, n := range kind.sizes {
-			floorNodeCPU := burstFloorNodeCPU(n, kind.workload)
-			if !nodeSplit {
-				floorNodeCPU = nil
-			}
-			floors := burstFloors{time: burstFloor(n, kind.workload), machineCPU: burstFloorMachineCPU(n, kind.workload),
-				nodeCPU: floorNodeCPU, runtimeCPU: burstFloorRuntimeCPU(n, kind.workload)}
-			burstRows(addFloored, fmt.Sprintf(kind.title, n), floors, func(a *AgentResults) []BurstRun {
+			burstRows(addFloored, fmt.Sprintf(kind.title, n), floorsOf(n, kind.workload), func(a *AgentResults) []BurstRun {
 				return slices.DeleteFunc(slices.Clone(a.Bursts), func(b BurstRun) bool { return b.Pods != n || b.Workload != kind.workload })
 			})
 		}
