@@ -14,17 +14,20 @@
 #    after each pair of single-pod runs it pauses both agents (SIGSTOP)
 #    and starts the same pod straight through CRI on each containerd: the
 #    runtime's single floor, taken beside the runs it is set against;
-# 4. both agents are stopped and every burst size is started straight
-#    through CRI at the parallelism found fastest: the burst floor
-#    ($BENCH_FLOOR_FLAGS adds floor flags; $BENCH_FLOOR_RUNS single floor
-#    runs are taken here only when the agents' run had no single-pod runs);
+#    after each round of bursts (one burst of a size by each agent) it
+#    starts the same pods straight through CRI on each containerd, both
+#    agents paused, at the parallelism it found fastest before the first
+#    burst of their kind: the burst floor, taken beside the bursts too;
+# 4. both agents are stopped and, only when the agents' run had no
+#    single-pod runs, $BENCH_FLOOR_RUNS single floor runs are taken;
 #    in 3. and 4., with BENCH_CPUS=split (the default on a machine of 2
 #    CPUs or more), the control plane, the registries and the bench's
 #    client run on the first half of the CPUs and the node (both
-#    containerds, their shims and pods, both agents, the burst floor's
-#    client) on the other half, as a node of a cluster does not share its
-#    CPUs with the control plane; BENCH_CPUS=shared lets everything run
-#    anywhere, as before;
+#    containerds, their shims and pods, both agents, and the bench's
+#    client while it stands in for an agent as the floor's) on the other
+#    half, as a node of a cluster does not share its CPUs with the
+#    control plane; BENCH_CPUS=shared lets everything run anywhere, as
+#    before;
 # 5. the table goes to stdout and, with the raw JSON and a PNG chart, to
 #    bench/results (or $BENCH_OUT);
 # 6. with both profiles stopped, hack/bench-network.sh times sandbox
@@ -49,8 +52,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/kubelet-lib.sh"
 require_root
 OUT_DIR=${BENCH_OUT:-$REPO_ROOT/bench/results}
 FLOOR_RUNS=${BENCH_FLOOR_RUNS:-20}
-# More floor flags (`.cache/bin/bench floor -h`), e.g. "-burst-runs 1".
-read -r -a FLOOR_FLAGS <<<"${BENCH_FLOOR_FLAGS:-}"
 # BENCH_NETWORK=false leaves out step 6, for a quick run of the rest.
 BENCH_NETWORK=${BENCH_NETWORK:-true}
 CPU_COUNT=$(nproc)
@@ -84,7 +85,16 @@ sweep
 
 # --- 1. the stack, nodelet's containerd and nodelet ----------------------------
 
-"$REPO_ROOT/hack/local-up.sh" bench >/dev/null
+# nodelet counts its CPUs when it starts, before it is confined to the
+# node's: it is told the sandbox starts at once its default gives on them.
+node_args=()
+[[ $BENCH_CPUS == shared ]] || node_args=("--parallel-sandbox-starts=$((2 * (CPU_COUNT - CPU_COUNT / 2)))")
+# The bench freezes its agents for up to 45 s at a time while it takes the
+# runtime's floor: the node controller waits two minutes for a Lease
+# renewal before it calls a node unreachable, so that a frozen node is not
+# tainted and marked NotReady in the middle of a run.
+NODE_MONITOR_GRACE_PERIOD=2m NODELET_EXTRA_ARGS="${NODELET_EXTRA_ARGS:-} ${node_args[*]}" \
+	"$REPO_ROOT/hack/local-up.sh" bench >/dev/null
 profile_load bench
 BENCH_ENV=$ENV_FILE
 BENCH_PKI=$PKI_DIR
@@ -247,8 +257,8 @@ profile_load bench
 stop_daemon nodelet 30
 profile_load bench-ref
 stop_daemon kubelet 30
-# The burst floor's client stands in for an agent: it runs on the node.
-taskset -c "$NODE_CPUS" "$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS" "${FLOOR_FLAGS[@]}"
+# The floor's client stands in for an agent: it runs on the node.
+taskset -c "$NODE_CPUS" "$BIN_DIR/bench" floor -agent "nodelet=$BENCH_ENV" -agent "kubelet=$REF_ENV" -in "$RESULTS" -runs "$FLOOR_RUNS"
 
 "$BIN_DIR/bench" report -in "$RESULTS" -out-dir "$OUT_DIR"
 

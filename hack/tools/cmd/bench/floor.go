@@ -181,10 +181,7 @@ func (c *criClient) floorStart(ctx context.Context, a *agent, main floorContaine
 // straight through CRI, parallelism at a time, and times the whole: the
 // runtime's own floor for a burst. The pods are removed afterwards,
 // untimed.
-func (c *criClient) burstFloor(ctx context.Context, a *agent, workload string, main floorContainer, machine Machine, nodeCPUs []int, n, parallelism, run int) (BurstFloorRun, error) {
-	if err := waitQuiet(ctx, fmt.Sprintf("floor of %d on %s's runtime", n, a.Name), nodeCPUs, machine.CPUs); err != nil {
-		return BurstFloorRun{}, err
-	}
+func (c *criClient) burstFloor(ctx context.Context, a *agent, workload string, main floorContainer, nodeCPUs []int, n, parallelism, run int) (BurstFloorRun, error) {
 	pods := make([]*floorPod, n)
 	errs := make([]error, n)
 	next := make(chan int)

@@ -79,7 +79,9 @@ type agentsFlags struct {
 	userBursts string
 	podTimeout time.Duration
 	nodeCPUs   string
-	settings   Settings
+	// burstFloorParallelism are the candidates the burst floor tries.
+	burstFloorParallelism []int
+	settings              Settings
 }
 
 func runAgents(ctx context.Context, args []string) error {
@@ -101,6 +103,7 @@ func runAgents(ctx context.Context, args []string) error {
 	flags.BoolVar(&f.settings.ReadinessOn, "readiness-probe", true, "give the init workload's container an exec readiness probe (=false for an agent that runs no probes)")
 	flags.DurationVar(&f.podTimeout, "pod-timeout", 5*time.Minute, "how long a workload may take before the bench gives up on the agent")
 	flags.StringVar(&f.nodeCPUs, "node-cpus", "", "the CPUs the node runs on (a list such as 1 or 2-3,5) when the control plane runs on others: their busy time is reported beside the machine's")
+	burstFloorParallelism := flags.String("burst-floor-parallelism", "1,2,4,8,16", "how many pods at a time the burst floor tries, on the first agent's runtime with each workload's largest burst, before the workload's first burst; after each round of bursts the same pods start straight through CRI on each runtime at the fastest, the agents frozen (empty: no burst floor)")
 	_ = flags.Parse(args)
 
 	agents, envs, err := parseAgents(f.agents)
@@ -124,6 +127,11 @@ func runAgents(ctx context.Context, args []string) error {
 	}
 	if f.settings.NodeCPUs, err = parseCPUList(f.nodeCPUs); err != nil {
 		return err
+	}
+	if *burstFloorParallelism != "" {
+		if f.burstFloorParallelism, err = parseCounts(*burstFloorParallelism); err != nil {
+			return err
+		}
 	}
 	if f.settings.Bursts, f.settings.BurstRuns, err = parseBursts(f.bursts); err != nil {
 		return err

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,6 +75,14 @@ func agentsRun(ctx context.Context, f agentsFlags, agents []*agent, results *Res
 	}
 	defer closeFloors()
 	r.floors = floors
+	if len(f.burstFloorParallelism) > 0 && len(f.settings.Bursts)+len(f.settings.UserBursts) > 0 {
+		plan, cleanup, err := newBurstFloorPlan(agents, f.settings, f.burstFloorParallelism)
+		if err != nil {
+			return r.windows, err
+		}
+		defer cleanup()
+		r.burstFloor = plan
+	}
 	log.Printf("one pod at a time, %d runs per agent, each with the other agent frozen, each pair followed by a floor run on each runtime with both frozen", f.settings.SingleRuns)
 	if f.settings.SingleRuns > 0 {
 		// The floor's first run walks cold paths too.
@@ -194,8 +198,10 @@ func createUserObjects(ctx context.Context, client kubernetes.Interface, ns stri
 	return nil
 }
 
-// runFloor measures the runtime's floor on each agent's containerd, the
-// agents stopped, alternating between the runtimes.
+// runFloor takes the runtime's single floor on each agent's containerd,
+// the agents stopped, alternating between the runtimes, when the agents'
+// run had no single-pod runs to take it between (the burst floor is
+// always taken between the bursts).
 func runFloor(ctx context.Context, args []string) error {
 	var specs agentFlag
 	var in string
@@ -204,13 +210,7 @@ func runFloor(ctx context.Context, args []string) error {
 	flags.Var(&specs, "agent", "NAME=ENVFILE of an agent whose runtime is measured (give both)")
 	flags.StringVar(&in, "in", "bench.json", "the results to add the floor to")
 	flags.IntVar(&runs, "runs", 20, "runs per runtime")
-	candidates := flags.String("burst-parallelism", "1,2,4,8,16", "how many pods at a time the burst floor tries, on nodelet's runtime with each workload's largest burst, before it measures the workload's bursts at the fastest")
-	burstRuns := flags.Int("burst-runs", 2, "runs of each burst size's floor, per runtime")
 	_ = flags.Parse(args)
-	parallelisms, err := parseCounts(*candidates)
-	if err != nil {
-		return err
-	}
 	agents, envs, err := parseAgents(specs)
 	if err != nil {
 		return err
@@ -219,16 +219,11 @@ func runFloor(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	userImage, err := envs[0].get("BUSYBOX_IMAGE")
-	if err != nil {
-		return err
-	}
 	results, err := readResults(in)
 	if err != nil {
 		return err
 	}
 	clients := map[string]*criClient{}
-	mains := map[string]map[string]floorContainer{}
 	for _, a := range agents {
 		if results.Agents[a.Name] == nil {
 			return fmt.Errorf("%s has no results for agent %s", in, a.Name)
@@ -241,21 +236,11 @@ func runFloor(ctx context.Context, args []string) error {
 			return err
 		}
 		defer c.conn.Close()
-		if err := c.pull(ctx, image, userImage); err != nil {
+		if err := c.pull(ctx, image); err != nil {
 			return fmt.Errorf("%s's runtime: %w", a.Name, err)
 		}
 		clients[a.Name] = c
-		volumes := filepath.Join(a.StateDir, "floor-volumes")
-		defer os.RemoveAll(volumes)
-		user, err := userFloor(userImage, volumes)
-		if err != nil {
-			return err
-		}
-		mains[a.Name] = map[string]floorContainer{"": pauseFloor(image), userWorkload: user}
-		results.Agents[a.Name].BurstFloor = nil
 	}
-	// The single floor was taken between the agents' single-pod runs;
-	// only results without those runs have it taken here, all at once.
 	if len(results.Agents[agents[0].Name].Floor) == 0 {
 		if err := measureSingleFloor(ctx, agents, clients, results, image, runs); err != nil {
 			return err
@@ -268,9 +253,6 @@ func runFloor(ctx context.Context, args []string) error {
 		}
 		s := Summarize(floor)
 		log.Printf("floor on %s's runtime: %.3f / %.3f / %.3f s (min / median / max)", a.Name, s.Min, s.Median, s.Max)
-	}
-	if err := measureBurstFloor(ctx, agents, clients, results, mains, parallelisms, *burstRuns); err != nil {
-		return err
 	}
 	return writeResults(in, results)
 }
@@ -288,58 +270,6 @@ func measureSingleFloor(ctx context.Context, agents []*agent, clients map[string
 			}
 			if i >= 0 {
 				results.Agents[a.Name].Floor = append(results.Agents[a.Name].Floor, run)
-			}
-		}
-	}
-	return nil
-}
-
-// measureBurstFloor times every burst workload and size on each runtime,
-// alternating, at the parallelism at which the runtime starts that
-// workload's largest burst fastest: the floor each burst row is compared
-// with, the same pods as the burst's (mains: each agent's floor container
-// per workload). The largest, since a small burst ends about as soon at
-// any parallelism on a machine of few CPUs (within its runs' spread),
-// where a large one shows which is fastest.
-func measureBurstFloor(ctx context.Context, agents []*agent, clients map[string]*criClient, results *Results, mains map[string]map[string]floorContainer, parallelisms []int, runs int) error {
-	s := results.Settings
-	if len(parallelisms) == 0 || runs <= 0 {
-		return nil
-	}
-	first := agents[0]
-	for _, workload := range []struct {
-		name  string
-		sizes []int
-	}{{"", s.Bursts}, {userWorkload, s.UserBursts}} {
-		if len(workload.sizes) == 0 {
-			continue
-		}
-		kind := cmp.Or(workload.name, "pause")
-		largest := slices.Max(workload.sizes)
-		var tries []BurstFloorRun
-		for _, p := range parallelisms {
-			run, err := clients[first.Name].burstFloor(ctx, first, workload.name, mains[first.Name][workload.name], results.Machine, s.NodeCPUs, largest, p, -p)
-			if err != nil {
-				return err
-			}
-			log.Printf("burst floor search: %d %s pods %d at a time on %s's runtime: %.2fs", largest, kind, p, first.Name, run.Seconds)
-			tries = append(tries, run)
-		}
-		best := fastestParallelism(tries)
-		if workload.name == "" {
-			results.Settings.FloorParallelism = best
-		}
-		log.Printf("the burst floor of %s pods, %d at a time, %d runs per size and runtime", kind, best, runs)
-		for _, n := range workload.sizes {
-			for i := range runs {
-				for _, a := range inTurn(agents, i) {
-					run, err := clients[a.Name].burstFloor(ctx, a, workload.name, mains[a.Name][workload.name], results.Machine, s.NodeCPUs, n, best, i)
-					if err != nil {
-						return err
-					}
-					log.Printf("burst floor of %d %s pods %d/%d on %s's runtime: %.2fs", n, kind, i+1, runs, a.Name, run.Seconds)
-					results.Agents[a.Name].BurstFloor = append(results.Agents[a.Name].BurstFloor, run)
-				}
 			}
 		}
 	}

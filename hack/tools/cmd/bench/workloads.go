@@ -25,8 +25,10 @@ type runner struct {
 	windows    []*auditWindow
 	podTimeout time.Duration
 	// floors are the agents' runtimes, for the floor runs taken between
-	// the single-pod runs.
+	// the single-pod runs and the bursts.
 	floors map[string]*criClient
+	// burstFloor is nil when no burst floor is taken.
+	burstFloor *burstFloorPlan
 }
 
 // inTurn returns the agents in the order of run i: as given on even runs,
@@ -458,6 +460,11 @@ func (r *runner) runBursts(ctx context.Context, kind burstKind, n, runs int) err
 				agentResults.Idle = append(agentResults.Idle, *idleRun)
 				log.Printf("idle with %d pods %d/%d %s: %.2f CPU-s in %.0fs, peak RSS %d MiB, %.1f CRI calls/s",
 					n, i+1, runs, a.Name, idleRun.Agent.CPUSeconds, idleRun.Seconds, idleRun.Agent.PeakRSSBytes>>20, idleRun.CRICalls/idleRun.Seconds)
+			}
+		}
+		if r.burstFloor != nil {
+			if err := r.burstFloorRound(ctx, kind.workload, n, i); err != nil {
+				return err
 			}
 		}
 	}
