@@ -22,38 +22,13 @@ import (
 // floors moved by a fifth while the agents' bursts moved half as much.
 
 // burstFloorPlan is what the floor bursts taken between the agents'
-// bursts need.
+// bursts need besides the floor containers (runner.floorMains).
 type burstFloorPlan struct {
 	// candidates are the parallelisms tried, on the first agent's runtime
 	// with a workload's largest burst, before its first burst.
 	candidates []int
 	// parallelism is the fastest candidate, by workload, once tried.
 	parallelism map[string]int
-	// mains are each agent's floor container, by workload.
-	mains map[string]map[string]floorContainer
-}
-
-// newBurstFloorPlan writes the users' floor pods' files under each
-// agent's state folder (removed by the returned func).
-func newBurstFloorPlan(agents []*agent, s Settings, candidates []int) (*burstFloorPlan, func(), error) {
-	plan := &burstFloorPlan{candidates: candidates, parallelism: map[string]int{}, mains: map[string]map[string]floorContainer{}}
-	var dirs []string
-	cleanup := func() {
-		for _, dir := range dirs {
-			_ = os.RemoveAll(dir)
-		}
-	}
-	for _, a := range agents {
-		dir := a.StateDir + "/floor-volumes"
-		dirs = append(dirs, dir)
-		user, err := userFloor(s.InitImage, dir)
-		if err != nil {
-			cleanup()
-			return nil, func() {}, err
-		}
-		plan.mains[a.Name] = map[string]floorContainer{"": pauseFloor(s.Image), userWorkload: user}
-	}
-	return plan, cleanup, nil
 }
 
 // burstFloorParallelism is how many pods at a time the floor starts
@@ -75,7 +50,7 @@ func (r *runner) burstFloorParallelism(ctx context.Context, workload string) (in
 	var tries []BurstFloorRun
 	for _, p := range r.burstFloor.candidates {
 		err := r.frozenOnNode(ctx, fmt.Sprintf("floor of %d on %s's runtime", largest, first.Name), func() error {
-			run, err := r.floors[first.Name].burstFloor(ctx, first, workload, r.burstFloor.mains[first.Name][workload], r.settings.NodeCPUs, largest, p, -p)
+			run, err := r.floors[first.Name].burstFloor(ctx, first, workload, r.floorMains[first.Name][workload], r.settings.NodeCPUs, largest, p, -p)
 			if err != nil {
 				return err
 			}
@@ -104,7 +79,7 @@ func (r *runner) burstFloorRound(ctx context.Context, workload string, n, run in
 	}
 	for _, a := range inTurn(r.agents, run) {
 		err := r.frozenOnNode(ctx, fmt.Sprintf("floor of %d on %s's runtime", n, a.Name), func() error {
-			floor, err := r.floors[a.Name].burstFloor(ctx, a, workload, r.burstFloor.mains[a.Name][workload], r.settings.NodeCPUs, n, p, run)
+			floor, err := r.floors[a.Name].burstFloor(ctx, a, workload, r.floorMains[a.Name][workload], r.settings.NodeCPUs, n, p, run)
 			if err != nil {
 				return err
 			}

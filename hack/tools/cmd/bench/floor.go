@@ -50,8 +50,8 @@ func (c *criClient) pull(ctx context.Context, images ...string) error {
 // the bench's pods — a sandbox with its network, then the pause container
 // created and started — times the three calls, then removes the pod
 // (untimed). It is what cri-smoke does, without the checks.
-func (c *criClient) floorRun(ctx context.Context, a *agent, image string, i int) (FloorRun, error) {
-	run, started, err := c.floorStart(ctx, a, pauseFloor(image), fmt.Sprintf("floor-%d", i))
+func (c *criClient) floorRun(ctx context.Context, a *agent, main floorContainer, i int) (FloorRun, error) {
+	run, started, err := c.floorStart(ctx, a, main, fmt.Sprintf("floor-%d", i))
 	if started != nil {
 		started.remove(c)
 	}
@@ -71,19 +71,29 @@ type floorContainer struct {
 	mounts  []*runtimeapi.Mount
 }
 
-// pauseFloor is the bench's pause pods' container: nothing but an image.
-func pauseFloor(image string) floorContainer { return floorContainer{image: image} }
+// A floor pod's container asks of the runtime what the same pod's
+// container asks once an agent has done its part: the bench's pods run
+// with the default ServiceAccount and service links, so the container has
+// the service links' environment and three bind mounts (the token's
+// folder, /etc/hosts, the termination log), and a users' pod has its
+// Secret's variable and its ConfigMap's folder besides. The mounted files
+// are written once, under a folder of the floor's: writing them is an
+// agent's work, not the runtime's.
 
-// userFloor is what a users' pod's container (userPod) asks of the runtime
-// once an agent has done its part: busybox running the same command, its
-// environment (the Secret's variable and the service links of the
-// `kubernetes` Service) and its four bind mounts (the ConfigMap volume,
-// the ServiceAccount token, /etc/hosts, the termination log). The mounted
-// files are written once, under dir: writing them is an agent's work, not
-// the runtime's.
+// pauseFloor is the bench's pause pods' container (pod).
+func pauseFloor(image, dir string) (floorContainer, error) {
+	return floorWith(floorContainer{image: image}, dir, false)
+}
+
+// userFloor is a users' pod's container (userPod): busybox running the
+// same command.
 func userFloor(image, dir string) (floorContainer, error) {
 	c := floorContainer{image: image, command: sleeperCommand}
 	c.envs = append(c.envs, &runtimeapi.KeyValue{Key: "PASSWORD", Value: []byte("bench")})
+	return floorWith(c, dir, true)
+}
+
+func floorWith(c floorContainer, dir string, configMap bool) (floorContainer, error) {
 	for key, value := range map[string]string{
 		"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBERNETES_SERVICE_PORT_HTTPS": "443",
 		"KUBERNETES_PORT": "tcp://10.0.0.1:443", "KUBERNETES_PORT_443_TCP": "tcp://10.0.0.1:443",
@@ -100,6 +110,9 @@ func userFloor(image, dir string) (floorContainer, error) {
 		{"hosts", "/etc/hosts", false, false},
 		{"termination-log", "/dev/termination-log", false, false},
 	} {
+		if m.name == "config" && !configMap {
+			continue
+		}
 		hostPath := filepath.Join(dir, m.name)
 		var err error
 		if m.folder {
@@ -108,11 +121,39 @@ func userFloor(image, dir string) (floorContainer, error) {
 			err = os.WriteFile(hostPath, []byte("127.0.0.1\tlocalhost\n"), 0o644)
 		}
 		if err != nil {
-			return floorContainer{}, fmt.Errorf("the users' floor pod's %s: %w", m.name, err)
+			return floorContainer{}, fmt.Errorf("the floor pod's %s: %w", m.name, err)
 		}
 		c.mounts = append(c.mounts, &runtimeapi.Mount{ContainerPath: m.containerPath, HostPath: hostPath, Readonly: m.readOnly})
 	}
 	return c, nil
+}
+
+// floorMains are each agent's floor containers by workload (pause: ""),
+// their files under the agent's state folder, which cleanup removes.
+func floorMains(agents []*agent, pauseImage, userImage string) (mains map[string]map[string]floorContainer, cleanup func(), err error) {
+	mains = map[string]map[string]floorContainer{}
+	var dirs []string
+	cleanup = func() {
+		for _, dir := range dirs {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	for _, a := range agents {
+		dir := filepath.Join(a.StateDir, "floor-volumes")
+		dirs = append(dirs, dir)
+		pause, err := pauseFloor(pauseImage, dir)
+		if err != nil {
+			cleanup()
+			return nil, func() {}, err
+		}
+		user, err := userFloor(userImage, dir)
+		if err != nil {
+			cleanup()
+			return nil, func() {}, err
+		}
+		mains[a.Name] = map[string]floorContainer{"": pause, userWorkload: user}
+	}
+	return mains, cleanup, nil
 }
 
 // floorStart starts one floor pod and times it; what it started, if

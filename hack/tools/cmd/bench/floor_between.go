@@ -38,7 +38,7 @@ func (r *runner) floorBetween(ctx context.Context, run int) error {
 		return err
 	}
 	for _, a := range inTurn(r.agents, run+1) {
-		floor, err := r.floors[a.Name].floorRun(ctx, a, r.settings.Image, run+1)
+		floor, err := r.floors[a.Name].floorRun(ctx, a, r.floorMains[a.Name][""], run+1)
 		if err != nil {
 			return err
 		}

@@ -75,13 +75,14 @@ func agentsRun(ctx context.Context, f agentsFlags, agents []*agent, results *Res
 	}
 	defer closeFloors()
 	r.floors = floors
-	if len(f.burstFloorParallelism) > 0 && len(f.settings.Bursts)+len(f.settings.UserBursts) > 0 {
-		plan, cleanup, err := newBurstFloorPlan(agents, f.settings, f.burstFloorParallelism)
-		if err != nil {
-			return r.windows, err
-		}
-		defer cleanup()
-		r.burstFloor = plan
+	mains, cleanup, err := floorMains(agents, f.settings.Image, f.settings.InitImage)
+	if err != nil {
+		return r.windows, err
+	}
+	defer cleanup()
+	r.floorMains = mains
+	if len(f.burstFloorParallelism) > 0 {
+		r.burstFloor = &burstFloorPlan{candidates: f.burstFloorParallelism, parallelism: map[string]int{}}
 	}
 	log.Printf("one pod at a time, %d runs per agent, each with the other agent frozen, each pair followed by a floor run on each runtime with both frozen", f.settings.SingleRuns)
 	if f.settings.SingleRuns > 0 {
@@ -242,7 +243,16 @@ func runFloor(ctx context.Context, args []string) error {
 		clients[a.Name] = c
 	}
 	if len(results.Agents[agents[0].Name].Floor) == 0 {
-		if err := measureSingleFloor(ctx, agents, clients, results, image, runs); err != nil {
+		userImage, err := envs[0].get("BUSYBOX_IMAGE")
+		if err != nil {
+			return err
+		}
+		mains, cleanup, err := floorMains(agents, image, userImage)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		if err := measureSingleFloor(ctx, agents, clients, results, mains, runs); err != nil {
 			return err
 		}
 	}
@@ -259,12 +269,12 @@ func runFloor(ctx context.Context, args []string) error {
 
 // measureSingleFloor takes the single floor all at once, alternating
 // between the runtimes.
-func measureSingleFloor(ctx context.Context, agents []*agent, clients map[string]*criClient, results *Results, image string, runs int) error {
+func measureSingleFloor(ctx context.Context, agents []*agent, clients map[string]*criClient, results *Results, mains map[string]map[string]floorContainer, runs int) error {
 	log.Printf("the runtime's floor, %d runs per runtime", runs)
 	// One run on each runtime first, unmeasured, as the agents were warmed.
 	for i := -1; i < runs; i++ {
 		for _, a := range inTurn(agents, i+1) {
-			run, err := clients[a.Name].floorRun(ctx, a, image, i+1)
+			run, err := clients[a.Name].floorRun(ctx, a, mains[a.Name][""], i+1)
 			if err != nil {
 				return err
 			}

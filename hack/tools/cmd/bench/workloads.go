@@ -27,6 +27,8 @@ type runner struct {
 	// floors are the agents' runtimes, for the floor runs taken between
 	// the single-pod runs and the bursts.
 	floors map[string]*criClient
+	// floorMains are each agent's floor containers by workload.
+	floorMains map[string]map[string]floorContainer
 	// burstFloor is nil when no burst floor is taken.
 	burstFloor *burstFloorPlan
 }
