@@ -88,3 +88,83 @@ func configMapGets(e *testEnv) int {
 	}
 	return n
 }
+
+// A burst's pods are set up within a second or two: a first set-up must
+// see what the API server held when it asked, so it cannot take a read
+// sent before, but the first set-ups arriving while one read is under way
+// share the one read queued behind it. With a read function that holds
+// its first call and answers each call with its number.
+func TestFirstSetUpsShareTheReadQueuedBehindTheOneUnderWay(t *testing.T) {
+	c := &objectCache{}
+	key := objectKey{"configmap", "shop", "kube-root-ca.crt"}
+	held := make(chan struct{})
+	var release sync.Once
+	releaseRead := func() { release.Do(func() { close(held) }) }
+	var mu sync.Mutex
+	reads := 0
+	read := func() (string, error) {
+		mu.Lock()
+		reads++
+		n := reads
+		mu.Unlock()
+		if n == 1 {
+			<-held
+		}
+		return fmt.Sprintf("read %d", n), nil
+	}
+	readsSent := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reads
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { releaseRead(); wg.Wait() })
+
+	first := make(chan string, 1)
+	wg.Go(func() {
+		got, _ := cachedGet(c, key, start, 0, read)
+		first <- got
+	})
+	waitFor(t, "the first set-up's read to be sent", func() bool { return readsSent() == 1 })
+
+	const later = 4
+	answers := make(chan string, later)
+	for range later {
+		wg.Go(func() {
+			got, _ := cachedGet(c, key, start, 0, read)
+			answers <- got
+		})
+	}
+	waitFor(t, "the later set-ups to queue behind the read under way", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		// The queued read's owner and the others waiting for it.
+		return c.queued[key] != nil && c.queued[key].waiters == later-1
+	})
+	releaseRead()
+	wg.Wait()
+	close(answers)
+
+	if got := <-first; got != "read 1" {
+		t.Errorf("the first set-up got %q, want read 1", got)
+	}
+	for got := range answers {
+		if got != "read 2" {
+			t.Errorf("a set-up that asked while read 1 was under way got %q, want read 2, sent after it asked", got)
+		}
+	}
+	if n := readsSent(); n != 2 {
+		t.Errorf("%d first set-ups sent %d reads, want 2", later+1, n)
+	}
+}
+
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after 10s waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
