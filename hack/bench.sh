@@ -89,8 +89,8 @@ sweep
 # node's: it is told the sandbox starts at once its default gives on them.
 node_args=()
 [[ $BENCH_CPUS == shared ]] || node_args=("--parallel-sandbox-starts=$((2 * (CPU_COUNT - CPU_COUNT / 2)))")
-# The bench freezes its agents for up to 45 s at a time while it takes the
-# runtime's floor: the node controller waits two minutes for a Lease
+# The bench freezes its agents for up to a minute at a time while it takes
+# the runtime's floor: the node controller waits two minutes for a Lease
 # renewal before it calls a node unreachable, so that a frozen node is not
 # tainted and marked NotReady in the middle of a run.
 NODE_MONITOR_GRACE_PERIOD=2m NODELET_EXTRA_ARGS="${NODELET_EXTRA_ARGS:-} ${node_args[*]}" \

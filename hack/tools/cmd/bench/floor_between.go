@@ -52,8 +52,9 @@ func (r *runner) floorBetween(ctx context.Context, run int) error {
 
 // freezeAgents stops every agent's process (SIGSTOP), as if it were not
 // there, without losing its state or its place in the cluster: a freeze
-// lasts a single pod's start (under a second) or a burst's (under 45 s
-// here), about what the node controller waits for a Lease renewal (50 s)
+// lasts a single pod's start (under a second), a burst's, or a floor
+// burst's with its removal (about a minute for 100 pods here), within the
+// two minutes the bench's node controller waits for a Lease renewal
 // before it calls a node unreachable; were it to, the frozen node has no
 // pods then and is Ready again once thawed. thaw continues them all
 // (SIGCONT), once however often it is called, and is safe to call
