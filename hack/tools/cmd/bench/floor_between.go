@@ -30,24 +30,22 @@ func thawSettle() time.Duration {
 }
 
 // floorBetween takes one floor run on each agent's runtime with both
-// agents frozen; run -1 is a warm-up, not recorded.
+// agents frozen and the bench on the node's CPUs, as the floor's client
+// standing in for an agent; run -1 is a warm-up, not recorded.
 func (r *runner) floorBetween(ctx context.Context, run int) error {
-	thaw, err := freezeAgents(r.agents)
-	defer thaw()
-	if err != nil {
-		return err
-	}
-	for _, a := range inTurn(r.agents, run+1) {
-		floor, err := r.floors[a.Name].floorRun(ctx, a, r.floorMains[a.Name][""], run+1)
-		if err != nil {
-			return err
+	return frozenOnNode(r.agents, r.settings.NodeCPUs, func() error {
+		for _, a := range inTurn(r.agents, run+1) {
+			floor, err := r.floors[a.Name].floorRun(ctx, a, r.floorMains[a.Name][""], run+1)
+			if err != nil {
+				return err
+			}
+			if run >= 0 {
+				r.results.Agents[a.Name].Floor = append(r.results.Agents[a.Name].Floor, floor)
+				log.Printf("floor %d on %s's runtime (agents frozen): %.3fs", run+1, a.Name, floor.Seconds)
+			}
 		}
-		if run >= 0 {
-			r.results.Agents[a.Name].Floor = append(r.results.Agents[a.Name].Floor, floor)
-			log.Printf("floor %d on %s's runtime (agents frozen): %.3fs", run+1, a.Name, floor.Seconds)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // freezeAgents stops every agent's process (SIGSTOP), as if it were not
