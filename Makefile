@@ -97,7 +97,7 @@ test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
 ##@ Benchmarks
 
 .PHONY: bench
-bench: ## nodelet against the kubelet side by side, then sandbox creation in each network mode (root; 20 to 30 minutes; BENCH_FLAGS=...).
+bench: ## nodelet against the kubelet side by side, then sandbox creation in each network mode (root; 40 to 50 minutes; BENCH_FLAGS=...).
 	hack/bench.sh $(BENCH_FLAGS)
 
 .PHONY: bench-scale
