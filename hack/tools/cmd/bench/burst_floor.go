@@ -49,18 +49,12 @@ func (r *runner) burstFloorParallelism(ctx context.Context, workload string) (in
 	first := r.agents[0]
 	var tries []BurstFloorRun
 	for _, p := range r.burstFloor.candidates {
-		err := r.frozenOnNode(ctx, fmt.Sprintf("floor of %d on %s's runtime", largest, first.Name), func() error {
-			run, err := r.floors[first.Name].burstFloor(ctx, first, workload, r.floorMains[first.Name][workload], r.settings.NodeCPUs, largest, p, -p)
-			if err != nil {
-				return err
-			}
-			log.Printf("burst floor search: %d %s pods %d at a time on %s's runtime (agents frozen): %.2fs", largest, cmp.Or(workload, "pause"), p, first.Name, run.Seconds)
-			tries = append(tries, run)
-			return nil
-		})
+		run, err := r.floorBurst(ctx, first, workload, largest, p, -p)
 		if err != nil {
 			return 0, err
 		}
+		log.Printf("burst floor search: %d %s pods %d at a time on %s's runtime (agents frozen): %.2fs", largest, cmp.Or(workload, "pause"), p, first.Name, run.Seconds)
+		tries = append(tries, run)
 	}
 	best := fastestParallelism(tries)
 	r.burstFloor.parallelism[workload] = best
@@ -78,40 +72,39 @@ func (r *runner) burstFloorRound(ctx context.Context, workload string, n, run in
 		return err
 	}
 	for _, a := range inTurn(r.agents, run) {
-		err := r.frozenOnNode(ctx, fmt.Sprintf("floor of %d on %s's runtime", n, a.Name), func() error {
-			floor, err := r.floors[a.Name].burstFloor(ctx, a, workload, r.floorMains[a.Name][workload], r.settings.NodeCPUs, n, p, run)
-			if err != nil {
-				return err
-			}
-			log.Printf("burst floor of %d %s pods %d at a time, round %d, on %s's runtime (agents frozen): %.2fs", n, cmp.Or(workload, "pause"), p, run+1, a.Name, floor.Seconds)
-			r.results.Agents[a.Name].BurstFloor = append(r.results.Agents[a.Name].BurstFloor, floor)
-			return nil
-		})
+		floor, err := r.floorBurst(ctx, a, workload, n, p, run)
 		if err != nil {
 			return err
 		}
+		log.Printf("burst floor of %d %s pods %d at a time, round %d, on %s's runtime (agents frozen): %.2fs", n, cmp.Or(workload, "pause"), p, run+1, a.Name, floor.Seconds)
+		r.results.Agents[a.Name].BurstFloor = append(r.results.Agents[a.Name].BurstFloor, floor)
 	}
 	return nil
 }
 
-// frozenOnNode waits for the node's CPUs to be quiet, then runs measure
-// with every agent frozen and the bench itself on the node's CPUs (none:
-// left where it is), standing in for an agent as the floor's client. The
-// wait comes before the freeze, which lasts one floor burst and its
-// removal (a round thaws the agents between its runtimes): about a minute
-// for a burst of 100 here, within the two minutes the bench's node
-// controller waits for a Lease renewal (hack/bench.sh). A freeze nearing
-// them is logged.
-func (r *runner) frozenOnNode(ctx context.Context, what string, measure func() error) error {
+// floorBurst waits for the node's CPUs to be quiet, then times one floor
+// burst of n workload pods on a's runtime with every agent frozen and the
+// bench itself on the node's CPUs, standing in for an agent as the
+// floor's client. The wait comes before the freeze, which lasts the floor
+// burst and its removal (a round thaws the agents between its runtimes):
+// about a minute for a burst of 100 here, within the two minutes the
+// bench's node controller waits for a Lease renewal (hack/bench.sh). A
+// freeze nearing them is logged.
+func (r *runner) floorBurst(ctx context.Context, a *agent, workload string, n, parallelism, run int) (BurstFloorRun, error) {
+	what := fmt.Sprintf("floor of %d on %s's runtime", n, a.Name)
 	if err := waitQuiet(ctx, what, r.settings.NodeCPUs, r.results.Machine.CPUs); err != nil {
-		return err
+		return BurstFloorRun{}, err
 	}
+	var floor BurstFloorRun
 	frozen := time.Now()
-	err := frozenOnNode(r.agents, r.settings.NodeCPUs, measure)
+	err := frozenOnNode(r.agents, r.settings.NodeCPUs, func() (err error) {
+		floor, err = r.floors[a.Name].burstFloor(ctx, a, workload, r.floorMains[a.Name][workload], r.settings.NodeCPUs, n, parallelism, run)
+		return err
+	})
 	if d := time.Since(frozen); d > freezeWarning {
 		log.Printf("the agents were frozen for %.0fs for the %s", d.Seconds(), what)
 	}
-	return err
+	return floor, err
 }
 
 // freezeWarning is how long a freeze may last before it is logged: three
