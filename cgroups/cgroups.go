@@ -51,8 +51,18 @@ func cgroupDir(h Hierarchy, cgroup string) string {
 // cgroup starts with no CPUs and no memory nodes, and a cgroup without them
 // refuses tasks: it gets its parent's. In cgroup2 the parent delegates its
 // controllers to the new child.
+//
+// Most calls make a pod's cgroup in a tier that New made whole: the new
+// cgroup alone is made and set up, one mkdir where a walk from the top
+// would try one per level and read every ancestor's cpuset again. A
+// cgroup already there, or a missing parent, takes the walk, which also
+// completes a set-up left half done.
 func (m *Manager) ensure(h Hierarchy, cgroup string) error {
-	dir := h.MountPoint
+	dir := cgroupDir(h, cgroup)
+	if dir != h.MountPoint && os.Mkdir(dir, 0o755) == nil {
+		return setUpChild(h, filepath.Dir(dir), dir)
+	}
+	dir = h.MountPoint
 	for _, name := range strings.Split(strings.Trim(cgroup, "/"), "/") {
 		if name == "" {
 			continue
@@ -62,15 +72,24 @@ func (m *Manager) ensure(h Hierarchy, cgroup string) error {
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
-		switch {
-		case h.Unified && len(h.Controllers) > 0:
-			delegateControllers(parent)
-		case h.Unified:
-		case h.has("cpuset"):
-			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
-				if err := inherit(parent, dir, file); err != nil {
-					return err
-				}
+		if err := setUpChild(h, parent, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setUpChild gives the cgroup dir what it needs from its parent before it
+// can hold tasks.
+func setUpChild(h Hierarchy, parent, dir string) error {
+	switch {
+	case h.Unified && len(h.Controllers) > 0:
+		delegateControllers(parent)
+	case h.Unified:
+	case h.has("cpuset"):
+		for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if err := inherit(parent, dir, file); err != nil {
+				return err
 			}
 		}
 	}

@@ -205,11 +205,42 @@ func TestEnsurePod(t *testing.T) {
 	}
 }
 
+// A pod's cgroup is made alone in the tier New made; a tier gone since
+// (removed by hand, say) is made again on the way, its cpuset filled as
+// at start, rather than the pod failing.
+func TestEnsurePodMakesATierRemovedSinceStart(t *testing.T) {
+	hierarchies := fakeV1(t)
+	m := newFakeManager(t, "/nodelet", hierarchies)
+	cpuset := hierarchies[1].MountPoint
+	tier := filepath.Join(cpuset, "nodelet", "kubepods", "besteffort")
+	if err := os.RemoveAll(tier); err != nil {
+		t.Fatal(err)
+	}
+	uid := types.UID("1b7e3c0a-tier")
+
+	if err := m.EnsurePod(bestEffortPod(uid)); err != nil {
+		t.Fatalf("EnsurePod() error = %v", err)
+	}
+	pod := filepath.Join(cpuset, m.PodCgroupParent(bestEffortPod(uid)))
+	for _, dir := range []string{tier, pod} {
+		if got := readFile(t, filepath.Join(dir, "cpuset.cpus")); got != "0-3\n" {
+			t.Errorf("%s/cpuset.cpus = %q, want the top's %q", dir, got, "0-3\n")
+		}
+		if got := readFile(t, filepath.Join(dir, "cpuset.mems")); got != "0\n" {
+			t.Errorf("%s/cpuset.mems = %q, want the top's %q", dir, got, "0\n")
+		}
+	}
+}
+
 func TestEnsurePodDelegatesV2Controllers(t *testing.T) {
 	base := t.TempDir()
 	writeFile(t, filepath.Join(base, "cgroup.controllers"), "cpuset cpu memory pids\n")
+	// What the kernel offers each cgroup below the top as it is made.
+	for _, dir := range []string{"nodelet", "nodelet/kubepods", "nodelet/kubepods/besteffort"} {
+		mustMkdir(t, filepath.Join(base, dir))
+		writeFile(t, filepath.Join(base, dir, "cgroup.controllers"), "cpu memory\n")
+	}
 	m := newFakeManager(t, "/nodelet", []Hierarchy{{MountPoint: base, Unified: true}})
-	writeFile(t, filepath.Join(base, "nodelet", "cgroup.controllers"), "cpu memory\n")
 
 	if err := m.EnsurePod(bestEffortPod("uid-1")); err != nil {
 		t.Fatalf("EnsurePod() error = %v", err)
@@ -217,8 +248,12 @@ func TestEnsurePodDelegatesV2Controllers(t *testing.T) {
 	if got, want := readFile(t, filepath.Join(base, "cgroup.subtree_control")), "+cpuset +cpu +memory +pids"; got != want {
 		t.Errorf("top subtree_control = %q, want %q", got, want)
 	}
-	if got, want := readFile(t, filepath.Join(base, "nodelet", "cgroup.subtree_control")), "+cpu +memory"; got != want {
-		t.Errorf("root subtree_control = %q, want %q", got, want)
+	// The levels down to the pod's tier delegate to the level below, the
+	// tier to the pod.
+	for _, dir := range []string{"nodelet", "nodelet/kubepods", "nodelet/kubepods/besteffort"} {
+		if got, want := readFile(t, filepath.Join(base, dir, "cgroup.subtree_control")), "+cpu +memory"; got != want {
+			t.Errorf("%s subtree_control = %q, want %q", dir, got, want)
+		}
 	}
 }
 
