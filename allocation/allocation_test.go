@@ -1,14 +1,21 @@
 package allocation
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/await"
 )
 
 func cpu(v string) corev1.ResourceRequirements {
@@ -112,5 +119,62 @@ func TestStoreRefusesADamagedFile(t *testing.T) {
 	}
 	if _, err := Open(dir); err != nil {
 		t.Errorf("the file written over the damaged one does not read: %v", err)
+	}
+}
+
+// Changes made while the file is being written wait and go to it in one
+// write, each returning once the file holds it; a write that fails is
+// taken again by the next change waiting.
+func TestChangesWaitingForAWriteShareTheNext(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	write := s.writeFile
+	s.writeFile = func(path string, data []byte, perm os.FileMode) error {
+		if writes.Add(1) == 1 {
+			close(started)
+			<-release
+			return errors.New("disk full")
+		}
+		return write(path, data, perm)
+	}
+
+	first := make(chan error, 1)
+	go func() { first <- s.Set("uid-0", FromPod(testPod())) }()
+	<-started
+	const waiting = 4
+	done := make(chan error, waiting)
+	for i := 1; i <= waiting; i++ {
+		go func() { done <- s.Set(types.UID(fmt.Sprintf("uid-%d", i)), FromPod(testPod())) }()
+	}
+	// Reads go on while the file is written.
+	await.Eventually(t, 10*time.Second, "every change made in memory while the first write is held", func(context.Context) error {
+		if n := len(s.UIDs()); n != waiting+1 {
+			return fmt.Errorf("%d pods in memory", n)
+		}
+		return nil
+	})
+	close(release)
+	if err := <-first; err == nil {
+		t.Error("the change whose write failed returned no error")
+	}
+	for range waiting {
+		if err := <-done; err != nil {
+			t.Errorf("a change waiting for the failed write: %v", err)
+		}
+	}
+	if got := writes.Load(); got != 2 {
+		t.Errorf("%d writes, want 2: the failed one, then one for all that waited", got)
+	}
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(again.UIDs()); got != waiting+1 {
+		t.Errorf("the file holds %d pods, want %d: the one whose write failed with those written after", got, waiting+1)
 	}
 }

@@ -19,13 +19,25 @@ import (
 const StateFile = "allocated_pods_state"
 
 // Store holds every admitted pod's allocation, in memory and in one file,
-// written whole (to a temporary file, then renamed) whenever an
+// written whole (to a temporary file, synced, then renamed) whenever an
 // allocation changes: when a pod is admitted, a resize is accepted or
-// applied, a pod is gone. A read never touches the disk.
+// applied, a pod is gone. A change returns once the file holds it. A read
+// never touches the disk, nor waits for it.
 type Store struct {
 	path string
 	mu   sync.RWMutex
 	pods map[types.UID]PodAllocation
+	// changes counts the changes made to pods, under mu.
+	changes uint64
+
+	// writing is held by the one writing the file. Changes made while it
+	// writes wait, then go to the file in one write, as a burst of pods
+	// admitted together would otherwise write it once each, in turn.
+	writing sync.Mutex
+	// written is how many changes the file holds, under writing.
+	written uint64
+	// writeFile writes the file whole; tests hold it.
+	writeFile func(path string, data []byte, perm os.FileMode) error
 }
 
 type stateFile struct {
@@ -37,7 +49,7 @@ type stateFile struct {
 // the file at its first change (as the kubelet starts over from a
 // damaged checkpoint).
 func Open(dir string) (*Store, error) {
-	s := &Store{path: filepath.Join(dir, StateFile), pods: map[types.UID]PodAllocation{}}
+	s := &Store{path: filepath.Join(dir, StateFile), pods: map[types.UID]PodAllocation{}, writeFile: atomicfile.Write}
 	data, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -67,14 +79,14 @@ func (s *Store) Get(uid types.UID) (PodAllocation, bool) {
 // running containers; nothing is written when it is unchanged.
 func (s *Store) Set(uid types.UID, a PodAllocation) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	old, ok := s.pods[uid]
 	if ok && old.SameAs(a) {
+		s.mu.Unlock()
 		return nil
 	}
 	a.Resized = old.Resized
 	s.pods[uid] = a
-	return s.writeLocked()
+	return s.persist(s.changedLocked())
 }
 
 // Resized returns what an in-place resize applied to a running container
@@ -91,9 +103,9 @@ func (s *Store) Resized(uid types.UID, containerID string) (corev1.ResourceRequi
 // instances not in running are dropped (they are gone).
 func (s *Store) SetResized(uid types.UID, applied map[string]corev1.ResourceRequirements, running []string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	a, ok := s.pods[uid]
 	if !ok {
+		s.mu.Unlock()
 		return nil
 	}
 	resized := map[string]corev1.ResourceRequirements{}
@@ -107,7 +119,7 @@ func (s *Store) SetResized(uid types.UID, applied map[string]corev1.ResourceRequ
 	}
 	a.Resized = resized
 	s.pods[uid] = a
-	return s.writeLocked()
+	return s.persist(s.changedLocked())
 }
 
 // UIDs are the pods that have an allocation.
@@ -124,7 +136,6 @@ func (s *Store) UIDs() []types.UID {
 // Remove forgets the pods keep does not keep, in one write.
 func (s *Store) Remove(keep func(types.UID) bool) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	removed := false
 	for uid := range s.pods {
 		if !keep(uid) {
@@ -133,21 +144,42 @@ func (s *Store) Remove(keep func(types.UID) bool) error {
 		}
 	}
 	if !removed {
+		s.mu.Unlock()
 		return nil
 	}
-	return s.writeLocked()
+	return s.persist(s.changedLocked())
 }
 
-func (s *Store) writeLocked() error {
+// changedLocked counts a change made under mu, releases mu and returns
+// the change's number, for persist.
+func (s *Store) changedLocked() uint64 {
+	s.changes++
+	change := s.changes
+	s.mu.Unlock()
+	return change
+}
+
+// persist returns once the file holds change, writing it, with every
+// change made before the write began, unless a write since did.
+func (s *Store) persist(change uint64) error {
+	s.writing.Lock()
+	defer s.writing.Unlock()
+	if s.written >= change {
+		return nil
+	}
+	s.mu.RLock()
 	data, err := json.Marshal(stateFile{Pods: s.pods})
+	upTo := s.changes
+	s.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("encoding the pods' allocations: %w", err)
 	}
 	// Synced before it replaces the old file: after a power loss, an empty
 	// file would start nodelet with no allocations, and accept every
 	// pending resize unjudged.
-	if err := atomicfile.Write(s.path, data, 0o600); err != nil {
+	if err := s.writeFile(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("writing the pods' allocations: %w", err)
 	}
+	s.written = upTo
 	return nil
 }
