@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -176,16 +177,27 @@ func (r *PodReconciler) NewPLEG(runtime pleg.Runtime, period time.Duration, log 
 }
 
 // SetupWithManager registers the reconciler: Pods from the field-selected
-// cache, and the PLEG's (and the prober's) events. A Pod update that
-// shortens the grace period of a deletion under way interrupts it, so
-// that the shorter one applies at once.
+// cache (but the echoes of nodelet's own status writes), and the PLEG's
+// (and the prober's) events. A Pod update that shortens the grace period
+// of a deletion under way interrupts it, so that the shorter one applies
+// at once.
 func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("pod").
-		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: r.noticeGracePeriod})).
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: r.podUpdated})).
 		WatchesRawSource(source.Channel(r.Queue.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
+}
+
+// podUpdated is the Pod update predicate. It notices a shortened grace
+// period, and lets through every update but the echo of nodelet's own
+// status write, which would cost a reconcile per write and find nothing
+// to do.
+func (r *PodReconciler) podUpdated(e event.UpdateEvent) bool {
+	r.noticeGracePeriod(e)
+	pod, ok := e.ObjectNew.(*corev1.Pod)
+	return !ok || !r.written.echoes(pod)
 }
 
 // Reconcile brings one pod, named by namespace/name, to what its Pod asks.

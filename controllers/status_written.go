@@ -68,6 +68,22 @@ func (w *writtenStatuses) current(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
+// echoes reports whether pod, as an update from the API server brings it,
+// is what nodelet's last status write made of it, to the version: the
+// reconcile that wrote it has seen all it holds, so it needs no other. A
+// terminal status is no mere echo: it takes the pod to its teardown,
+// which the pod's next reconcile does.
+func (w *writtenStatuses) echoes(pod *corev1.Pod) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	written, ok := w.byUID[pod.UID]
+	if !ok || written.latest != pod.ResourceVersion {
+		return false
+	}
+	phase := written.status.Phase
+	return phase != corev1.PodSucceeded && phase != corev1.PodFailed
+}
+
 // forget drops what is remembered of a pod nodelet removed.
 func (w *writtenStatuses) forget(uid types.UID) {
 	w.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 func TestWrittenStatusesServeTheLastWriteUntilTheCacheHasIt(t *testing.T) {
@@ -77,5 +78,52 @@ func TestWrittenStatusesForgetOnceTheCacheHasTheWrite(t *testing.T) {
 	w.forget("u2")
 	if len(w.byUID) != 0 {
 		t.Errorf("%d pods remembered after every one was caught up or forgotten", len(w.byUID))
+	}
+}
+
+// An update is an echo when it brings, to the version, what nodelet's
+// last write made of the pod, unless that write ended the pod.
+func TestAnEchoIsTheLastWriteToTheVersionAndNotTerminal(t *testing.T) {
+	pod := func(uid types.UID, version string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, ResourceVersion: version}}
+	}
+	var w writtenStatuses
+	w.record("running", "10", "11", corev1.PodStatus{Phase: corev1.PodRunning})
+	w.record("running", "11", "12", corev1.PodStatus{Phase: corev1.PodRunning})
+	w.record("failed", "20", "21", corev1.PodStatus{Phase: corev1.PodFailed})
+	w.record("succeeded", "30", "31", corev1.PodStatus{Phase: corev1.PodSucceeded})
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pod("running", "12"), true},
+		{pod("running", "11"), false}, // an earlier write's: only the last one's version is kept
+		{pod("running", "13"), false}, // someone else's change after the write
+		{pod("failed", "21"), false},
+		{pod("succeeded", "31"), false},
+		{pod("never-written", "12"), false},
+	} {
+		if got := w.echoes(tc.pod); got != tc.want {
+			t.Errorf("echoes(%s at %s) = %v, want %v", tc.pod.UID, tc.pod.ResourceVersion, got, tc.want)
+		}
+	}
+}
+
+// The Pod update predicate leaves out the echo of a status write, and
+// lets the Pod's other updates through.
+func TestPodUpdatesButEchoesAreReconciled(t *testing.T) {
+	r := NewPodReconciler(&PodReconciler{})
+	r.written.record("u1", "10", "11", corev1.PodStatus{Phase: corev1.PodRunning})
+	update := func(version string) event.UpdateEvent {
+		return event.UpdateEvent{
+			ObjectOld: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: "10"}},
+			ObjectNew: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: version}},
+		}
+	}
+	if r.podUpdated(update("11")) {
+		t.Error("the echo of the status write was let through")
+	}
+	if !r.podUpdated(update("12")) {
+		t.Error("an update after the status write was left out")
 	}
 }

@@ -62,13 +62,12 @@ func (r *PodReconciler) endKill(uid types.UID) {
 	}
 }
 
-// noticeGracePeriod is the Pod update predicate: it interrupts a kill
-// whose grace period the update shortened, and lets every update through.
-func (r *PodReconciler) noticeGracePeriod(e event.UpdateEvent) bool {
+// noticeGracePeriod interrupts a kill whose grace period a Pod update
+// shortened.
+func (r *PodReconciler) noticeGracePeriod(e event.UpdateEvent) {
 	if pod, ok := e.ObjectNew.(*corev1.Pod); ok && pod.DeletionTimestamp != nil {
 		r.shortenKill(pod)
 	}
-	return true
 }
 
 func (r *PodReconciler) shortenKill(pod *corev1.Pod) {
