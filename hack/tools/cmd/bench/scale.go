@@ -297,6 +297,9 @@ func (r *scaleRun) startAgents(dir, kubeconfigs string, names []string) error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
+	if err := r.procs.leaveNothing(kubemarkLeftovers...); err != nil {
+		return err
+	}
 	// Each hollow kubelet serves the kubelet's API on a port of its own:
 	// free ones below the kernel's ephemeral range (32768 on), where the
 	// nodes' own connections could take one between the check and the
@@ -316,6 +319,11 @@ func (r *scaleRun) startAgents(dir, kubeconfigs string, names []string) error {
 	}
 	return nil
 }
+
+// kubemarkLeftovers are what each hollow kubelet leaves in /tmp: its root
+// folder and its fake runtime's socket, both at fixed places in the
+// kubernetes module.
+var kubemarkLeftovers = []string{"/tmp/hollow-kubelet.*", "/tmp/kubelet_remote_*.sock"}
 
 func portFree(port int) bool {
 	listener, err := net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", port))

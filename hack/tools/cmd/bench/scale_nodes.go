@@ -198,6 +198,29 @@ func (p *countingProxy) close() { _ = p.listener.Close() }
 // agentProcs are the processes running the hollow nodes.
 type agentProcs struct {
 	cmds []*exec.Cmd
+	// leftovers are glob patterns of what the processes leave behind
+	// wherever they like; before is what matched them before the first
+	// started, which stop leaves alone.
+	leftovers []string
+	before    map[string]bool
+}
+
+// leaveNothing has stop remove what comes to match patterns while the
+// processes run (kubemark's hollow kubelet puts its root folder and its
+// fake runtime's socket in /tmp, whatever TMPDIR says).
+func (a *agentProcs) leaveNothing(patterns ...string) error {
+	a.before = map[string]bool{}
+	for _, pattern := range patterns {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			return err
+		}
+		for _, m := range matches {
+			a.before[m] = true
+		}
+	}
+	a.leftovers = patterns
+	return nil
 }
 
 // start runs a command in a session of its own, logging to logFile.
@@ -274,6 +297,14 @@ func (a *agentProcs) stop(grace time.Duration) {
 		}()
 	}
 	wg.Wait()
+	for _, pattern := range a.leftovers {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			if !a.before[m] {
+				_ = os.RemoveAll(m)
+			}
+		}
+	}
 }
 
 // cpuOf sums the CPU seconds of pids.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,5 +41,44 @@ func TestCountNodeRequestsAddsUpTheNodesOfEachWindow(t *testing.T) {
 	}
 	if second.Requests.Total != 1 || second.Requests.ByKey["patch pods"] != 1 || second.NodeUsers != 1 {
 		t.Errorf("second window: %+v from %d nodes, want 1 pod patch from 1", second.Requests, second.NodeUsers)
+	}
+}
+
+// What the hollow nodes leave where they like goes when they stop; what
+// was there before they started stays.
+func TestAgentProcsStopRemovesWhatTheyLeft(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "hollow-kubelet.old")
+	if err := os.Mkdir(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var procs agentProcs
+	if err := procs.leaveNothing(filepath.Join(dir, "hollow-kubelet.*"), filepath.Join(dir, "kubelet_remote_*.sock")); err != nil {
+		t.Fatal(err)
+	}
+	made := filepath.Join(dir, "made")
+	script := fmt.Sprintf("mkdir %[1]s/hollow-kubelet.new && touch %[1]s/hollow-kubelet.new/f %[1]s/kubelet_remote_1.sock %[1]s/other && touch %[2]s && exec sleep 60", dir, made)
+	if err := procs.start(filepath.Join(dir, "log"), nil, "sh", "-c", script); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(made); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process left nothing in 30s")
+		}
+	}
+	procs.stop(10 * time.Second)
+
+	for _, gone := range []string{"hollow-kubelet.new", "kubelet_remote_1.sock"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left after stop: %v", gone, err)
+		}
+	}
+	for _, kept := range []string{"hollow-kubelet.old", "other"} {
+		if _, err := os.Stat(filepath.Join(dir, kept)); err != nil {
+			t.Errorf("%s, there before or matching no pattern, is gone: %v", kept, err)
+		}
 	}
 }
