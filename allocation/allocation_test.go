@@ -178,3 +178,44 @@ func TestChangesWaitingForAWriteShareTheNext(t *testing.T) {
 		t.Errorf("the file holds %d pods, want %d: the one whose write failed with those written after", got, waiting+1)
 	}
 }
+
+// A change the store holds already returns once the file holds it too:
+// when the write that was to carry it fails, the repeated change writes
+// it.
+func TestARepeatedChangeWaitsForTheFileToHoldIt(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	write := s.writeFile
+	s.writeFile = func(path string, data []byte, perm os.FileMode) error {
+		if writes.Add(1) == 1 {
+			close(started)
+			<-release
+			return errors.New("disk full")
+		}
+		return write(path, data, perm)
+	}
+	first := make(chan error, 1)
+	go func() { first <- s.Set("uid-0", FromPod(testPod())) }()
+	<-started
+	repeated := make(chan error, 1)
+	go func() { repeated <- s.Set("uid-0", FromPod(testPod())) }()
+	close(release)
+	if err := <-first; err == nil {
+		t.Error("the change whose write failed returned no error")
+	}
+	if err := <-repeated; err != nil {
+		t.Errorf("the repeated change: %v", err)
+	}
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.Get("uid-0"); !ok {
+		t.Error("the repeated change returned with the file not holding it")
+	}
+}

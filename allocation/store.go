@@ -81,8 +81,8 @@ func (s *Store) Set(uid types.UID, a PodAllocation) error {
 	s.mu.Lock()
 	old, ok := s.pods[uid]
 	if ok && old.SameAs(a) {
-		s.mu.Unlock()
-		return nil
+		// Made already, maybe by a change whose write is still under way.
+		return s.persist(s.unchangedLocked())
 	}
 	a.Resized = old.Resized
 	s.pods[uid] = a
@@ -144,8 +144,7 @@ func (s *Store) Remove(keep func(types.UID) bool) error {
 		}
 	}
 	if !removed {
-		s.mu.Unlock()
-		return nil
+		return s.persist(s.unchangedLocked())
 	}
 	return s.persist(s.changedLocked())
 }
@@ -154,6 +153,14 @@ func (s *Store) Remove(keep func(types.UID) bool) error {
 // the change's number, for persist.
 func (s *Store) changedLocked() uint64 {
 	s.changes++
+	change := s.changes
+	s.mu.Unlock()
+	return change
+}
+
+// unchangedLocked releases mu and returns the number of the last change,
+// for persist: nothing to write unless that change is not in the file.
+func (s *Store) unchangedLocked() uint64 {
 	change := s.changes
 	s.mu.Unlock()
 	return change
