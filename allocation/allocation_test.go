@@ -131,17 +131,7 @@ func TestChangesWaitingForAWriteShareTheNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var writes atomic.Int32
-	started, release := make(chan struct{}), make(chan struct{})
-	write := s.writeFile
-	s.writeFile = func(path string, data []byte, perm os.FileMode) error {
-		if writes.Add(1) == 1 {
-			close(started)
-			<-release
-			return errors.New("disk full")
-		}
-		return write(path, data, perm)
-	}
+	writes, started, release := holdFirstWriteThenFail(s)
 
 	first := make(chan error, 1)
 	go func() { first <- s.Set("uid-0", FromPod(testPod())) }()
@@ -188,17 +178,7 @@ func TestARepeatedChangeWaitsForTheFileToHoldIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var writes atomic.Int32
-	started, release := make(chan struct{}), make(chan struct{})
-	write := s.writeFile
-	s.writeFile = func(path string, data []byte, perm os.FileMode) error {
-		if writes.Add(1) == 1 {
-			close(started)
-			<-release
-			return errors.New("disk full")
-		}
-		return write(path, data, perm)
-	}
+	_, started, release := holdFirstWriteThenFail(s)
 	first := make(chan error, 1)
 	go func() { first <- s.Set("uid-0", FromPod(testPod())) }()
 	<-started
@@ -218,4 +198,22 @@ func TestARepeatedChangeWaitsForTheFileToHoldIt(t *testing.T) {
 	if _, ok := again.Get("uid-0"); !ok {
 		t.Error("the repeated change returned with the file not holding it")
 	}
+}
+
+// holdFirstWriteThenFail has the store's first write wait, once started,
+// until release is closed, and then fail; the later ones write. writes
+// counts them all.
+func holdFirstWriteThenFail(s *Store) (writes *atomic.Int32, started, release chan struct{}) {
+	writes = &atomic.Int32{}
+	started, release = make(chan struct{}), make(chan struct{})
+	write := s.writeFile
+	s.writeFile = func(path string, data []byte, perm os.FileMode) error {
+		if writes.Add(1) == 1 {
+			close(started)
+			<-release
+			return errors.New("disk full")
+		}
+		return write(path, data, perm)
+	}
+	return writes, started, release
 }
