@@ -153,9 +153,7 @@ func (s *Store) Remove(keep func(types.UID) bool) error {
 // the change's number, for persist.
 func (s *Store) changedLocked() uint64 {
 	s.changes++
-	change := s.changes
-	s.mu.Unlock()
-	return change
+	return s.unchangedLocked()
 }
 
 // unchangedLocked releases mu and returns the number of the last change,
