@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -98,6 +100,11 @@ func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDrive
 		}
 	}
 	p.process = f.runProcess(t, p.log, filepath.Join(bin, "mockplugin"), "-v=3", "-endpoint", endpoint, "-node-id", p.nodeID, "-data-dir", p.dataDir, "-hooks-dir", p.hooksDir)
+	// Cleanups run last first: this one after the registrar has stopped
+	// and removed its socket. The next test's plugin has the same driver
+	// name and node ID, so without it that test could take this one's
+	// registration, not yet undone, for its own.
+	t.Cleanup(func() { f.waitForCSIDriverDeregistered(t) })
 	f.runProcess(t, filepath.Join(dir, "registrar.log"), filepath.Join(bin, "registrar"),
 		"-registration-dir", filepath.Join(f.Env.NodeletRootDir, "plugins_registry"), "-driver-name", mockDriver, "-endpoint", endpoint)
 
@@ -115,6 +122,33 @@ func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDrive
 	}
 	t.Cleanup(func() { _ = drivers.Delete(context.Background(), mockDriver, metav1.DeleteOptions{}) })
 	return p
+}
+
+// waitForCSIDriverDeregistered waits for nodelet to take the mock driver
+// out of the Node's annotation and the CSINode, as it does when the
+// registrar's socket goes.
+func (f *Framework) waitForCSIDriverDeregistered(t *testing.T) {
+	t.Helper()
+	err := await.Poll(context.Background(), time.Minute, await.Condition(func(ctx context.Context) (bool, error) {
+		node, err := f.Client.CoreV1().Nodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if strings.Contains(node.Annotations["csi.volume.kubernetes.io/nodeid"], mockDriver) {
+			return false, nil
+		}
+		csiNode, err := f.Client.StorageV1().CSINodes().Get(ctx, f.Env.NodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == mockDriver }), nil
+	}))
+	if err != nil {
+		t.Errorf("waiting for nodelet to deregister CSI driver %s once its registrar stopped: %v", mockDriver, err)
+	}
 }
 
 // hostProcess is a host process a test runs, its output appended to a
