@@ -17,7 +17,10 @@
 #        fuzz target for UNIT_FUZZTIME (3s) each (hack/fuzz.sh)
 # e2e    starts the e2e stack without nodelet, checks the kustomize and
 #        Helm manifests against it, builds nodelet, runs test/e2e (which
-#        starts nodelet itself) and always stops the stack; then the same
+#        starts nodelet itself) and always stops the stack, with the slow
+#        lane's tests (E2E_SLOW_RUN: those that wait minutes on a clock)
+#        run at the same time on a stack of their own (E2E_SLOW_PROFILE,
+#        e2e-8) unless E2E_RUN narrows the run; then the same
 #        with the stack in the agent network mode, for the TestNetwork
 #        cases only; then on a stack whose runtime is containerd 2
 #        (hack/build-runtime.sh), for the TestPodUserNamespace cases only;
@@ -110,7 +113,8 @@ suite_lint() {
 		echo "$unformatted" >&2
 		rc=1
 	fi
-	go vet ./... || rc=1
+	# With the e2e build's flags, whose compiled packages it then shares.
+	CGO_ENABLED=0 go vet "$STATIC_GO_FLAGS" ./... || rc=1
 	if "$REPO_ROOT/hack/build-tools.sh" golangci-lint; then
 		"$BIN_DIR/golangci-lint" run ./... || rc=1
 	else
@@ -149,7 +153,38 @@ stop_e2e_stack() {
 		"$REPO_ROOT/hack/local-down.sh" "$E2E_PROFILE"
 	fi
 }
-trap stop_e2e_stack EXIT
+
+# The slow lane: the tests that spend minutes waiting on a clock and
+# little else (a projected token is refreshed at 80% of its ten minutes)
+# run on a stack of their own, E2E_SLOW_PROFILE, beside the runtime mode's
+# run, where they would hold its parallel phase open for minutes after
+# every other test is done. Two suites run at once (E2E_PROFILE=e2e-N)
+# give each its own E2E_SLOW_PROFILE.
+E2E_SLOW_RUN=${E2E_SLOW_RUN-^TestProjectedTokenIsRefreshedBeforeItExpires\$}
+E2E_SLOW_PROFILE=${E2E_SLOW_PROFILE:-e2e-8}
+SLOW_STACK_UP=false
+SLOW_PID=''
+# kill_tree PID stops a process and everything it started (the slow
+# lane's go test, its test binary, and the nodelet that one runs).
+kill_tree() {
+	local child
+	for child in $(pgrep -P "$1" || true); do
+		kill_tree "$child"
+	done
+	kill "$1" 2>/dev/null || true
+}
+stop_slow_lane() {
+	if [[ -n $SLOW_PID ]]; then
+		kill_tree "$SLOW_PID"
+		wait "$SLOW_PID" 2>/dev/null || true
+		SLOW_PID=''
+	fi
+	if $SLOW_STACK_UP; then
+		SLOW_STACK_UP=false
+		"$REPO_ROOT/hack/local-down.sh" "$E2E_SLOW_PROFILE"
+	fi
+}
+trap 'stop_slow_lane; stop_e2e_stack' EXIT
 
 # The network cases run twice: with the rest of the suite on a stack whose
 # runtime runs CNI, then alone on a stack in the agent network mode.
@@ -181,7 +216,11 @@ E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestContain
 suite_e2e() {
 	local rc=0
 	if [[ " $E2E_MODES " == *" runtime "* ]]; then
-		e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN" || rc=$?
+		if [[ -z $E2E_RUN && -n $E2E_SLOW_RUN ]]; then
+			e2e_runtime_with_slow_lane || rc=$?
+		else
+			e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN" || rc=$?
+		fi
 	fi
 	if [[ " $E2E_MODES " == *" agent "* ]]; then
 		e2e_on_stack agent "$E2E_AGENT_RUN" "" || rc=$?
@@ -199,6 +238,46 @@ suite_e2e() {
 		# a copy of its mount), no add-ons: the cases need neither.
 		NODE_DISK_SIZE='' ADDONS=false CGROUP_DRIVER=systemd e2e_on_stack runtime "$E2E_SYSTEMD_RUN" "" || rc=$?
 	fi
+	return $rc
+}
+
+# e2e_runtime_with_slow_lane runs the runtime mode's tests but the slow
+# lane's, and the slow lane's on its own stack at the same time. nodelet
+# and the test binary are built first, once: two builds at once would
+# compile everything twice, and one would replace the binary the other
+# lane's nodelet is started from.
+e2e_runtime_with_slow_lane() {
+	local rc=0 slow_rc=0 slow_out=$TEST_OUTPUT_DIR/e2e-slow.out
+	log "--- e2e tests matching $E2E_SLOW_RUN on stack $E2E_SLOW_PROFILE, beside the runtime mode's"
+	mkdir -p "$TEST_OUTPUT_DIR"
+	if [[ -z $NODELET_BIN_GIVEN ]]; then
+		log "Building nodelet"
+		build_nodelet || return 1
+	fi
+	CGO_ENABLED=0 go test "$STATIC_GO_FLAGS" -c -o "$CACHE_DIR/e2e.test" ./test/e2e/ || return 1
+	rm -f "$CACHE_DIR/e2e.test"
+	SLOW_STACK_UP=true
+	# No add-ons: the slow tests need no DNS, and the stack's CPU is the
+	# other lane's.
+	ADDONS=false NETWORK_MODE=runtime "$REPO_ROOT/hack/local-up.sh" "$E2E_SLOW_PROFILE" --no-nodelet || rc=$?
+	if ((rc == 0)); then
+		# Its output goes to a file, printed once it ends, so that it is
+		# not woven into the other lane's.
+		(
+			profile_load "$E2E_SLOW_PROFILE"
+			CGO_ENABLED=0 NODELET_E2E_ENV=$ENV_FILE go_test_logged e2e-slow "$STATIC_GO_FLAGS" -timeout 40m -count=1 -v -run "$E2E_SLOW_RUN" ./test/e2e/
+		) >"$slow_out" 2>&1 &
+		SLOW_PID=$!
+	fi
+	NODELET_BIN_GIVEN=${NODELET_BIN_GIVEN:-true} e2e_on_stack runtime "" "^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN|$E2E_SLOW_RUN" || rc=$?
+	if [[ -n $SLOW_PID ]]; then
+		wait "$SLOW_PID" || slow_rc=$?
+		SLOW_PID=''
+		log "--- the slow lane's output (stack $E2E_SLOW_PROFILE)"
+		cat "$slow_out"
+		((slow_rc == 0)) || rc=$slow_rc
+	fi
+	stop_slow_lane || rc=$?
 	return $rc
 }
 
@@ -236,7 +315,7 @@ e2e_on_stack() {
 		fi
 	fi
 	if ((rc == 0)); then
-		NODELET_E2E_HOST_ENV=$host_env NODELET_E2E_ENV=$ENV_FILE go_test_logged e2e -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
+		CGO_ENABLED=0 NODELET_E2E_HOST_ENV=$host_env NODELET_E2E_ENV=$ENV_FILE go_test_logged e2e "$STATIC_GO_FLAGS" -timeout 40m -count=1 -v ${run:+-run "$run"} ${skip:+-skip "$skip"} ./test/e2e/ || rc=$?
 	fi
 	if [[ -n $host_env ]]; then
 		"$REPO_ROOT/hack/host-kubelet.sh" "$E2E_PROFILE" down || rc=$?
@@ -269,7 +348,7 @@ suite_chaos() {
 	fi
 	if ((rc == 0)); then
 		# shellcheck disable=SC2086
-		NODELET_E2E_ENV=$ENV_FILE go_test_logged chaos -timeout 0 -count=1 -v -run '^TestChaos$' ./test/chaos/ \
+		CGO_ENABLED=0 NODELET_E2E_ENV=$ENV_FILE go_test_logged chaos "$STATIC_GO_FLAGS" -timeout 0 -count=1 -v -run '^TestChaos$' ./test/chaos/ \
 			-args -duration="$CHAOS_DURATION" -seed="$CHAOS_SEED" $CHAOS_FLAGS || rc=$?
 	fi
 	stop_e2e_stack || rc=$?

@@ -54,8 +54,7 @@ func (f *Framework) buildCSIPlugin(t *testing.T) string {
 			{filepath.Join(root, "test/csi/mockplugin"), ".", "mockplugin"},
 			{root, "./test/csi/registrar", "registrar"},
 		} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(csiBinDir, build.out), build.pkg)
-			cmd.Dir = build.dir
+			cmd := goBuild(build.dir, "-o", filepath.Join(csiBinDir, build.out), build.pkg)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				csiBuildErr = fmt.Errorf("building %s: %w\n%s", build.out, err, out)
 				return

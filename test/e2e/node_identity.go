@@ -221,8 +221,7 @@ func startApprover(t *testing.T, config *rest.Config, namespace string, args []s
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nodelet-approver")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/nodelet-approver")
-	build.Dir = root
+	build := goBuild(root, "-o", bin, "./cmd/nodelet-approver")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building nodelet-approver: %v\n%s", err, out)
 	}

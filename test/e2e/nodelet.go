@@ -73,13 +73,22 @@ func BuildNodelet(dir string) (string, error) {
 	// The agent network mode's CNI shim goes beside it, where nodelet
 	// looks for it.
 	for _, build := range [][]string{{"-o", bin, "."}, {"-o", filepath.Join(dir, "nodelet-cni"), "./cmd/nodelet-cni"}} {
-		cmd := exec.Command("go", append([]string{"build"}, build...)...)
-		cmd.Dir = root
+		cmd := goBuild(root, build...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("building nodelet in %s: %w\n%s", root, err, out)
 		}
 	}
 	return bin, nil
+}
+
+// goBuild is a go build in dir static and -trimpath, as hack/lib.sh's
+// build_nodelet and the suite's own test binary are built: with the same
+// flags they share their compiled packages.
+func goBuild(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", append([]string{"build", "-trimpath"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
 }
 
 // repoRoot is the nearest folder above the working directory (the
