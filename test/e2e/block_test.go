@@ -72,7 +72,7 @@ func TestCSIBlockVolumeIsMappedAndItsBytesOutliveThePod(t *testing.T) {
 	f.restartNodelet(t)
 	f.waitForPodGone(t, writer, 2*time.Minute)
 	plugin.waitForCall(t, handle, "NodeUnstageVolume", true, 2*time.Minute)
-	f.expectPodFolderGone(t, f.podDir(writer))
+	f.expectCSIPodFolderGone(t, f.podDir(writer))
 
 	reader := f.createPod(t, blockPod(ns, "reader", fmt.Sprintf(`echo "READ $(head -c %d /dev/xvda)"; exec sleep 3600`, len(text))))
 	reader = f.waitForPod(t, reader, 2*time.Minute, "to be Running and Ready with its block volume", runningAndReady)
@@ -103,7 +103,7 @@ func TestCSIBlockVolumeIsMappedAndItsBytesOutliveThePod(t *testing.T) {
 			t.Errorf("%s with staging path %s and capability %s, want %s and Block access", c.Method, c.StagingPath, c.Capability, staging)
 		}
 	}
-	f.expectPodFolderGone(t, f.podDir(reader))
+	f.expectCSIPodFolderGone(t, f.podDir(reader))
 	if _, err := os.Stat(staging); !os.IsNotExist(err) {
 		t.Errorf("the staging folder is left: %v", err)
 	}

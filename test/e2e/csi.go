@@ -67,6 +67,12 @@ func (f *Framework) buildCSIPlugin(t *testing.T) string {
 	return csiBinDir
 }
 
+// csiPluginTurn lets one test at a time run the plugin: every test's
+// plugin has the same driver name, socket and node ID. It lets the CSI
+// tests that do not kill nodelet run beside the parallel tests, one
+// after the other.
+var csiPluginTurn sync.Mutex
+
 // csiPlugin is a running plugin and registrar.
 type csiPlugin struct {
 	// dataDir holds each volume's files, by handle; hooksDir the
@@ -82,6 +88,10 @@ type csiPlugin struct {
 // podInfoOnMount: true, then mutate's changes).
 func (f *Framework) startCSIPlugin(t *testing.T, mutate func(*storagev1.CSIDriverSpec)) *csiPlugin {
 	t.Helper()
+	// Registered first, so released last: after the plugin is stopped
+	// and deregistered.
+	csiPluginTurn.Lock()
+	t.Cleanup(csiPluginTurn.Unlock)
 	bin := f.buildCSIPlugin(t)
 	dir := filepath.Join(f.Env.StateDir, "csi-"+namespacePrefix(t.Name()))
 	p := &csiPlugin{

@@ -21,6 +21,7 @@ import (
 // warning on the pod when its stats are read, and still tears down in
 // order.
 func TestCSIAbnormalVolumeGivesTheKubeletsWarning(t *testing.T) {
+	t.Parallel()
 	plugin := f.startCSIPlugin(t, nil)
 	ns := f.NewNamespace(t)
 	const handle = "vol-condition"
@@ -66,5 +67,5 @@ func TestCSIAbnormalVolumeGivesTheKubeletsWarning(t *testing.T) {
 	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	f.expectPodFolderGone(t, f.podDir(pod))
+	f.expectCSIPodFolderGone(t, f.podDir(pod))
 }

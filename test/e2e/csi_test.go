@@ -29,12 +29,13 @@ import (
 // into the CSINode and the Node, and a claim on a static csi
 // PersistentVolume staged and published for its pod, then unpublished
 // and unstaged, in that order, the plugin's call log the evidence.
-// They kill nodelet or run a plugin of a fixed name, so they run alone:
-// no t.Parallel.
+// Those that kill nodelet run alone (no t.Parallel); the others run
+// beside the parallel tests, one at a time (startCSIPlugin).
 
 // The driver asks for the pod's tokens and to be republished: the
 // publish call carries them, and is made again while the pod runs.
 func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
+	t.Parallel()
 	plugin := f.startCSIPlugin(t, func(s *storagev1.CSIDriverSpec) {
 		s.TokenRequests = []storagev1.TokenRequest{{Audience: csiTokenAudience}}
 		s.RequiresRepublish = ptr.To(true)
@@ -87,7 +88,7 @@ func TestCSIDriverRegistersAndAClaimIsStagedAndPublished(t *testing.T) {
 	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	f.expectPodFolderGone(t, f.podDir(pod))
+	f.expectCSIPodFolderGone(t, f.podDir(pod))
 }
 
 func TestCSIVolumeCallsStayInOrderAcrossNodeletKillsAndADriverRestart(t *testing.T) {
@@ -134,7 +135,7 @@ func TestCSIVolumeCallsStayInOrderAcrossNodeletKillsAndADriverRestart(t *testing
 			t.Errorf("call %s failed, not by the test's doing: %s", c.Method, c.Error)
 		}
 	}
-	f.expectPodFolderGone(t, f.podDir(pod))
+	f.expectCSIPodFolderGone(t, f.podDir(pod))
 }
 
 // expectCSIVolumeStats waits for the pod's claim "data", into which it
@@ -231,13 +232,21 @@ func grepLines(text, s string) []string {
 }
 
 // expectPodFolderGone waits until the pod's folder and every mount under
-// it are gone, and checks nothing of the driver's is left staged.
+// it are gone.
 func (f *Framework) expectPodFolderGone(t *testing.T, dir string) {
 	t.Helper()
 	await.Eventually(t, time.Minute, "the pod's folder and mounts to be gone", await.Condition(func(context.Context) (bool, error) {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err) && len(f.mountsUnder(t, dir)) == 0, nil
 	}))
+}
+
+// expectCSIPodFolderGone is expectPodFolderGone for the pod of a CSI
+// test, which also checks nothing of the mock driver's is left staged:
+// only the test holding the plugin's turn may ask that.
+func (f *Framework) expectCSIPodFolderGone(t *testing.T, dir string) {
+	t.Helper()
+	f.expectPodFolderGone(t, dir)
 	if staged := f.mountsUnder(t, filepath.Join(f.Env.NodeletRootDir, "plugins", "kubernetes.io", "csi", mockDriver)); len(staged) > 0 {
 		t.Errorf("still mounted after NodeUnstageVolume: %v", staged)
 	}
@@ -248,6 +257,7 @@ func (f *Framework) expectPodFolderGone(t *testing.T, dir string) {
 // external-attacher would), the Node lists the volume in volumesInUse
 // while it is used, and the controller detaches it once it is no longer.
 func TestCSIVolumeWaitsForItsAttachment(t *testing.T) {
+	t.Parallel()
 	plugin := f.startCSIPlugin(t, func(s *storagev1.CSIDriverSpec) { s.AttachRequired = ptr.To(true) })
 	ns := f.NewNamespace(t)
 	const handle = "vol-attach"
@@ -283,7 +293,7 @@ func TestCSIVolumeWaitsForItsAttachment(t *testing.T) {
 	if diff := cmp.Diff([]string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}, okCalls(plugin.calls(t, handle))); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	f.expectPodFolderGone(t, f.podDir(pod))
+	f.expectCSIPodFolderGone(t, f.podDir(pod))
 }
 
 // waitForVolumesInUse waits until the Node's status.volumesInUse lists
