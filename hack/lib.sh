@@ -52,20 +52,21 @@ NODELET_BIN=${NODELET_BIN:-$BIN_DIR/nodelet}
 # Node's nodeInfo.kubeletVersion shows it after the version of version.go.
 nodelet_commit() { git -C "$REPO_ROOT" describe --always --dirty --exclude '*' 2>/dev/null || true; }
 
+# STATIC_GO_FLAGS are build_nodelet's go flags beside CGO_ENABLED=0,
+# given with it to go vet and to the e2e and chaos test binaries too, so
+# that they compile nodelet's dependencies once for all of them.
+STATIC_GO_FLAGS=-trimpath
+
 # build_nodelet builds the working tree into $NODELET_BIN, stamped with
 # its commit: static (CGO_ENABLED=0) and -trimpath, as the image and the
 # release build it, so the stacks run what users run and the three builds
 # share their compiled packages (a flag that differs compiles everything
 # again: minutes on a cold machine).
-# STATIC_GO_FLAGS is the rest of that build's go flags, given with
-# CGO_ENABLED=0 to go vet and to the e2e and chaos test binaries too, so
-# that they compile nodelet's dependencies once for all of them.
-STATIC_GO_FLAGS=-trimpath
 build_nodelet() {
-	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-X main.commit=$(nodelet_commit)" -o "$NODELET_BIN" .)
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build "$STATIC_GO_FLAGS" -ldflags "-X main.commit=$(nodelet_commit)" -o "$NODELET_BIN" .)
 	# The CNI shim of the agent network mode, beside nodelet, where it
 	# looks for it.
-	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -o "$(dirname "$NODELET_BIN")/nodelet-cni" ./cmd/nodelet-cni)
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build "$STATIC_GO_FLAGS" -o "$(dirname "$NODELET_BIN")/nodelet-cni" ./cmd/nodelet-cni)
 }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
