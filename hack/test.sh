@@ -213,13 +213,16 @@ E2E_MODES=${E2E_MODES:-runtime agent userns companion systemd}
 E2E_COMPANION_RUN=^TestCompanion
 E2E_SYSTEMD_RUN=${E2E_SYSTEMD_RUN:-^(TestPodCgroupsFollowTheQOSClass|TestContainerPastItsMemoryLimitIsOOMKilled|TestQOSTiersAndPodPidsLimit|TestDeletedPodLeavesTheAPIInGraceAndNothingOnTheNode|TestInPlacePodResize)$}
 
+# What the runtime mode's run leaves to the other modes.
+E2E_RUNTIME_SKIP="^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN"
+
 suite_e2e() {
 	local rc=0
 	if [[ " $E2E_MODES " == *" runtime "* ]]; then
 		if [[ -z $E2E_RUN && -n $E2E_SLOW_RUN ]]; then
 			e2e_runtime_with_slow_lane || rc=$?
 		else
-			e2e_on_stack runtime "$E2E_RUN" "^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN" || rc=$?
+			e2e_on_stack runtime "$E2E_RUN" "$E2E_RUNTIME_SKIP" || rc=$?
 		fi
 	fi
 	if [[ " $E2E_MODES " == *" agent "* ]]; then
@@ -269,7 +272,7 @@ e2e_runtime_with_slow_lane() {
 		) >"$slow_out" 2>&1 &
 		SLOW_PID=$!
 	fi
-	NODELET_BIN_GIVEN=${NODELET_BIN_GIVEN:-true} e2e_on_stack runtime "" "^TestNetworkAgentMode|$E2E_USERNS_RUN|$E2E_COMPANION_RUN|$E2E_SLOW_RUN" || rc=$?
+	NODELET_BIN_GIVEN=${NODELET_BIN_GIVEN:-true} e2e_on_stack runtime "" "$E2E_RUNTIME_SKIP|$E2E_SLOW_RUN" || rc=$?
 	if [[ -n $SLOW_PID ]]; then
 		wait "$SLOW_PID" || slow_rc=$?
 		SLOW_PID=''
