@@ -190,6 +190,8 @@ func run(ctx context.Context, opts Options) error {
 		Recorder:        recorder,
 	}, clientset, clk, log.WithName("volume"))
 	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats, Abnormal: podVolumes.ClaimVolumesAbnormal})
+	spreadPodFolders(log, podVolumes.PodsDir(), 0o750)
+	spreadPodFolders(log, opts.PodLogDir, 0o755)
 	userNamespaces, err := newUserNamespaces(opts, podVolumes, log)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 
+	"github.com/nodelet/nodelet/internal/topdir"
 	"github.com/nodelet/nodelet/userns"
 	"github.com/nodelet/nodelet/volume"
 )
@@ -31,6 +32,25 @@ func lockRootDir(rootDir string) (func(), error) {
 		return nil, fmt.Errorf("another nodelet holds %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// spreadPodFolders makes dir, a folder that holds one folder per pod (the
+// pods' own, their logs'), with mode, and has the file system spread
+// those over its disk (package topdir), so that a burst of pods does not
+// allocate every inode beside the last burst's freed ones. A folder that
+// cannot be made is left to the code that writes in it, which then fails
+// with the pod.
+func spreadPodFolders(log logr.Logger, dir string, mode os.FileMode) {
+	if err := os.MkdirAll(dir, mode); err != nil {
+		log.Error(err, "Could not make the pods' folder", "dir", dir)
+		return
+	}
+	marked, err := topdir.Mark(dir)
+	if err != nil {
+		log.Error(err, "Could not mark the pods' folder as the top of unrelated folders; its file system keeps them close", "dir", dir)
+		return
+	}
+	log.V(1).Info("Marked the pods' folder for spreading", "dir", dir, "marked", marked)
 }
 
 // newUserNamespaces hands out the ID ranges of pods with hostUsers: false,

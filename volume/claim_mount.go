@@ -170,7 +170,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 // volume of the same name is not it). Read from the disk, so it holds
 // after a restart.
 func (m *Manager) volumeUsers(pv string) ([]types.UID, error) {
-	pods := filepath.Join(m.rootDir, "pods")
+	pods := m.PodsDir()
 	var users []types.UID
 	for _, pattern := range []string{
 		filepath.Join(pods, "*", "volumes", pluginLocalVolume, pv),

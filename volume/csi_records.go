@@ -40,7 +40,7 @@ func removeUnmounted(dir string) error {
 
 // csiRecords reads every CSI record on the node but the one at except.
 func (m *Manager) csiRecords(except string) ([]csiRecord, error) {
-	paths, err := filepath.Glob(filepath.Join(m.rootDir, "pods", "*", "volumes", pluginCSI, "*", csiVolumeDataFile))
+	paths, err := filepath.Glob(filepath.Join(m.PodsDir(), "*", "volumes", pluginCSI, "*", csiVolumeDataFile))
 	if err != nil {
 		return nil, err
 	}

@@ -231,7 +231,12 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 
 // PodDir is the pod's own folder (<RootDir>/pods/<uid>).
 func (m *Manager) PodDir(uid types.UID) string {
-	return filepath.Join(m.rootDir, "pods", string(uid))
+	return filepath.Join(m.PodsDir(), string(uid))
+}
+
+// PodsDir is the folder of the pods' folders.
+func (m *Manager) PodsDir() string {
+	return filepath.Join(m.rootDir, "pods")
 }
 
 func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {

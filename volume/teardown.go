@@ -57,7 +57,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	// removes; nothing can be mounted into the tree removed here after
 	// unmountAll found it empty of mounts, so RemoveAll never reaches into
 	// a volume.
-	removing := filepath.Join(m.rootDir, "pods", fmt.Sprintf("%s%s-%d", removingPrefix, uid, m.removals.Add(1)))
+	removing := filepath.Join(m.PodsDir(), fmt.Sprintf("%s%s-%d", removingPrefix, uid, m.removals.Add(1)))
 	if err := os.Rename(dir, removing); err != nil {
 		return fmt.Errorf("tearing down volumes of pod %s: %w", uid, err)
 	}
@@ -84,7 +84,7 @@ const removingPrefix = ".removing-"
 // removingFolders are the pod's folders being removed, or left half
 // removed by a teardown that failed or a nodelet that died.
 func (m *Manager) removingFolders(uid types.UID) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(m.rootDir, "pods"))
+	entries, err := os.ReadDir(m.PodsDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -94,7 +94,7 @@ func (m *Manager) removingFolders(uid types.UID) ([]string, error) {
 	var dirs []string
 	for _, entry := range entries {
 		if owner, ok := removingOwner(entry.Name()); ok && owner == uid {
-			dirs = append(dirs, filepath.Join(m.rootDir, "pods", entry.Name()))
+			dirs = append(dirs, filepath.Join(m.PodsDir(), entry.Name()))
 		}
 	}
 	return dirs, nil
@@ -176,7 +176,7 @@ func UnmountAll(dir string, log logr.Logger) error {
 // ListPods lists the pods with folders present (being removed or not), for
 // sweeping orphans.
 func (m *Manager) ListPods() ([]types.UID, error) {
-	entries, err := os.ReadDir(filepath.Join(m.rootDir, "pods"))
+	entries, err := os.ReadDir(m.PodsDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
