@@ -123,12 +123,18 @@ func run(ctx context.Context, opts Options) error {
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only this node's pods, filtered by the API server.
-			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
-			// Only this node.
-			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				// Only this node's pods, filtered by the API server.
+				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
+				// Only this node.
+				&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			},
+			// nodelet never reads who manages which field; without them
+			// every cached object is smaller, and so is every copy a
+			// read from the cache makes.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Read straight from the API server: a cached Get would start
 			// a cluster-wide watch that the node's identity may not make.

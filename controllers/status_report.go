@@ -89,7 +89,8 @@ func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged
 	if err != nil {
 		return false, fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
 	}
-	patched := pod.DeepCopy()
+	// The answer, the whole Pod, is decoded into patched: no copy of pod.
+	patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	err = r.Client.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, patch))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):

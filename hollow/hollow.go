@@ -132,10 +132,13 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 	// The same caches as a real node's (main.go).
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme: scheme,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:  {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
-			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}:  {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
+				&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			},
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 		Client: client.Options{Cache: &client.CacheOptions{
 			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}},
 		}},
