@@ -299,7 +299,7 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	if order, ok := r.eviction(pod.UID); ok {
 		return r.evictPod(ctx, pod, status, order)
 	}
-	requeue.at(podstatus.ActiveDeadline(pod))
+	requeue.at(podstatus.DeadlineCheck(pod, now))
 	// As the kubelet: while the network is not ready only pods on the
 	// host's network run; the others wait, looking again shortly.
 	if err := r.networkError(); err != nil && !pod.Spec.HostNetwork {

@@ -28,6 +28,17 @@ func ActiveDeadline(pod *corev1.Pod) time.Time {
 	return pod.Status.StartTime.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
 }
 
+// DeadlineCheck is when the pod's reconcile must look at its deadline
+// again: the deadline, or, for a pod that has none yet for want of a
+// startTime (its first sync, whose status gives it one of now or later),
+// activeDeadlineSeconds from now, which comes no later. Zero: never.
+func DeadlineCheck(pod *corev1.Pod, now time.Time) time.Time {
+	if deadline := ActiveDeadline(pod); !deadline.IsZero() || pod.Spec.ActiveDeadlineSeconds == nil {
+		return deadline
+	}
+	return now.Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+}
+
 // DeadlineFailure is the pod's failure if it has run past its deadline at
 // now, else nil. The spec's deadline may change while the pod runs; the
 // current one counts.

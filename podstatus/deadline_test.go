@@ -20,9 +20,11 @@ func TestDeadlineFailure(t *testing.T) {
 		startTime *metav1.Time
 		want      *Failure
 		wantAt    time.Time
+		// wantCheck is DeadlineCheck's answer when it is not wantAt.
+		wantCheck time.Time
 	}{
 		"no deadline":         {startTime: &start},
-		"not started yet":     {deadline: ptr.To[int64](10)},
+		"not started yet":     {deadline: ptr.To[int64](10), wantCheck: lifecycleNow.Add(10 * time.Second)},
 		"before the deadline": {deadline: ptr.To[int64](61), startTime: &start, wantAt: lifecycleNow.Add(time.Second)},
 		"at the deadline": {deadline: ptr.To[int64](60), startTime: &start, wantAt: lifecycleNow,
 			want: &Failure{Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}},
@@ -35,6 +37,13 @@ func TestDeadlineFailure(t *testing.T) {
 			}
 			if got := ActiveDeadline(pod); !got.Equal(tc.wantAt) {
 				t.Errorf("ActiveDeadline() = %v, want %v", got, tc.wantAt)
+			}
+			wantCheck := tc.wantCheck
+			if wantCheck.IsZero() {
+				wantCheck = tc.wantAt
+			}
+			if got := DeadlineCheck(pod, lifecycleNow); !got.Equal(wantCheck) {
+				t.Errorf("DeadlineCheck() = %v, want %v", got, wantCheck)
 			}
 		})
 	}
