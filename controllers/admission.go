@@ -188,7 +188,7 @@ func wasAdmitted(ctx context.Context, pod *corev1.Pod, read admissionReader) (bo
 
 // podPhaseTerminal: a pod that ended holds nothing of the node any more.
 func podPhaseTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	return podstatus.IsTerminalPhase(pod.Status.Phase)
 }
 
 // admissionReader reads for judging: the node's pods and its Node from the

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -49,7 +50,7 @@ func (g *ContainerGC) DeleteAllUnusedContainers(ctx context.Context) (int, error
 	terminated := make(map[types.UID]bool, len(pods.Items))
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		terminated[pod.UID] = pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		terminated[pod.UID] = podstatus.IsTerminalPhase(pod.Status.Phase)
 	}
 	removed := 0
 	var errs []error

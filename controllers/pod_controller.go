@@ -197,7 +197,8 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) erro
 func (r *PodReconciler) podUpdated(e event.UpdateEvent) bool {
 	r.noticeGracePeriod(e)
 	pod, ok := e.ObjectNew.(*corev1.Pod)
-	return !ok || !r.written.echoes(pod)
+	old, _ := e.ObjectOld.(*corev1.Pod)
+	return !ok || !r.written.echoes(old, pod)
 }
 
 // Reconcile brings one pod, named by namespace/name, to what its Pod asks.

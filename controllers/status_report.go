@@ -91,7 +91,11 @@ func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged
 	}
 	// The answer, the whole Pod, is decoded into patched: no copy of pod.
 	patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	r.written.send(pod.UID, pod.ResourceVersion, merged)
 	err = r.Client.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, patch))
+	if err != nil {
+		r.written.unsend(pod.UID)
+	}
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):
 		// Gone from the API (a node may not even read a deleted pod), or

@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/podstatus"
 )
 
 // writtenStatuses remembers, for each pod, the status nodelet last wrote
@@ -17,6 +20,17 @@ import (
 type writtenStatuses struct {
 	mu    sync.Mutex
 	byUID map[types.UID]writtenStatus
+	// sending holds each pod's write on its way to the API server: the
+	// watch may bring its echo before its answer comes.
+	sending map[types.UID]sentStatus
+}
+
+// sentStatus is a status write sent and not answered yet.
+type sentStatus struct {
+	// from are the Pod's resourceVersions the write may apply to: the one
+	// it was made against and, when that one was stale, the last write's.
+	from   []string
+	status corev1.PodStatus
 }
 
 type writtenStatus struct {
@@ -48,6 +62,31 @@ func (w *writtenStatuses) record(uid types.UID, basedOn, latest string, status c
 	}
 	delete(stale, latest)
 	w.byUID[uid] = writtenStatus{status: *status.DeepCopy(), latest: latest, stale: stale}
+	delete(w.sending, uid)
+}
+
+// send notes a write of status sent against the Pod at resourceVersion
+// basedOn, until record (its answer) or unsend (its failure).
+func (w *writtenStatuses) send(uid types.UID, basedOn string, status corev1.PodStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sending == nil {
+		w.sending = map[types.UID]sentStatus{}
+	}
+	from := []string{basedOn}
+	if prev, ok := w.byUID[uid]; ok && prev.stale[basedOn] {
+		// Made from the status the last write wrote (current), so on top
+		// of that write.
+		from = append(from, prev.latest)
+	}
+	w.sending[uid] = sentStatus{from: from, status: *status.DeepCopy()}
+}
+
+// unsend forgets a write that failed.
+func (w *writtenStatuses) unsend(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.sending, uid)
 }
 
 // current gives pod, as read from the cache, the status last written when
@@ -68,20 +107,22 @@ func (w *writtenStatuses) current(pod *corev1.Pod) *corev1.Pod {
 	return pod
 }
 
-// echoes reports whether pod, as an update from the API server brings it,
-// is what nodelet's last status write made of it, to the version: the
+// echoes reports whether pod, as an update from old brings it, is what
+// nodelet's last status write made of it: the version that write's answer
+// named, or, before the answer has come, the version after the one the
+// write in flight was made against, holding the status it sent. The
 // reconcile that wrote it has seen all it holds, so it needs no other. A
 // terminal status is no mere echo: it takes the pod to its teardown,
 // which the pod's next reconcile does.
-func (w *writtenStatuses) echoes(pod *corev1.Pod) bool {
+func (w *writtenStatuses) echoes(old, pod *corev1.Pod) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	written, ok := w.byUID[pod.UID]
-	if !ok || written.latest != pod.ResourceVersion {
-		return false
+	if written, ok := w.byUID[pod.UID]; ok && written.latest == pod.ResourceVersion {
+		return !podstatus.IsTerminalPhase(written.status.Phase)
 	}
-	phase := written.status.Phase
-	return phase != corev1.PodSucceeded && phase != corev1.PodFailed
+	sent, ok := w.sending[pod.UID]
+	return ok && old != nil && slices.Contains(sent.from, old.ResourceVersion) &&
+		!podstatus.IsTerminalPhase(sent.status.Phase) && podstatus.Equal(sent.status, pod.Status)
 }
 
 // forget drops what is remembered of a pod nodelet removed.
@@ -89,4 +130,5 @@ func (w *writtenStatuses) forget(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.byUID, uid)
+	delete(w.sending, uid)
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,9 +104,83 @@ func TestAnEchoIsTheLastWriteToTheVersionAndNotTerminal(t *testing.T) {
 		{pod("succeeded", "31"), false},
 		{pod("never-written", "12"), false},
 	} {
-		if got := w.echoes(tc.pod); got != tc.want {
+		old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: tc.pod.UID, ResourceVersion: "1"}}
+		if got := w.echoes(old, tc.pod); got != tc.want {
 			t.Errorf("echoes(%s at %s) = %v, want %v", tc.pod.UID, tc.pod.ResourceVersion, got, tc.want)
 		}
+	}
+}
+
+// The watch may bring a write's echo before its answer: an update from
+// the version the write in flight was made against, holding the status it
+// sent, is that echo.
+func TestAnEchoMayComeBeforeTheWritesAnswer(t *testing.T) {
+	started := metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 500_000_000, time.UTC))
+	sent := corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}
+	update := func(from, to string, status corev1.PodStatus) (*corev1.Pod, *corev1.Pod) {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: from}},
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: to}, Status: status}
+	}
+	// What the API server keeps: times to the second.
+	stored := *sent.DeepCopy()
+	stored.StartTime = &metav1.Time{Time: started.Truncate(time.Second)}
+	for name, tc := range map[string]struct {
+		sent     corev1.PodStatus
+		failed   bool
+		from, to string
+		holds    corev1.PodStatus
+		want     bool
+	}{
+		"from the version written against, holding what was sent": {
+			sent: sent, from: "10", to: "11", holds: stored, want: true,
+		},
+		"from another version: someone else's change came between": {
+			sent: sent, from: "11", to: "12", holds: stored,
+		},
+		"holding something else": {
+			sent: sent, from: "10", to: "11", holds: corev1.PodStatus{Phase: corev1.PodFailed},
+		},
+		"a terminal status is never an echo": {
+			sent: corev1.PodStatus{Phase: corev1.PodSucceeded}, from: "10", to: "11", holds: corev1.PodStatus{Phase: corev1.PodSucceeded},
+		},
+		"the write failed": {
+			sent: sent, failed: true, from: "10", to: "11", holds: stored,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var w writtenStatuses
+			w.send("u1", "10", tc.sent)
+			if tc.failed {
+				w.unsend("u1")
+			}
+			old, pod := update(tc.from, tc.to, tc.holds)
+			if got := w.echoes(old, pod); got != tc.want {
+				t.Errorf("echoes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// A write made against a version the cache still held after an earlier
+	// write lands on top of that write: its echo comes from the earlier
+	// write's version.
+	var chained writtenStatuses
+	chained.record("u1", "10", "11", corev1.PodStatus{Phase: corev1.PodPending})
+	chained.send("u1", "10", sent)
+	if old, pod := update("11", "12", stored); !chained.echoes(old, pod) {
+		t.Error("the echo of a write made on top of an earlier one was let through")
+	}
+	if old, pod := update("10", "12", stored); !chained.echoes(old, pod) {
+		t.Error("the echo of a write made against the version the cache held was let through")
+	}
+
+	// Once answered, the answer's version is the echo, as for any write.
+	var w writtenStatuses
+	w.send("u1", "10", sent)
+	w.record("u1", "10", "11", stored)
+	if len(w.sending) != 0 {
+		t.Errorf("%d writes still in flight after the answer", len(w.sending))
+	}
+	if old, pod := update("10", "11", stored); !w.echoes(old, pod) {
+		t.Error("the answered write's version is not its echo")
 	}
 }
 

@@ -114,7 +114,7 @@ func Generate(in Input) corev1.PodStatus {
 	v.setStartedAndReady(&s)
 
 	s.Phase = phaseOf(pod, s.InitContainerStatuses, s.ContainerStatuses, terminal, v.activeRegularContainerExists())
-	if terminal && !isTerminalPhase(s.Phase) {
+	if terminal && !IsTerminalPhase(s.Phase) {
 		s.Phase = corev1.PodFailed
 	}
 	if in.Failure != nil && terminal {

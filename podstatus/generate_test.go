@@ -1198,11 +1198,11 @@ func FuzzGeneratePodStatus(f *testing.F) {
 		switch got.Phase {
 		case corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
 		default:
-			if !(old.Phase == got.Phase && isTerminalPhase(old.Phase)) {
+			if !(old.Phase == got.Phase && IsTerminalPhase(old.Phase)) {
 				t.Errorf("phase %q is not one nodelet reports", got.Phase)
 			}
 		}
-		if isTerminalPhase(old.Phase) && got.Phase != old.Phase {
+		if IsTerminalPhase(old.Phase) && got.Phase != old.Phase {
 			t.Errorf("phase went from terminal %s to %s", old.Phase, got.Phase)
 		}
 		if merged := Merge(old, got); !equality.Semantic.DeepEqual(merged, got) {
@@ -1212,7 +1212,7 @@ func FuzzGeneratePodStatus(f *testing.F) {
 		if in.Runtime != nil {
 			running = anyContainerRunning(in.Runtime)
 		}
-		if in.Terminal && !running && !isTerminalPhase(got.Phase) {
+		if in.Terminal && !running && !IsTerminalPhase(got.Phase) {
 			t.Errorf("a terminal pod with nothing running has phase %s", got.Phase)
 		}
 		for _, pair := range [][2][]corev1.ContainerStatus{
@@ -1225,7 +1225,7 @@ func FuzzGeneratePodStatus(f *testing.F) {
 				}
 			}
 		}
-		if isTerminalPhase(got.Phase) && conditionTrue(got.Conditions, corev1.PodReady) {
+		if IsTerminalPhase(got.Phase) && conditionTrue(got.Conditions, corev1.PodReady) {
 			t.Errorf("a %s pod is Ready", got.Phase)
 		}
 		for _, c := range got.Conditions {

@@ -25,7 +25,7 @@ import (
 func Merge(old corev1.PodStatus, generated corev1.PodStatus) corev1.PodStatus {
 	s := *generated.DeepCopy()
 
-	if isTerminalPhase(old.Phase) {
+	if IsTerminalPhase(old.Phase) {
 		s.Phase = old.Phase
 	}
 	if s.Phase == old.Phase {
@@ -37,7 +37,7 @@ func Merge(old corev1.PodStatus, generated corev1.PodStatus) corev1.PodStatus {
 	s.EphemeralContainerStatuses = mergeContainerStatuses(old.EphemeralContainerStatuses, s.EphemeralContainerStatuses)
 
 	s.Conditions = mergeConditions(old.Conditions, s.Conditions)
-	if isTerminalPhase(s.Phase) && (conditionTrue(s.Conditions, corev1.PodReady) || conditionTrue(s.Conditions, corev1.ContainersReady)) {
+	if IsTerminalPhase(s.Phase) && (conditionTrue(s.Conditions, corev1.PodReady) || conditionTrue(s.Conditions, corev1.ContainersReady)) {
 		reason := reasonPodCompleted
 		if s.Phase == corev1.PodFailed {
 			reason = reasonPodFailed

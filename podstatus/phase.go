@@ -213,6 +213,7 @@ func phaseOf(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, t
 	}
 }
 
-func isTerminalPhase(phase corev1.PodPhase) bool {
+// IsTerminalPhase reports whether a pod in phase has ended for good.
+func IsTerminalPhase(phase corev1.PodPhase) bool {
 	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
