@@ -32,6 +32,9 @@ type cachedPod struct {
 	// pod's record without reading it again (Outdate): a record read
 	// before then is out of date however fresh later relists are.
 	outdatedAt time.Time
+	// settled is true once a reconcile found nothing left to do on this
+	// record (Settle): a runtime holding just what it holds is no news.
+	settled bool
 }
 
 func NewCache() *Cache {
@@ -48,6 +51,26 @@ func (c *Cache) Set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
 		return
 	}
 	c.pods[uid] = cachedPod{status: status, modified: t, outdatedAt: old.outdatedAt}
+}
+
+// Settle notes that a reconcile found nothing left to do on status, the
+// pod's record it read. A record stored since is not settled.
+func (c *Cache) Settle(uid types.UID, status *noderuntime.PodStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if entry, ok := c.pods[uid]; ok && entry.status == status {
+		entry.settled = true
+		c.pods[uid] = entry
+	}
+}
+
+// settledOn reports whether the pod's record is settled and holds the
+// objects listed holds, in the same states.
+func (c *Cache) settledOn(uid types.UID, listed *noderuntime.PodStatus) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	entry, ok := c.pods[uid]
+	return ok && entry.settled && sameObjects(entry.status, listed)
 }
 
 // Delete drops a pod the runtime no longer has.

@@ -32,10 +32,12 @@ type Runtime interface {
 }
 
 // PLEG relists the runtime every period, diffs the result with the previous
-// relist and sends a GenericEvent for every pod whose runtime state changed;
-// it also keeps the pod cache the reconciles read: the record of a changed
-// pod is read at once when the cache has none, and otherwise outdated for
-// the reconcile to read (leaveRead). Where the runtime streams container
+// relist and sends a GenericEvent for every pod whose runtime state changed,
+// but to the pods whose reconcile already read that state and found nothing
+// left to do (Cache.Settle); it also keeps the pod cache the reconciles
+// read: the record of a changed pod is read at once when the cache has
+// none, and otherwise outdated for the reconcile to read (leaveRead).
+// Where the runtime streams container
 // events, each event does this for its pod at once and relisting slows to
 // a safety net; where it answers Unimplemented (containerd 1.6),
 // relisting carries on alone.
@@ -222,6 +224,11 @@ func (p *PLEG) Relist(ctx context.Context, resync bool) {
 			continue
 		}
 		if p.leaveRead(uid, current[uid], listed) {
+			if p.cache.settledOn(uid, current[uid]) {
+				// The reconcile that read the pod so found nothing to
+				// do: waking it again would find nothing either.
+				delete(changed, uid)
+			}
 			continue
 		}
 		podStatus, err := p.runtime.GetPodStatus(ctx, uid)

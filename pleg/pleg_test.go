@@ -168,6 +168,61 @@ func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
 	}
 }
 
+// A pod whose reconcile read its new state and settled it (nothing left to
+// do) gets no event from the relist that finds the runtime just so; a pod
+// whose record is settled but that changed again, or whose record was
+// never settled, does.
+func TestRelistSendsNoEventForAStateItsReconcileSettled(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	sb := func(id string) map[string]noderuntime.SandboxState { return map[string]noderuntime.SandboxState{id: ready} }
+	running := func(id string) map[string]noderuntime.ContainerState {
+		return map[string]noderuntime.ContainerState{id: run}
+	}
+	cache := NewCache()
+	// a and b were read by the reconciles that started them, which found
+	// nothing more to do; c's reconcile did not settle its read.
+	settledA := pod("a", sb("s1"), running("c1"))
+	settledB := pod("b", sb("s2"), running("c2"))
+	cache.Set("a", settledA, clk.Now())
+	cache.Set("b", settledB, clk.Now())
+	cache.Set("c", pod("c", sb("s3"), running("c3")), clk.Now())
+	cache.Settle("a", settledA)
+	cache.Settle("b", settledB)
+	// Settling a record the cache no longer holds settles nothing.
+	cache.Settle("c", pod("c", sb("s3"), running("c3")))
+	rt := plegtest.NewRuntime(
+		pod("a", sb("s1"), running("c1")),
+		// b's container exited after its reconcile's read.
+		pod("b", sb("s2"), map[string]noderuntime.ContainerState{"c2": exitted}),
+		pod("c", sb("s3"), running("c3")),
+	)
+	clk.Step(time.Second)
+	events := make(chan event.GenericEvent, 10)
+	pleg := New(rt, cache, events, time.Second, clk, logr.Discard())
+	pleg.Relist(context.Background(), false)
+
+	sent := map[string]bool{}
+	for len(events) > 0 {
+		sent[(<-events).Object.GetName()] = true
+	}
+	if want := map[string]bool{"pod-b": true, "pod-c": true}; !cmp.Equal(sent, want) {
+		t.Errorf("events for %v, want %v: a's state is the one its reconcile settled", sent, want)
+	}
+	if got, ok := cache.GetFresh("a"); !ok || got != settledA {
+		t.Errorf("pod a's record = %v, %v; want the settled read, fresh as of the relist", got, ok)
+	}
+	// A record stored after the settled one is not settled.
+	cache.Set("a", pod("a", sb("s1"), running("c1")), clk.Now())
+	if cache.settledOn("a", pod("a", sb("s1"), running("c1"))) {
+		t.Error("a record stored after the settled one counts as settled")
+	}
+	// The resync still sends every pod.
+	pleg.Relist(context.Background(), true)
+	if got := len(events); got != 3 {
+		t.Errorf("events after a resync = %d, want 3", got)
+	}
+}
+
 // A record the relist found out of date and left to the pod's reconcile
 // stays out of date through the relists that follow, which see no further
 // change of the pod: otherwise a reconcile that starts late (its worker
