@@ -20,6 +20,7 @@ func (m *Manager) RemovePod(ctx context.Context, status *PodStatus) error {
 		}
 	}
 	for _, sb := range status.Sandboxes {
+		m.readySandboxes.forget(sb.ID)
 		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
 		}
@@ -54,6 +55,7 @@ func (m *Manager) RemoveDead(ctx context.Context, status *PodStatus, dead Dead) 
 		}
 	}
 	for _, sb := range dead.Sandboxes {
+		m.readySandboxes.forget(sb.ID)
 		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
 		} else {

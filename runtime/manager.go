@@ -125,6 +125,9 @@ type Manager struct {
 	// stops are the containers nodelet asked to stop: their SIGKILL is
 	// nodelet's, not the OOM killer's.
 	stops stopRequests
+	// readySandboxes spares a status call for every read of a ready
+	// sandbox but the first.
+	readySandboxes readySandboxes
 }
 
 // prepareSubPath is the volume mount's sub path as the runtime is to mount it.

@@ -80,7 +80,9 @@ func (m *Manager) withPodIPs(ctx context.Context, pod *corev1.Pod, podStatus *Po
 			m.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedStatusPodSandBox", "Unable to get pod sandbox status: %v", grpcMessage(err))
 			return nil, fmt.Errorf("getting status of new sandbox %s of pod %s: %w", sandboxID, klog.KObj(pod), err)
 		}
-		withIPs.podIPs = sandboxFromStatus(resp.GetStatus()).IPs
+		sandbox := sandboxFromStatus(resp.GetStatus())
+		m.readySandboxes.set(pod.UID, sandbox)
+		withIPs.podIPs = sandbox.IPs
 	default:
 		withIPs.podIPs = podStatus.IPs()
 	}

@@ -41,6 +41,13 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 
 	// Each object's slot is filled by its own call; nil is one gone
 	// between the list and its status.
+	ready := map[string]bool{}
+	for _, sb := range sandboxes {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready[sb.Id] = true
+		}
+	}
+	m.readySandboxes.keepListed(uid, ready)
 	sandboxStatuses := make([]*SandboxStatus, len(sandboxes))
 	containerStatuses := make([]*ContainerStatus, len(containers))
 	reads, readCtx := errgroup.WithContext(ctx)
@@ -83,20 +90,24 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 }
 
 // sandboxStatus is one listed sandbox as GetPodStatus reports it: a ready
-// one from its status call, the only one with a network worth reading;
-// nil when it went in between.
+// one from its status call (once: readySandboxes), the only one with a
+// network worth reading; nil when it went in between.
 func (m *Manager) sandboxStatus(ctx context.Context, uid types.UID, sb *runtimeapi.PodSandbox) (*SandboxStatus, error) {
 	if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return sandboxFromList(sb), nil
 	}
-	resp, err := m.runtime.PodSandboxStatus(ctx, sb.Id, false)
-	if crierrors.IsNotFound(err) {
-		return nil, nil
+	sandbox, known := m.readySandboxes.get(sb.Id)
+	if !known {
+		resp, err := m.runtime.PodSandboxStatus(ctx, sb.Id, false)
+		if crierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("getting status of sandbox %s of pod %s: %w", sb.Id, uid, err)
+		}
+		sandbox = sandboxFromStatus(resp.GetStatus())
+		m.readySandboxes.set(uid, sandbox)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("getting status of sandbox %s of pod %s: %w", sb.Id, uid, err)
-	}
-	sandbox := sandboxFromStatus(resp.GetStatus())
 	if m.config.SandboxIPs != nil && !sandbox.HostNetwork {
 		// nodelet ran the network configuration: its result is
 		// first-hand, and withdrawn when a CHECK finds the network

@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -116,5 +117,71 @@ func TestGetPodStatusMakesTheCallsOfEachRoundAtOnce(t *testing.T) {
 	}
 	if len(status.Containers) != 2 || !names["app"] || !names["helper"] {
 		t.Errorf("containers = %+v, want app and helper running", status.Containers)
+	}
+}
+
+// A ready sandbox's status is asked of the runtime once: nothing in it
+// changes while the sandbox stays ready. Once the runtime lists it as not
+// ready, its state and the rest come from the list again.
+func TestAReadySandboxsStatusIsReadOnce(t *testing.T) {
+	e := newSyncTestEnv(t)
+	now := e.clock.Now()
+	sandbox := func(id string, state runtimeapi.PodSandboxState) *critest.FakePodSandbox {
+		return &critest.FakePodSandbox{PodSandboxStatus: runtimeapi.PodSandboxStatus{
+			Id:        id,
+			Metadata:  &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
+			State:     state,
+			CreatedAt: now.Add(-time.Minute).UnixNano(),
+			Labels:    map[string]string{LabelPodUID: "uid-1", LabelPodName: "web", LabelPodNamespace: "default"},
+			Network:   &runtimeapi.PodSandboxNetworkStatus{Ip: "10.244.0.5"},
+		}}
+	}
+	statusCalls := func() int {
+		n := 0
+		for _, call := range e.runtime.GetCalls() {
+			if call == "PodSandboxStatus" {
+				n++
+			}
+		}
+		return n
+	}
+	read := func(want SandboxState) {
+		t.Helper()
+		status, err := e.m.GetPodStatus(context.Background(), "uid-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A sandbox not ready has no network worth reading.
+		if len(status.Sandboxes) != 1 || status.Sandboxes[0].State != want ||
+			(want == SandboxReady) != slices.Equal(status.Sandboxes[0].IPs, []string{"10.244.0.5"}) {
+			t.Fatalf("sandboxes = %+v, want one %s, with its IP when ready", status.Sandboxes, want)
+		}
+	}
+
+	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{sandbox("sandbox-1", runtimeapi.PodSandboxState_SANDBOX_READY)})
+	read(SandboxReady)
+	read(SandboxReady)
+	if got := statusCalls(); got != 1 {
+		t.Errorf("PodSandboxStatus called %d times for two reads of a ready sandbox, want 1", got)
+	}
+	// Stopped: the list says so, and the status known of it goes.
+	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{sandbox("sandbox-1", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)})
+	read(SandboxNotReady)
+	if _, ok := e.m.readySandboxes.get("sandbox-1"); ok {
+		t.Error("the status of a sandbox listed not ready is still kept")
+	}
+	// A new sandbox is a new ID: its status is read.
+	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{sandbox("sandbox-2", runtimeapi.PodSandboxState_SANDBOX_READY)})
+	read(SandboxReady)
+	if got := statusCalls(); got != 2 {
+		t.Errorf("PodSandboxStatus called %d times in all, want 2: once per ready sandbox", got)
+	}
+	// Gone from the runtime's list of the pod: forgotten.
+	e.runtime.SetFakeSandboxes(nil)
+	if _, err := e.m.GetPodStatus(context.Background(), "uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.m.readySandboxes.get("sandbox-2"); ok {
+		t.Error("the status of a sandbox the runtime no longer lists is still kept")
 	}
 }

@@ -338,7 +338,9 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		if sb.State != SandboxReady {
 			continue
 		}
-		if err := m.runtime.StopPodSandbox(ctx, sb.ID); err != nil && !crierrors.IsNotFound(err) {
+		err := m.runtime.StopPodSandbox(ctx, sb.ID)
+		m.readySandboxes.forget(sb.ID)
+		if err != nil && !crierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stopping sandbox %s of pod %s/%s: %w", sb.ID, podStatus.Namespace, podStatus.Name, err))
 		}
 	}
