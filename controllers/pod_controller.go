@@ -382,20 +382,6 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *no
 	return requeue.result(r.Clock.Now()), nil
 }
 
-// settle tells the PLEG's cache that the pod's record, read after this
-// sync, leaves nothing to do: no error to retry, nothing to start, kill or
-// resize, no back-off to wait out. The relist that then finds the runtime
-// holding just that sends no event, and no reconcile repeats this one.
-func (r *PodReconciler) settle(pod *corev1.Pod, status *noderuntime.PodStatus, result noderuntime.SyncResult) {
-	if result.Err != nil || len(result.ContainerErrors) > 0 {
-		return
-	}
-	next := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), r.Clock.Now())
-	if next.NoChange() && len(next.ContainersInBackOff) == 0 {
-		r.cache.Settle(pod.UID, status)
-	}
-}
-
 // gatherEnv reads, only when containers are about to start, what they start
 // with: the ConfigMaps and Secrets their env names, the Services, the
 // node's allocatable and the pull secrets. It reports whether a read failed

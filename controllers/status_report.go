@@ -38,6 +38,20 @@ func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *nod
 	return status, r.writeStatus(ctx, pod, status, terminal)
 }
 
+// settle tells the PLEG's cache that the pod's record, read after this
+// sync, leaves nothing to do: no error to retry, nothing to start, kill or
+// resize, no back-off to wait out. The relist that then finds the runtime
+// holding just that sends no event, and no reconcile repeats this one.
+func (r *PodReconciler) settle(pod *corev1.Pod, status *noderuntime.PodStatus, result noderuntime.SyncResult) {
+	if result.Err != nil || len(result.ContainerErrors) > 0 {
+		return
+	}
+	next := noderuntime.ComputePodActions(pod, status, r.Prober.Results(pod.UID), r.Clock.Now())
+	if next.NoChange() && len(next.ContainersInBackOff) == 0 {
+		r.cache.Settle(pod.UID, status)
+	}
+}
+
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
 func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {

@@ -174,7 +174,9 @@ func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
 // never settled, does.
 func TestRelistSendsNoEventForAStateItsReconcileSettled(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	sb := func(id string) map[string]noderuntime.SandboxState { return map[string]noderuntime.SandboxState{id: ready} }
+	sb := func(id string) map[string]noderuntime.SandboxState {
+		return map[string]noderuntime.SandboxState{id: ready}
+	}
 	running := func(id string) map[string]noderuntime.ContainerState {
 		return map[string]noderuntime.ContainerState{id: run}
 	}

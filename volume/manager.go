@@ -31,10 +31,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,27 +223,6 @@ func NewManager(opts Options, client kubernetes.Interface, clk clock.Clock, log 
 		pods:          map[types.UID]map[string]*volumeState{},
 		statsTargets:  map[types.UID][]statsTarget{},
 	}
-}
-
-// PodDir is the pod's own folder (<RootDir>/pods/<uid>).
-func (m *Manager) PodDir(uid types.UID) string {
-	return filepath.Join(m.PodsDir(), string(uid))
-}
-
-// PodsDir is the folder of the pods' folders.
-func (m *Manager) PodsDir() string {
-	return filepath.Join(m.rootDir, "pods")
-}
-
-func (m *Manager) volumeDir(uid types.UID, plugin, name string) string {
-	return filepath.Join(m.PodDir(uid), "volumes", plugin, name)
-}
-
-// deviceDir is the link to a block volume's device in the pod's folder
-// (<RootDir>/pods/<uid>/volumeDevices/<plugin>/<name>), the runtime's
-// host path for the device.
-func (m *Manager) deviceDir(uid types.UID, plugin, name string) string {
-	return filepath.Join(m.PodDir(uid), "volumeDevices", plugin, name)
 }
 
 // SetUpPod makes every volume of the pod ready and returns the host path
@@ -460,31 +435,6 @@ func (m *Manager) ensureTmpfs(dir string, sizeBytes int64) error {
 		return err
 	}
 	m.log.V(2).Info("Mounted tmpfs", "path", dir)
-	return nil
-}
-
-// ensureDir creates dir with mode, whatever the umask, and the folders
-// above it as needed (those private to nodelet).
-func ensureDir(dir string, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, mode); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil
-		}
-		return err
-	}
-	return os.Chmod(dir, mode)
-}
-
-// checkUID keeps a UID from naming a folder outside <RootDir>/pods: the
-// folder is removed recursively.
-func checkUID(uid types.UID) error {
-	s := string(uid)
-	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, `/\`) || strings.ContainsRune(s, 0) {
-		return fmt.Errorf("invalid pod UID %q", s)
-	}
 	return nil
 }
 
