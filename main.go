@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -74,6 +75,10 @@ func main() {
 		if err := timerslack.Set(opts.TimerSlack); err != nil {
 			log.Error(err, "Could not widen the timer slack; nodelet will wake more often", "timerSlack", opts.TimerSlack)
 		}
+	}
+
+	if opts.GCPercent > 0 {
+		debug.SetGCPercent(opts.GCPercent)
 	}
 
 	ctx := ctrl.SetupSignalHandler()

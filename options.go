@@ -61,6 +61,7 @@ type Options struct {
 	HostRoot               string
 	RuntimeHostRoot        string
 	TimerSlack             time.Duration // options_process.go; flag only
+	GCPercent              int           // options_process.go; flag only
 
 	// The fields below are the configuration file's; see
 	// v1alpha1.NodeletConfiguration for what each means and its default.
@@ -212,6 +213,7 @@ func optionsFromConfiguration(c *configv1alpha1.NodeletConfiguration) Options {
 		ImageMaximumGCAge:                c.ImageMaximumGCAge,
 		VolumeStatsAggPeriod:             defaultVolumeStatsAggPeriod,
 		TimerSlack:                       defaultTimerSlack,
+		GCPercent:                        defaultGCPercent,
 
 		Port:                                     int(c.Port),
 		Address:                                  c.Address,
@@ -482,6 +484,11 @@ func (o *Options) validate() error {
 	}
 	if o.TimerSlack < 0 {
 		return fmt.Errorf("--timer-slack %v: want 0 (the kernel's) or more", o.TimerSlack)
+	}
+	if o.GCPercent < 0 {
+		// A negative percent turns the collector off: the heap would grow
+		// until the node ran out of memory.
+		return fmt.Errorf("--gc-percent %d: want 0 (the Go runtime's) or more", o.GCPercent)
 	}
 	return o.validateCompanion()
 }

@@ -10,6 +10,15 @@ import (
 // otherwise (see internal/timerslack).
 const defaultTimerSlack = timerslack.Default
 
+// defaultGCPercent lets nodelet's heap grow to three times what is live
+// before the Go runtime collects it, where Go's default is twice. nodelet's
+// live heap is small (tens of MiB for a full node) and most of what it
+// allocates lives for one reconcile, so collecting half as often costs a few
+// MiB of resident memory and saves about a tenth of its CPU in a burst of
+// pod starts (see "What made it fast").
+const defaultGCPercent = 200
+
 func (o *Options) bindProcessFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.TimerSlack, "timer-slack", o.TimerSlack, "How late the kernel may end nodelet's timed waits to serve them with other wakeups (its threads' timer slack); 0 leaves the kernel's (50µs). Setting it needs CAP_SYS_NICE.")
+	fs.IntVar(&o.GCPercent, "gc-percent", o.GCPercent, "How much nodelet's heap may grow, in percent of what is live after a collection, before the Go runtime collects again; 0 leaves the Go runtime's (GOGC, or 100).")
 }
