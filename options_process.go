@@ -13,8 +13,8 @@ const defaultTimerSlack = timerslack.Default
 // defaultGCPercent lets nodelet's heap grow to three times what is live
 // before the Go runtime collects it, where Go's default is twice. nodelet's
 // live heap is small (tens of MiB for a full node) and most of what it
-// allocates lives for one reconcile, so collecting half as often costs a few
-// MiB of resident memory and saves about a tenth of its CPU in a burst of
+// allocates lives for one reconcile, so collecting half as often costs about
+// ten MiB of resident memory and saves about a tenth of its CPU in a burst of
 // pod starts (see "What made it fast").
 const defaultGCPercent = 200
 
