@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -423,7 +424,7 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (Options, error) {
 	pre.ParseErrorsAllowlist.UnknownFlags = true
 	pre.StringVar(&configFile, "config", "", "")
 	pre.Usage = func() {}
-	pre.SetOutput(nopWriter{})
+	pre.SetOutput(io.Discard)
 	_ = pre.Parse(args)
 	config := &configv1alpha1.NodeletConfiguration{}
 	if configFile != "" {
@@ -482,13 +483,8 @@ func (o *Options) validate() error {
 	if err := admission.ValidateSysctlPatterns(o.AllowedUnsafeSysctls); err != nil {
 		return fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
-	if o.TimerSlack < 0 {
-		return fmt.Errorf("--timer-slack %v: want 0 (the kernel's) or more", o.TimerSlack)
-	}
-	if o.GCPercent < 0 {
-		// A negative percent turns the collector off: the heap would grow
-		// until the node ran out of memory.
-		return fmt.Errorf("--gc-percent %d: want 0 (the Go runtime's) or more", o.GCPercent)
+	if err := o.validateProcess(); err != nil {
+		return err
 	}
 	return o.validateCompanion()
 }
@@ -501,7 +497,3 @@ func (o *Options) containerLogMaxSize() (int64, error) {
 	}
 	return size.Value(), nil
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
