@@ -39,15 +39,9 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 		return nil, err
 	}
 
+	m.readySandboxes.keepListed(uid, sandboxes)
 	// Each object's slot is filled by its own call; nil is one gone
 	// between the list and its status.
-	ready := map[string]bool{}
-	for _, sb := range sandboxes {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			ready[sb.Id] = true
-		}
-	}
-	m.readySandboxes.keepListed(uid, ready)
 	sandboxStatuses := make([]*SandboxStatus, len(sandboxes))
 	containerStatuses := make([]*ContainerStatus, len(containers))
 	reads, readCtx := errgroup.WithContext(ctx)

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // readySandboxes keeps what the runtime's status call said of each ready
@@ -57,8 +58,14 @@ func (r *readySandboxes) forget(id string) {
 	delete(r.byID, id)
 }
 
-// keepListed forgets the pod's sandboxes but those listed ready.
-func (r *readySandboxes) keepListed(pod types.UID, ready map[string]bool) {
+// keepListed forgets the pod's sandboxes but those its list shows ready.
+func (r *readySandboxes) keepListed(pod types.UID, listed []*runtimeapi.PodSandbox) {
+	ready := make(map[string]bool, len(listed))
+	for _, sb := range listed {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready[sb.Id] = true
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for id, entry := range r.byID {
