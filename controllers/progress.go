@@ -47,7 +47,7 @@ func (r *PodReconciler) reportProgressAfterDelay(ctx context.Context, pod *corev
 		case <-r.Clock.After(progressDelay):
 		}
 		merged := r.generateStatus(pod, status, false, nil, r.Clock.Now())
-		written, err := r.patchStatus(ctx, pod, merged)
+		_, written, err := r.patchStatus(ctx, pod, merged)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to report a starting pod's progress", "pod", klog.KObj(pod))
 			return

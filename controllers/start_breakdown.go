@@ -69,9 +69,10 @@ func (s *startBreakdowns) traced(ctx context.Context, pod *corev1.Pod, hasRuntim
 	})
 }
 
-// written takes a status the API server now holds: when it shows the pod
-// Ready, the start it traced is over, and its breakdown is returned, once.
-func (s *startBreakdowns) written(pod *corev1.Pod, status *corev1.PodStatus, readyAt time.Time) (podstart.Breakdown, bool) {
+// written takes a status the API server holds since writtenAt: when it
+// shows the pod Ready (found at readyAt), the start it traced is over,
+// and its breakdown is returned, once.
+func (s *startBreakdowns) written(pod *corev1.Pod, status *corev1.PodStatus, readyAt, writtenAt time.Time) (podstart.Breakdown, bool) {
 	if !podReady(status) {
 		return podstart.Breakdown{}, false
 	}
@@ -82,7 +83,7 @@ func (s *startBreakdowns) written(pod *corev1.Pod, status *corev1.PodStatus, rea
 		return podstart.Breakdown{}, false
 	}
 	trace.Mark(podstart.StepReady, "", readyAt)
-	trace.Mark(podstart.StepStatusWritten, "", s.clock.Now())
+	trace.Mark(podstart.StepStatusWritten, "", writtenAt)
 	delete(s.traces, pod.UID)
 	s.told[pod.UID] = true
 	return trace.Breakdown(), true

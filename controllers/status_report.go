@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptrace"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/podstatus"
@@ -64,9 +67,9 @@ func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod,
 	merged := r.generateStatus(pod, status, terminal, failure, now)
 	r.starts.observe(pod, &merged, now)
 	r.Prober.UpdatePod(pod, &merged)
-	written, err := r.patchStatus(ctx, pod, merged)
+	writtenAt, written, err := r.patchStatus(ctx, pod, merged)
 	if written {
-		if breakdown, done := r.breakdowns.written(pod, &merged, now); done {
+		if breakdown, done := r.breakdowns.written(pod, &merged, now, writtenAt); done {
 			r.tellStart(ctx, pod, breakdown)
 		}
 	}
@@ -94,19 +97,21 @@ func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *noderuntime.PodS
 }
 
 // patchStatus writes merged as the pod's status when it differs from what
-// the API server has, and reports whether the server now holds it.
-func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged corev1.PodStatus) (bool, error) {
+// the API server has, and reports whether the server now holds it and
+// since when nodelet knows: when the server's answer began to arrive.
+func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged corev1.PodStatus) (time.Time, bool, error) {
 	if podstatus.Equal(pod.Status, merged) {
-		return true, nil
+		return r.Clock.Now(), true, nil
 	}
 	patch, err := statusPatch(pod.UID, pod.Status, merged)
 	if err != nil {
-		return false, fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
+		return time.Time{}, false, fmt.Errorf("preparing status patch of pod %s: %w", klog.KObj(pod), err)
 	}
 	// The answer, the whole Pod, is decoded into patched: no copy of pod.
 	patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	r.written.send(pod.UID, pod.ResourceVersion, merged)
-	err = r.Client.Status().Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, patch))
+	traced, answered := withAnswerTime(ctx, r.Clock)
+	err = r.Client.Status().Patch(traced, patched, client.RawPatch(types.StrategicMergePatchType, patch))
 	if err != nil {
 		r.written.unsend(pod.UID)
 	}
@@ -114,13 +119,37 @@ func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), isUIDMismatch(err):
 		// Gone from the API (a node may not even read a deleted pod), or
 		// replaced by a Pod of the same name: this status is for no one.
-		return false, nil
+		return time.Time{}, false, nil
 	case err != nil:
-		return false, fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
+		return time.Time{}, false, fmt.Errorf("patching status of pod %s: %w", klog.KObj(pod), err)
 	}
 	r.written.record(pod.UID, pod.ResourceVersion, patched.ResourceVersion, patched.Status)
 	klog.FromContext(ctx).V(1).Info("Patched pod status", "pod", klog.KObj(pod), "phase", merged.Phase)
-	return true, nil
+	return answered(), true, nil
+}
+
+// withAnswerTime returns ctx with its HTTP requests traced, and a func
+// that says when the answer to the last of them began to arrive, on clk.
+// That moment is when nodelet knows the API server holds a write: the
+// answer's reading and decoding after it, and the wait for a CPU on a busy
+// node, are not the server's. Without an HTTP request (a fake client),
+// the func says now.
+func withAnswerTime(ctx context.Context, clk clock.PassiveClock) (context.Context, func() time.Time) {
+	var mu sync.Mutex
+	var at time.Time
+	trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		at = clk.Now()
+	}}
+	return httptrace.WithClientTrace(ctx, trace), func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if at.IsZero() {
+			return clk.Now()
+		}
+		return at
+	}
 }
 
 // statusPatch is a strategic merge patch from old to new status that also
