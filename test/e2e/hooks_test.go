@@ -67,8 +67,10 @@ func TestPreStopHooksRunBeforeTheStopSignal(t *testing.T) {
 	report := func(path string) string {
 		return fmt.Sprintf(`printf "GET %s HTTP/1.0\r\n\r\n" | nc -w 5 %s 8080 >/dev/null`, path, ip)
 	}
+	// A container's shell is its PID 1, which the kernel sends no
+	// SIGTERM it has no handler for: it says when its trap is set.
 	script := func(name string) string {
-		return fmt.Sprintf(`trap '%s; exit 0' TERM; while true; do sleep 0.2; done`, report("/sigterm-"+name))
+		return fmt.Sprintf(`trap '%s; exit 0' TERM; echo trap set; while true; do sleep 0.2; done`, report("/sigterm-"+name))
 	}
 	pod := newPod(ns, "stopping").withShell(script("exec")).withContainer("http", script("http")).withGracePeriod(30).obj()
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
@@ -79,6 +81,11 @@ func TestPreStopHooksRunBeforeTheStopSignal(t *testing.T) {
 	}}
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+	// Ready as soon as they started, the containers may not have set their
+	// traps yet: a stop signal then would be lost.
+	for _, name := range []string{"app", "http"} {
+		f.waitForLog(t, pod, name, 0, "trap set", 30*time.Second)
+	}
 
 	f.deletePod(t, pod, nil)
 	f.waitForPodGone(t, pod, time.Minute)
