@@ -84,6 +84,7 @@ func TestStartBreakdownAddsUpToCreateToReady(t *testing.T) {
 		}
 		t.Logf("pod %s: measured %s, breakdown %s: %s; %s", name, measured, total, line.Steps, patch)
 	}
+	f.auditLogIsWhole(t)
 }
 
 // createAndWaitReady creates pod and returns it as a watch first shows it
