@@ -117,10 +117,7 @@ func (f *Framework) auditLogIsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the API server's metrics: %v", err)
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_audit_error_total{") {
-			continue
-		}
+	for _, line := range grepLines(string(raw), "apiserver_audit_error_total{") {
 		fields := strings.Fields(line)
 		if n, err := strconv.ParseFloat(fields[len(fields)-1], 64); err != nil || n != 0 {
 			t.Errorf("the API server's audit log misses events: %s", line)
