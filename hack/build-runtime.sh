@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the runtime that can give pods user namespaces into
-# .cache/containerd2/bin: containerd 2.x with its runc shim, and runc 1.2+
+# Builds the runtime that can give pods user namespaces into the build
+# cache (BUILD_CACHE_DIR, keyed by what goes into it) and links
+# .cache/containerd2/bin to it: containerd 2.x with its runc shim, and runc 1.2+
 # (Debian 12's containerd 1.6 and runc 1.1 cannot: neither does idmapped
 # mounts). Built with `go install` from their own modules at pinned
 # versions, outside any module, so neither nodelet's go.mod nor the tools
@@ -27,21 +28,32 @@ RUNC_TAGS="seccomp urfave_cli_no_docs"
 
 stamp() { printf '%s %s %s %s %s\n' "$(go env GOVERSION)" "$CONTAINERD_PACKAGES" "$CONTAINERD_TAGS" "$RUNC_PACKAGE" "$RUNC_TAGS"; }
 
-main() {
-	local stamp_file=$CONTAINERD2_BIN_DIR/.stamp started=$SECONDS
-	if [[ -f $stamp_file && $(<"$stamp_file") == "$(stamp)" ]] &&
-		[[ -x $CONTAINERD2_BIN_DIR/containerd && -x $CONTAINERD2_BIN_DIR/containerd-shim-runc-v2 && -x $CONTAINERD2_BIN_DIR/runc ]]; then
-		return 0
-	fi
-	mkdir -p "$CONTAINERD2_BIN_DIR"
-	log "Building containerd $CONTAINERD2_VERSION and runc $RUNC_VERSION into $CONTAINERD2_BIN_DIR"
+build() {
+	local out=$1
+	log "Building containerd $CONTAINERD2_VERSION and runc $RUNC_VERSION"
 	# shellcheck disable=SC2086  # the package and tag lists split on purpose
-	(cd / && GOBIN=$CONTAINERD2_BIN_DIR GOFLAGS= CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" -tags "$CONTAINERD_TAGS" $CONTAINERD_PACKAGES) ||
-		die "could not build containerd $CONTAINERD2_VERSION"
-	(cd / && GOBIN=$CONTAINERD2_BIN_DIR GOFLAGS= CGO_ENABLED=1 go install -trimpath -ldflags "-s -w" -tags "$RUNC_TAGS" "$RUNC_PACKAGE") ||
-		die "could not build runc $RUNC_VERSION"
-	stamp >"$stamp_file"
-	log "Built containerd and runc in $((SECONDS - started))s"
+	(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" -tags "$CONTAINERD_TAGS" $CONTAINERD_PACKAGES) &&
+		(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=1 go install -trimpath -ldflags "-s -w" -tags "$RUNC_TAGS" "$RUNC_PACKAGE")
+}
+
+main() {
+	local key dir out started=$SECONDS
+	key=$(stamp | sha256sum | cut -c1-16)
+	dir=$(build_dir containerd2 "$key")
+	if [[ ! -x $dir/containerd || ! -x $dir/containerd-shim-runc-v2 || ! -x $dir/runc ]]; then
+		mkdir -p "$BUILD_CACHE_DIR/builds"
+		out=$(mktemp -d "$BUILD_CACHE_DIR/builds/.containerd2.XXXXXX")
+		build "$out" || {
+			rm -rf "$out"
+			die "could not build containerd $CONTAINERD2_VERSION and runc $RUNC_VERSION"
+		}
+		keep_build containerd2 "$key" "$out" || die "could not keep the build in $dir"
+		log "Built containerd and runc in $((SECONDS - started))s"
+	fi
+	mkdir -p "$(dirname "$CONTAINERD2_BIN_DIR")"
+	# A clone from before the cache held the binaries in a real folder.
+	[[ -L $CONTAINERD2_BIN_DIR || ! -e $CONTAINERD2_BIN_DIR ]] || rm -rf "$CONTAINERD2_BIN_DIR"
+	ln -sfn "$dir" "$CONTAINERD2_BIN_DIR"
 }
 
 main "$@"

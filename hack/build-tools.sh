@@ -1,32 +1,37 @@
 #!/usr/bin/env bash
-# Builds the local stack's binaries from the tools module (hack/tools) into
-# .cache/bin, each only when it is missing or its inputs changed (go.mod,
-# go.sum, its cmd/ folder, the Go version, the flags).
+# Builds the local stack's binaries, each from pinned inputs, into the build
+# cache outside the clone (BUILD_CACHE_DIR, hack/lib.sh), in a folder keyed
+# by the hash of what went into it (the Go version, the flags, the module's
+# go.mod and go.sum, its source), and links each into .cache/bin. A tool
+# already in the cache under its key is only linked: a new clone on a
+# machine that built it before takes seconds.
 #
 #   hack/build-tools.sh              etcd, the control plane, kubectl,
 #                                    kube-proxy, coredns, and the small
 #                                    helpers (pause, cri-sweep, cri-smoke,
-#                                    grpc-health-server, htpasswd) and
-#                                    local-path-provisioner
+#                                    grpc-health-server, htpasswd),
+#                                    local-path-provisioner, golangci-lint
+#                                    and helm
 #   hack/build-tools.sh NAME...      only those, e.g. `kubelet` or
 #                                    `kubemark` (built only on demand, for
-#                                    the benchmarks) or `golangci-lint`
+#                                    the benchmarks and the companion
+#                                    tests) or `golangci-lint`
 #
 # golangci-lint and local-path-provisioner are not in the tools module: each
 # is built from its own module at a pinned version with `go install`, so its
-# dependencies never enter hack/tools/go.mod's module graph. Each is rebuilt
-# only when it is missing or the pinned version or the Go version changed.
+# dependencies never enter hack/tools/go.mod's module graph. CoreDNS and helm
+# have modules of their own under hack/tools.
 #
-# The Kubernetes binaries take about 6 minutes cold on 2 cores; seconds once
-# GOCACHE (.cache/go-build) is warm.
+# The Kubernetes binaries take about 6 minutes cold on 2 cores.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HELPER_BINARIES=(pause cri-sweep cri-smoke grpc-health-server htpasswd)
-DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy coredns "${HELPER_BINARIES[@]}" golangci-lint local-path-provisioner)
+DEFAULT=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy coredns helm "${HELPER_BINARIES[@]}" golangci-lint local-path-provisioner)
 # CoreDNS has a module of its own (hack/tools/coredns), so that its
 # dependencies do not move the control plane's; static, for its image.
 COREDNS_MODULE=$TOOLS_DIR/coredns
+HELM_MODULE=$TOOLS_DIR/helm
 
 # Tools built from their own modules: name -> package@version.
 declare -A GO_INSTALLED=(
@@ -45,96 +50,122 @@ is_go_installed() { [[ -n ${GO_INSTALLED[$1]:-} ]]; }
 
 is_static() { [[ " ${GO_INSTALLED_STATIC[*]} " == *" $1 "* ]]; }
 
-go_installed_stamp() {
-	printf '%s %s' "$(go env GOVERSION)" "${GO_INSTALLED[$1]}"
-	if is_static "$1"; then printf ' CGO_ENABLED=0'; fi
-	printf '\n'
-}
-
-# go_install NAME builds NAME from its own module into $BIN_DIR when it is
-# missing or its stamp (Go version, package@version) changed.
-go_install() {
-	local name=$1 started=$SECONDS
-	if [[ -x $BIN_DIR/$name && -f $BIN_DIR/.stamps/$name && $(<"$BIN_DIR/.stamps/$name") == "$(go_installed_stamp "$name")" ]]; then
-		return 0
-	fi
-	log "Building ${GO_INSTALLED[$name]} into $BIN_DIR"
-	# Outside any module, so that neither nodelet's nor the tools module's
-	# go.mod takes part in the build.
-	local cgo
-	cgo=$(go env CGO_ENABLED)
-	if is_static "$name"; then cgo=0; fi
-	(cd / && GOBIN=$BIN_DIR GOFLAGS= CGO_ENABLED=$cgo go install "${GO_INSTALLED[$name]}") || return 1
-	go_installed_stamp "$name" >"$BIN_DIR/.stamps/$name"
-	log "Built $name in $((SECONDS - started))s"
-}
-
 is_helper() { [[ " ${HELPER_BINARIES[*]} " == *" $1 "* ]]; }
 
-stamp_of() {
-	local name=$1 flags
-	if [[ $name == coredns ]]; then
-		{
-			go env GOVERSION
-			echo "CGO_ENABLED=0 $HELPER_LDFLAGS"
-			cat "$COREDNS_MODULE/go.mod" "$COREDNS_MODULE/go.sum" "$COREDNS_MODULE"/*.go
-		} | sha256sum | cut -d' ' -f1
-		return
-	fi
-	if is_helper "$name"; then flags="CGO_ENABLED=0 $HELPER_LDFLAGS"; else flags=$KUBE_LDFLAGS; fi
+# key_of NAME prints the hash of everything NAME is built from.
+key_of() {
+	local name=$1
 	{
 		go env GOVERSION
-		echo "$flags"
-		cat "$TOOLS_DIR/go.mod" "$TOOLS_DIR/go.sum" "$TOOLS_DIR/cmd/$name"/*.go
-	} | sha256sum | cut -d' ' -f1
+		if is_go_installed "$name"; then
+			echo "${GO_INSTALLED[$name]}"
+			if is_static "$name"; then echo CGO_ENABLED=0; else go env CGO_ENABLED; fi
+		elif [[ $name == coredns ]]; then
+			echo "CGO_ENABLED=0 $HELPER_LDFLAGS"
+			cat "$COREDNS_MODULE/go.mod" "$COREDNS_MODULE/go.sum" "$COREDNS_MODULE"/*.go
+		elif [[ $name == helm ]]; then
+			echo "CGO_ENABLED=0 -s -w"
+			cat "$HELM_MODULE/go.mod" "$HELM_MODULE/go.sum"
+		elif is_helper "$name"; then
+			echo "CGO_ENABLED=0 $HELPER_LDFLAGS"
+			cat "$TOOLS_DIR/go.mod" "$TOOLS_DIR/go.sum" "$TOOLS_DIR/cmd/$name"/*.go
+		else
+			echo "CGO_ENABLED=$(go env CGO_ENABLED) $KUBE_LDFLAGS"
+			cat "$TOOLS_DIR/go.mod" "$TOOLS_DIR/go.sum" "$TOOLS_DIR/cmd/$name"/*.go
+		fi
+	} | sha256sum | cut -c1-16
 }
 
-build() {
+# build_go_installed NAME OUT builds a tool of its own module into OUT.
+build_go_installed() {
+	local name=$1 out=$2 cgo
+	cgo=$(go env CGO_ENABLED)
+	if is_static "$name"; then cgo=0; fi
+	# Outside any module, so that neither nodelet's go.mod nor the tools
+	# module's takes part in the build.
+	(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=$cgo go install "${GO_INSTALLED[$name]}")
+}
+
+build_coredns() {
+	log "Building coredns $(cd "$COREDNS_MODULE" && go list -m -f '{{.Version}}' github.com/coredns/coredns)"
+	(cd "$COREDNS_MODULE" && CGO_ENABLED=0 go build -trimpath -ldflags "$HELPER_LDFLAGS" -o "$1/coredns" .)
+}
+
+build_helm() {
+	local version
+	version=$(cd "$HELM_MODULE" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
+	log "Building helm $version"
+	(cd "$HELM_MODULE" && CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
+		-o "$1/helm" helm.sh/helm/v3/cmd/helm)
+}
+
+# build_batch CGO LDFLAGS NAME... builds tools module binaries in one go
+# build, so they compile their shared packages once, and keeps each.
+build_batch() {
 	local cgo=$1 ldflags=$2
 	shift 2
 	(($# > 0)) || return 0
-	local started=$SECONDS packages=() name
+	local started=$SECONDS packages=() name out
+	out=$(mktemp -d "$BUILD_CACHE_DIR/builds/.batch.XXXXXX")
 	for name in "$@"; do packages+=("./cmd/$name"); done
-	log "Building $* into $BIN_DIR"
-	(cd "$TOOLS_DIR" && CGO_ENABLED=$cgo go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR/" "${packages[@]}")
+	log "Building $*"
+	if ! (cd "$TOOLS_DIR" && CGO_ENABLED=$cgo go build -trimpath -ldflags "$ldflags" -o "$out/" "${packages[@]}"); then
+		rm -rf "$out"
+		return 1
+	fi
 	for name in "$@"; do
-		stamp_of "$name" >"$BIN_DIR/.stamps/$name"
+		mkdir "$out/$name.d"
+		mv "$out/$name" "$out/$name.d/$name"
+		keep_build "$name" "$(key_of "$name")" "$out/$name.d" || return 1
 	done
+	rm -rf "$out"
 	log "Built $* in $((SECONDS - started))s"
+}
+
+# build_alone NAME builds a tool of its own kind and keeps it.
+build_alone() {
+	local name=$1 started=$SECONDS out
+	out=$(mktemp -d "$BUILD_CACHE_DIR/builds/.$name.XXXXXX")
+	if is_go_installed "$name"; then
+		log "Building ${GO_INSTALLED[$name]}"
+		build_go_installed "$name" "$out"
+	else
+		"build_$name" "$out"
+	fi || {
+		rm -rf "$out"
+		return 1
+	}
+	keep_build "$name" "$(key_of "$name")" "$out" || return 1
+	log "Built $name in $((SECONDS - started))s"
 }
 
 main() {
 	local wanted=("$@") name
 	((${#wanted[@]} > 0)) || wanted=("${DEFAULT[@]}")
-	mkdir -p "$BIN_DIR/.stamps"
+	mkdir -p "$BIN_DIR" "$BUILD_CACHE_DIR/builds"
 
-	local kube=() helpers=() coredns=false
+	local kube=() helpers=() alone=()
 	for name in "${wanted[@]}"; do
-		if is_go_installed "$name"; then
-			go_install "$name" || die "could not build $name"
-			continue
-		fi
-		[[ -d $TOOLS_DIR/cmd/$name || $name == coredns ]] || die "no such tool: $name (see $TOOLS_DIR/cmd)"
-		if [[ -x $BIN_DIR/$name && -f $BIN_DIR/.stamps/$name && $(<"$BIN_DIR/.stamps/$name") == "$(stamp_of "$name")" ]]; then
-			continue
-		fi
-		if [[ $name == coredns ]]; then
-			coredns=true
+		is_go_installed "$name" || [[ -d $TOOLS_DIR/cmd/$name || $name == coredns || $name == helm ]] ||
+			die "no such tool: $name (see $TOOLS_DIR/cmd)"
+		[[ -x $(build_dir "$name" "$(key_of "$name")")/$name ]] && continue
+		if is_go_installed "$name" || [[ $name == coredns || $name == helm ]]; then
+			alone+=("$name")
 		elif is_helper "$name"; then
 			helpers+=("$name")
 		else
 			kube+=("$name")
 		fi
 	done
-	build "$(go env CGO_ENABLED)" "$KUBE_LDFLAGS" "${kube[@]}"
-	build 0 "$HELPER_LDFLAGS" "${helpers[@]}"
-	if $coredns; then
-		local started=$SECONDS
-		log "Building coredns $(cd "$COREDNS_MODULE" && go list -m -f '{{.Version}}' github.com/coredns/coredns) into $BIN_DIR"
-		(cd "$COREDNS_MODULE" && CGO_ENABLED=0 go build -trimpath -ldflags "$HELPER_LDFLAGS" -o "$BIN_DIR/coredns" .)
-		stamp_of coredns >"$BIN_DIR/.stamps/coredns"
-		log "Built coredns in $((SECONDS - started))s"
-	fi
+	for name in "${alone[@]}"; do
+		build_alone "$name" || die "could not build $name"
+	done
+	build_batch "$(go env CGO_ENABLED)" "$KUBE_LDFLAGS" "${kube[@]}" || die "could not build ${kube[*]}"
+	build_batch 0 "$HELPER_LDFLAGS" "${helpers[@]}" || die "could not build ${helpers[*]}"
+	for name in "${wanted[@]}"; do
+		ln -sfn "$(build_dir "$name" "$(key_of "$name")")/$name" "$BIN_DIR/$name"
+	done
 }
 
 main "$@"

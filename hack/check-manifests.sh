@@ -29,7 +29,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 NAMESPACE=nodelet-system
 RELEASE=nodelet
 CHART_DIR=$REPO_ROOT/charts/nodelet
-HELM_MODULE=$REPO_ROOT/hack/tools/helm
 HELM=$BIN_DIR/helm
 
 if [[ -n $kubectl_from_env ]]; then
@@ -46,26 +45,10 @@ ok() {
 	log "ok: $*"
 }
 
-# ensure_helm builds helm when it is missing or was built from another
-# go.mod/go.sum or Go version.
+# ensure_helm links helm into .cache/bin, building it if the build cache
+# has none of its version.
 ensure_helm() {
-	local stamp version
-	stamp=$( {
-		go env GOVERSION
-		cat "$HELM_MODULE/go.mod" "$HELM_MODULE/go.sum"
-	} | sha256sum | cut -d' ' -f1)
-	if [[ -x $HELM && -f $BIN_DIR/.stamps/helm && $(<"$BIN_DIR/.stamps/helm") == "$stamp" ]]; then
-		return 0
-	fi
-	version=$(cd "$HELM_MODULE" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
-	log "Building helm $version into $BIN_DIR"
-	local started=$SECONDS
-	mkdir -p "$BIN_DIR/.stamps"
-	(cd "$HELM_MODULE" && CGO_ENABLED=0 go build -trimpath \
-		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
-		-o "$HELM" helm.sh/helm/v3/cmd/helm)
-	echo "$stamp" >"$BIN_DIR/.stamps/helm"
-	log "Built helm $version in $((SECONDS - started))s"
+	"$REPO_ROOT/hack/build-tools.sh" helm
 }
 
 # role_rules FILE KIND NAME prints the rules of the KIND (ClusterRole or

@@ -23,10 +23,16 @@ CACHE_DIR="$REPO_ROOT/.cache"
 BIN_DIR="$CACHE_DIR/bin"
 IMAGES_DIR="$CACHE_DIR/images"
 TOOLS_DIR="$REPO_ROOT/hack/tools"
-export GOCACHE="$CACHE_DIR/go-build"
-# golangci-lint's analysis cache beside it, not in the home folder: a
-# machine that keeps .cache between runs keeps it too.
-export GOLANGCI_LINT_CACHE="$CACHE_DIR/golangci-lint"
+# BUILD_CACHE_DIR holds what is built from pinned inputs and is worth
+# keeping across clones: Go's build cache (content-addressed, so any clone
+# may share it), golangci-lint's analysis cache, and the tools, images and
+# runtime binaries, each in a folder keyed by the hash of what went into it
+# (build_cache_dir). A fresh clone on a machine that already ran the
+# scripts links them instead of building them again; a fresh machine
+# builds everything. Safe to delete at any time (`make clean-cache`).
+BUILD_CACHE_DIR=${NODELET_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodelet}
+export GOCACHE="$BUILD_CACHE_DIR/go-build"
+export GOLANGCI_LINT_CACHE="$BUILD_CACHE_DIR/golangci-lint"
 
 KUBE_VERSION=v1.36.3
 BUSYBOX_TAG=1.35
@@ -67,6 +73,24 @@ build_nodelet() {
 	# The CNI shim of the agent network mode, beside nodelet, where it
 	# looks for it.
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build "$STATIC_GO_FLAGS" -o "$(dirname "$NODELET_BIN")/nodelet-cni" ./cmd/nodelet-cni)
+}
+
+# --- builds kept outside the clone ------------------------------------------
+
+# build_dir NAME KEY prints the folder of BUILD_CACHE_DIR that holds the
+# build of NAME whose inputs hash to KEY: another key (a version, a flag,
+# the Go toolchain changed) is another folder, so a clone on another
+# commit never takes a build that is not its own.
+build_dir() { echo "$BUILD_CACHE_DIR/builds/$1/$2"; }
+
+# keep_build NAME KEY FROM moves a finished build (the folder FROM) to its
+# place in the cache. Two runs that built the same at once keep one.
+keep_build() {
+	local dir
+	dir=$(build_dir "$1" "$2")
+	mkdir -p "$(dirname "$dir")"
+	mv -T "$3" "$dir" 2>/dev/null || rm -rf "$3"
+	[[ -d $dir ]]
 }
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
