@@ -37,10 +37,12 @@ type Violation struct {
 	Rule    string
 	Message string
 	// Around are the pod's states just before and after, and the faults
-	// injected shortly before, as trace lines.
+	// injected before (see around), as trace lines.
 	Around []string
 }
 
+// String is the violation with its Around lines, one under the other: a
+// failed run prints each violation whole in one message.
 func (v Violation) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: %s: %s", v.At.UTC().Format("15:04:05.000"), v.Pod, v.Rule, v.Message)
@@ -60,9 +62,12 @@ type Result struct {
 	ConvergedAfter time.Duration
 }
 
-// aroundFaults is how far before a violation injected faults are shown
-// with it.
-const aroundFaults = 30 * time.Second
+// A violation is shown with the faults injected in the aroundFaults
+// before it, and with the last lastFaults faults before it at least.
+const (
+	aroundFaults = 30 * time.Second
+	lastFaults   = 2
+)
 
 // containerTrack is what the previous states said of one container.
 type containerTrack struct {
@@ -324,8 +329,10 @@ func (c *checker) end(i int, at time.Time) {
 }
 
 // around picks the trace lines shown with a violation at event i of pod
-// p: its three states before, two after, and the faults injected in the
-// aroundFaults before.
+// p: its three states before, two after, and the driver's marks before
+// it: every fault in the aroundFaults before, the last lastFaults faults
+// however long before (a pod that never converged is judged at the end,
+// long after the last fault) and when the faults stopped.
 func (c *checker) around(i int, p *podTrack) []string {
 	var picked []int
 	at := slices.Index(p.events, i)
@@ -336,11 +343,19 @@ func (c *checker) around(i int, p *podTrack) []string {
 	if at < len(p.events) {
 		picked = append(picked, p.events[at:min(len(p.events), at+3)]...)
 	}
-	for j, e := range c.trace {
-		if e.Kind == Fault && !e.At.Before(c.trace[i].At.Add(-aroundFaults)) && !e.At.After(c.trace[i].At) {
+	var faults []int
+	for j := range c.trace[:i] {
+		switch e := c.trace[j]; {
+		case e.Kind == Fault:
+			faults = append(faults, j)
+			if !e.At.Before(c.trace[i].At.Add(-aroundFaults)) {
+				picked = append(picked, j)
+			}
+		case e.Kind == FaultsStopped:
 			picked = append(picked, j)
 		}
 	}
+	picked = append(picked, faults[max(0, len(faults)-lastFaults):]...)
 	slices.Sort(picked)
 	picked = slices.Compact(picked)
 	lines := make([]string, 0, len(picked))

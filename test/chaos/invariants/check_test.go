@@ -326,3 +326,52 @@ func TestTraceRoundTrips(t *testing.T) {
 		t.Errorf("trace read back (-written +read):\n%s", diff)
 	}
 }
+
+// A violation's text is what a failed run shows of it, one message per
+// violation: the rule, the pod's states around it and the faults before
+// it.
+func TestViolationShowsThePodAndTheFaultsBefore(t *testing.T) {
+	killed := restarted(1, corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})
+	tests := map[string]struct {
+		trace []Event
+		want  string
+	}{
+		"a restart right after faults: the faults of the 30 s before, not those after": {
+			trace: []Event{
+				mark(0, Fault, "disk filled for 10s"), seen(40, basePod()), mark(41, Fault, "CRI faults for 5s"),
+				mark(50, Fault, "nodelet SIGKILL (down 1s)"), seen(52, pod(killed)), seen(53, pod(killed)),
+				mark(54, Fault, "API server stopped for 3s"),
+			},
+			want: `12:00:52.000 chaos/p (uid u1): container restarted not by its own exit or a probe: app restartCount 1 after 0: its last instance was killed (exit 137, Error) and it has no probe or postStart hook that could have
+      12:00:40.000 pod chaos/p phase=Running ready [app restarts=0 running last=none]
+      12:00:41.000 fault CRI faults for 5s
+      12:00:50.000 fault nodelet SIGKILL (down 1s)
+    > 12:00:52.000 pod chaos/p phase=Running ready [app restarts=1 running last=terminated(Error, exit 137)]
+      12:00:53.000 pod chaos/p phase=Running ready [app restarts=1 running last=terminated(Error, exit 137)]`,
+		},
+		"a pod never converged, judged at the end: the last two faults however long before, and when they stopped": {
+			trace: []Event{
+				seen(0, pod(phase(corev1.PodPending))), mark(1, Fault, "containerd restart (down 2s)"),
+				mark(3, Fault, "CNI plugins failing for 5s: fail ADD"), mark(9, Fault, "disk filled for 10s"),
+				mark(20, FaultsStopped, ""), mark(90, End, ""),
+			},
+			want: `12:01:30.000 chaos/p (uid u1): pod not converged after the faults stopped: not Ready 1m10s after the faults stopped (bound 30s)
+      12:00:00.000 pod chaos/p phase=Pending [app restarts=0 running last=none]
+      12:00:03.000 fault CNI plugins failing for 5s: fail ADD
+      12:00:09.000 fault disk filled for 10s
+      12:00:20.000 faults-stopped`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			result := Check(tc.trace, bounds)
+			var got []string
+			for _, v := range result.Violations {
+				got = append(got, v.String())
+			}
+			if diff := cmp.Diff([]string{tc.want}, got); diff != "" {
+				t.Errorf("the violations' text (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
