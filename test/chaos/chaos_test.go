@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/internal/await"
 	"github.com/nodelet/nodelet/test/chaos/criproxy"
 	"github.com/nodelet/nodelet/test/chaos/invariants"
+	"github.com/nodelet/nodelet/test/chaos/schedule"
 	"github.com/nodelet/nodelet/test/e2e"
 )
 
@@ -103,22 +105,29 @@ func TestChaos(t *testing.T) {
 		client: fw.Client, ns: ns, image: env.BusyboxImage, kinds: podKinds(nodeletPort),
 		rng: rand.New(rand.NewPCG(*seed, 1)), target: *livePods, created: map[string]int{},
 	}
+	plan := schedule.Plan(*seed, *duration, schedule.Pauses, schedule.Kinds(*apiStopMax))
+	logPlan(t, plan, *duration)
 	inject := &injector{
 		env: env, nodelet: nodelet, proxy: proxy, cni: cniWrapper, diskFile: diskFile, runtime: fw.Runtime, rec: rec,
-		rng: rand.New(rand.NewPCG(*seed, 2)), apiStopMax: *apiStopMax, counts: map[string]int{},
+		rng: rand.New(rand.NewPCG(*seed, 2)), plan: plan, counts: map[string]int{},
 	}
 	start := time.Now()
 	until := start.Add(*duration)
-	// The churn stops with the faults: from then on the pods there must
+	// The churn stops with the faults, past the deadline too when the
+	// first round of faults overran it: from then on the pods there must
 	// converge.
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	churned := make(chan struct{})
-	go func() { churn.run(churnCtx, until); close(churned) }()
+	go func() { churn.run(churnCtx); close(churned) }()
 	err = inject.run(ctx, until)
 	stopChurn()
 	<-churned
 	if err != nil {
 		t.Fatalf("the faults could not be injected (or undone): %v", err)
+	}
+	if missing := inject.missingKinds(); len(missing) > 0 {
+		t.Errorf("faults of %d kinds never fired in the %s run with seed %d: %s; the run does not exercise what it claims to (injected: %s)",
+			len(missing), *duration, *seed, strings.Join(missing, ", "), counts(inject.counts, schedule.Names))
 	}
 
 	// Every pod converges; the bound is the checker's, this wait only
@@ -152,6 +161,8 @@ func TestChaos(t *testing.T) {
 		DeletionSlack: 60*time.Second + *apiStopMax,
 		Converge:      *converge,
 	})
+	// One t.Errorf each, the pod's states and the faults before it in
+	// its message: what reads the output keeps each message whole.
 	for _, v := range result.Violations {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -172,6 +183,23 @@ func TestChaos(t *testing.T) {
 		samples: samples, convergedAfter: result.ConvergedAfter, converge: *converge,
 		faultsFor: inject.stopped.Sub(start),
 	}.String())
+}
+
+// logPlan says how the run's faults are planned: the bag's rounds, and
+// how much of each range the run has room for.
+func logPlan(t *testing.T, plan schedule.Schedule, run time.Duration) {
+	t.Helper()
+	var firstRound time.Duration
+	for _, step := range plan.Steps {
+		if step.Round == 0 {
+			firstRound = step.End
+		}
+	}
+	t.Logf("faults planned: %d, the first round of every kind over by %s at the latest (run %s), pauses and holds at %.0f%% of their spans",
+		len(plan.Steps), firstRound, run, 100*plan.Scale)
+	for _, step := range plan.Steps {
+		t.Logf("  round %d at %s: %s for %s", step.Round, step.Start, step.Kind, step.Hold)
+	}
 }
 
 func waitForNodeReady(t *testing.T, fw *e2e.Framework) {

@@ -36,8 +36,9 @@ type churner struct {
 // churn up only that long.
 const callTimeout = 10 * time.Second
 
-func (c *churner) run(ctx context.Context, until time.Time) {
-	for time.Now().Before(until) && ctx.Err() == nil {
+// run churns until ctx ends.
+func (c *churner) run(ctx context.Context) {
+	for ctx.Err() == nil {
 		// The pace of the churn is the scenario, not a wait.
 		time.Sleep(500*time.Millisecond + time.Duration(c.rng.IntN(2000))*time.Millisecond)
 		if len(c.live) < c.target {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/test/chaos/criproxy"
 	"github.com/nodelet/nodelet/test/chaos/invariants"
+	"github.com/nodelet/nodelet/test/chaos/schedule"
 	"github.com/nodelet/nodelet/test/e2e"
 )
 
@@ -124,7 +125,7 @@ func (f figure) String() string {
 		fmt.Fprintf(&b, "  %-22s "+format+"\n", append([]any{name}, args...)...)
 	}
 	row("pods churned", "%d of %d kinds (%d API calls failed)", f.pods, f.kinds, f.apiErrors)
-	row("faults injected", "%s", counts(f.faults, faultKinds))
+	row("faults injected", "%s", counts(f.faults, schedule.Names))
 	row("CRI faults", "%s in %d calls", counts(f.criFaults, []string{criproxy.KindError, criproxy.KindLostReply, criproxy.KindDelay, criproxy.KindDrop}), f.criCalls)
 	row("pods evicted", "%d", f.evicted)
 	row("invariant violations", "%d", f.violations)

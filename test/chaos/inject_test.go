@@ -19,22 +19,11 @@ import (
 	"github.com/nodelet/nodelet/test/chaos/criproxy"
 	"github.com/nodelet/nodelet/test/chaos/invariants"
 	"github.com/nodelet/nodelet/test/chaos/nodefault"
+	"github.com/nodelet/nodelet/test/chaos/schedule"
 	"github.com/nodelet/nodelet/test/e2e"
 )
 
-// The kinds of faults, as the figure counts them.
-const (
-	faultNodelet    = "nodelet SIGKILL"
-	faultContainerd = "containerd restart"
-	faultCRI        = "CRI faults"
-	faultAPIServer  = "API server stopped"
-	faultCNI        = "CNI plugins failing"
-	faultDisk       = "disk filled"
-)
-
-var faultKinds = []string{faultNodelet, faultContainerd, faultCRI, faultAPIServer, faultCNI, faultDisk}
-
-// injector injects one fault at a time, at random moments, into the stack
+// injector injects one fault at a time, as its plan says, into the stack
 // nodelet runs on, and records each in the trace.
 type injector struct {
 	env     e2e.Env
@@ -42,59 +31,73 @@ type injector struct {
 	proxy   *criproxy.Proxy
 	cni     *nodefault.CNIWrapper
 	// diskFile is the disk fault's file, on the node's own file system.
-	diskFile   string
-	runtime    cri.RuntimeService
-	rec        *recorder
-	rng        *rand.Rand
-	apiStopMax time.Duration
-	counts     map[string]int
+	diskFile string
+	runtime  cri.RuntimeService
+	rec      *recorder
+	// rng draws what the plan leaves open: which CRI calls fail, which
+	// CNI commands, how much disk is left.
+	rng    *rand.Rand
+	plan   schedule.Schedule
+	counts map[string]int
 	// stopped is when the last fault was undone.
 	stopped time.Time
 }
 
-// run injects faults until the deadline, a few seconds apart. Each fault
-// is undone before the next (nodelet started again, the runtime up, the
-// API server going again, the proxy's faults off), so that when run
-// returns nothing is failing any more: it returns as soon as the last
-// fault is undone, and records that moment (FaultsStopped) and it.
+// run injects the plan's faults. The first round is injected whole, past
+// the deadline if the stack is slower than planned: a kind left out
+// would go untested. A later fault is injected only if it is over
+// before the deadline at the latest. Each fault is undone before the
+// next (nodelet started again, the runtime up, the API server going
+// again, the proxy's faults off), so that when run returns nothing is
+// failing any more: it returns as soon as the last fault is undone, and
+// records that moment (FaultsStopped) and it.
 func (in *injector) run(ctx context.Context, until time.Time) error {
 	defer func() {
 		in.stopped = time.Now()
 		in.rec.mark(invariants.FaultsStopped, "")
 	}()
-	for {
-		// The pauses between faults are the scenario, not waits.
-		pause := 4*time.Second + time.Duration(in.rng.IntN(8000))*time.Millisecond
-		if time.Now().Add(pause).After(until) {
+	for _, step := range in.plan.Steps {
+		if step.Round > 0 && time.Now().Add(step.Pause+step.End-step.Start).After(until) {
 			return nil
 		}
+		// The pauses between faults are the scenario, not waits.
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(pause):
+		case <-time.After(step.Pause):
 		}
-		kind := faultKinds[in.rng.IntN(len(faultKinds))]
-		in.counts[kind]++
-		if err := in.inject(ctx, kind); err != nil {
-			return fmt.Errorf("injecting %s: %w", kind, err)
+		in.counts[step.Kind]++
+		if err := in.inject(ctx, step.Kind, step.Hold); err != nil {
+			return fmt.Errorf("injecting %s: %w", step.Kind, err)
 		}
 	}
+	return nil
 }
 
-func (in *injector) inject(ctx context.Context, kind string) error {
+// missingKinds are the kinds of faults the run never injected.
+func (in *injector) missingKinds() []string {
+	var missing []string
+	for _, kind := range schedule.Names {
+		if in.counts[kind] == 0 {
+			missing = append(missing, kind)
+		}
+	}
+	return missing
+}
+
+// inject injects a fault of the kind that lasts hold.
+func (in *injector) inject(ctx context.Context, kind string, hold time.Duration) error {
 	switch kind {
-	case faultNodelet:
+	case schedule.NodeletKilled:
 		if err := in.nodelet.Kill(); err != nil {
 			return err
 		}
-		down := time.Duration(in.rng.IntN(3000)) * time.Millisecond
-		in.rec.mark(invariants.Fault, fmt.Sprintf("%s (down %s)", kind, down))
-		time.Sleep(down)
+		in.rec.mark(invariants.Fault, fmt.Sprintf("%s (down %s)", kind, hold))
+		time.Sleep(hold)
 		return in.nodelet.Start()
-	case faultContainerd:
-		down := time.Duration(in.rng.IntN(3000)) * time.Millisecond
-		in.rec.mark(invariants.Fault, fmt.Sprintf("%s (down %s)", kind, down))
-		if err := restartDaemon(in.env.StateDir, "containerd", down); err != nil {
+	case schedule.ContainerdRestarted:
+		in.rec.mark(invariants.Fault, fmt.Sprintf("%s (down %s)", kind, hold))
+		if err := restartDaemon(in.env.StateDir, "containerd", hold); err != nil {
 			return err
 		}
 		return await.Poll(ctx, time.Minute, func(ctx context.Context) error {
@@ -103,23 +106,21 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 			_, err := in.runtime.Version(callCtx, "")
 			return err
 		})
-	case faultCRI:
+	case schedule.CRIFaults:
 		rules := in.criRules()
-		on := 5*time.Second + time.Duration(in.rng.IntN(10000))*time.Millisecond
-		in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s: %s", kind, on, describeRules(rules)))
+		in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s: %s", kind, hold, describeRules(rules)))
 		in.proxy.SetRules(rules)
 		in.proxy.Enable(true)
-		time.Sleep(on)
+		time.Sleep(hold)
 		in.proxy.Enable(false)
 		return nil
-	case faultAPIServer:
-		stopped := 3*time.Second + time.Duration(in.rng.Int64N(int64(max(in.apiStopMax-3*time.Second, time.Second))))
-		in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s", kind, stopped.Round(time.Millisecond)))
-		return pauseDaemon(in.env.StateDir, "kube-apiserver", stopped)
-	case faultCNI:
-		return in.failCNI()
-	case faultDisk:
-		return in.fillDisk()
+	case schedule.APIServerStopped:
+		in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s", kind, hold))
+		return pauseDaemon(in.env.StateDir, "kube-apiserver", hold)
+	case schedule.CNIFailing:
+		return in.failCNI(hold)
+	case schedule.DiskFilled:
+		return in.fillDisk(hold)
 	}
 	return fmt.Errorf("unknown fault %q", kind)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodelet/nodelet/test/chaos/invariants"
 	"github.com/nodelet/nodelet/test/chaos/nodefault"
+	"github.com/nodelet/nodelet/test/chaos/schedule"
 	"github.com/nodelet/nodelet/test/e2e"
 )
 
@@ -62,19 +63,24 @@ func nodeDiskFile(env e2e.Env) (string, error) {
 	return filepath.Join(dir, "chaos-fill"), nil
 }
 
-// failCNI makes the wrapped plugins fail (or hang, then fail) for a
-// while: ADD always, DEL and CHECK sometimes, so that sandboxes fail to
-// start and to stop.
-func (in *injector) failCNI() error {
+// failCNI makes the wrapped plugins fail (or hang, then fail) for hold
+// in all: ADD always, DEL and CHECK sometimes, so that sandboxes fail to
+// start and to stop. A hang, when there is one, is 2 s or more in whole
+// seconds (the wrapper sleeps that long) and leaves the plugins failing
+// at once for 5 s or more.
+func (in *injector) failCNI(hold time.Duration) error {
+	const minFailing, minHang = 5 * time.Second, 2 * time.Second
 	fault := nodefault.CNIFault{Commands: []string{"ADD"}}
 	if in.rng.IntN(2) == 0 {
 		fault.Commands = append(fault.Commands, "DEL", "CHECK")
 	}
-	if in.rng.IntN(2) == 0 {
-		fault.Hang = time.Duration(2+in.rng.IntN(19)) * time.Second
+	if maxHang := (hold - minFailing).Truncate(time.Second); maxHang >= minHang && in.rng.IntN(2) == 0 {
+		fault.Hang = minHang + time.Duration(in.rng.Int64N(int64((maxHang-minHang)/time.Second)+1))*time.Second
 	}
-	on := 5*time.Second + time.Duration(in.rng.IntN(15000))*time.Millisecond
-	in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s: %s", faultCNI, on.Round(time.Millisecond), fault))
+	// A call that began hanging just before the plugins are set right is
+	// over only once it has failed: hold covers it.
+	on := hold - fault.Hang
+	in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s: %s", schedule.CNIFailing, on, fault))
 	if err := in.cni.Set(fault); err != nil {
 		return err
 	}
@@ -82,26 +88,23 @@ func (in *injector) failCNI() error {
 	if err := in.cni.Clear(); err != nil {
 		return err
 	}
-	// A call that began hanging just before is undone only once it has
-	// failed.
 	time.Sleep(fault.Hang)
 	return nil
 }
 
 // fillDisk fills the node's file system to leave 32 to 448 MiB, under
-// the eviction threshold, for 10 to 40 s, then frees it.
-func (in *injector) fillDisk() error {
+// the eviction threshold, for hold, then frees it.
+func (in *injector) fillDisk(hold time.Duration) error {
 	available, err := nodefault.Available(filepath.Dir(in.diskFile))
 	if err != nil {
 		return err
 	}
 	leave := int64(32+in.rng.IntN(417)) << 20
 	size := nodefault.FillSize(available, leave)
-	on := 10*time.Second + time.Duration(in.rng.IntN(30000))*time.Millisecond
-	in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s: %d MiB written, %d MiB left", faultDisk, on.Round(time.Millisecond), size>>20, leave>>20))
+	in.rec.mark(invariants.Fault, fmt.Sprintf("%s for %s: %d MiB written, %d MiB left", schedule.DiskFilled, hold, size>>20, leave>>20))
 	fillErr := nodefault.Fill(in.diskFile, size)
 	if fillErr == nil {
-		time.Sleep(on)
+		time.Sleep(hold)
 	}
 	return errors.Join(fillErr, freeDisk(in.diskFile))
 }
