@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func TestAgentRestartKeepsAttachmentsAndCollectsTheGone(t *testing.T) {
@@ -58,6 +60,7 @@ func TestAgentRestartKeepsAttachmentsAndCollectsTheGone(t *testing.T) {
 
 func TestAgentCollectsAnAddCutShort(t *testing.T) {
 	requireRootAndPlugins(t)
+	prereq.CNIPlugins(t, pluginDir, "tuning")
 	n := newTestNet(t, "10.123.5.0/24")
 	// A list whose last plugin fails: the bridge has allocated an address
 	// when the ADD fails, as when nodelet dies in the middle of one.
@@ -66,9 +69,6 @@ func TestAgentCollectsAnAddCutShort(t *testing.T) {
 	  {"type":"tuning","sysctl":{"net.no.such.sysctl":"1"}}]}`
 	if err := os.WriteFile(filepath.Join(n.opts.ConfDir, "10-testnet.conflist"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(pluginDir, "tuning")); err != nil {
-		t.Skipf("the tuning plugin is not installed: %v", err)
 	}
 	sandbox := newNetNS(t)
 	resp := n.agent.Handle(context.Background(), request("ADD", "cut", sandbox))

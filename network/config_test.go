@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func TestRenderConflist(t *testing.T) {
@@ -232,9 +234,7 @@ func TestEnsureConfig(t *testing.T) {
 // installs before the tests).
 func TestEnsureConfigWithInstalledPlugins(t *testing.T) {
 	const binDir = "/usr/lib/cni"
-	if _, err := os.Stat(filepath.Join(binDir, "bridge")); err != nil {
-		t.Skipf("the CNI plugins are not installed in %s (Debian package containernetworking-plugins): %v", binDir, err)
-	}
+	prereq.CNIPlugins(t, binDir, allPlugins...)
 	confDir := t.TempDir()
 	written, err := EnsureConfig(context.Background(), ConfigOptions{
 		ConfDir:  confDir,

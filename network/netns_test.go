@@ -5,8 +5,8 @@ package network
 // /usr/lib/cni), on network namespaces the tests create: one stands for
 // the node (the plugins run in it, so the bridge, the iptables rules and
 // the qdiscs never touch the machine's own network), one for each pod
-// sandbox. They need root; without it, or without the plugins, they skip
-// saying why.
+// sandbox. They need root, the plugins and the tools they run (package
+// internal/prereq says what happens without them).
 
 import (
 	"context"
@@ -21,25 +21,18 @@ import (
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 const pluginDir = "/usr/lib/cni"
 
 func requireRootAndPlugins(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it creates network namespaces and runs the CNI plugins in them (CI runs the unit tests as root)")
-	}
-	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap", "bandwidth"} {
-		if _, err := os.Stat(filepath.Join(pluginDir, plugin)); err != nil {
-			t.Skipf("the CNI plugins are not installed in %s (Debian package containernetworking-plugins): %v", pluginDir, err)
-		}
-	}
-	for _, tool := range []string{"nsenter", "ip", "tc", "iptables-save"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: %v", tool, err)
-		}
-	}
+	prereq.Root(t, "it creates network namespaces and runs the CNI plugins in them")
+	prereq.CNIPlugins(t, pluginDir, "bridge", "host-local", "loopback", "portmap", "bandwidth")
+	prereq.Tools(t, "nsenter", "ip", "tc")
+	prereq.Iptables(t)
 }
 
 // newNetNS creates a network namespace, bind-mounted at a file in a
