@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func TestParseMountInfo(t *testing.T) {
@@ -336,9 +337,7 @@ func TestListPods(t *testing.T) {
 // host's own cgroup hierarchies, with a process in a container cgroup to
 // prove a cgroup made by EnsurePod takes tasks. It needs root.
 func TestRealHierarchies(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("creating cgroups needs root; run the tests as root to cover the host's hierarchies")
-	}
+	prereq.Root(t, "it makes cgroups in the host's hierarchies")
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		t.Fatal(err)

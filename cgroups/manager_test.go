@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func podWith(uid types.UID, containers ...corev1.Container) *corev1.Pod {
@@ -236,9 +238,7 @@ func TestPureV2Limits(t *testing.T) {
 // own hierarchies and reads back a Burstable pod's limits and its tier's
 // shares from the kernel. It needs root.
 func TestRealLimits(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("creating cgroups needs root; run the tests as root to cover the host's hierarchies")
-	}
+	prereq.Root(t, "it makes cgroups in the host's hierarchies")
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		t.Fatal(err)
