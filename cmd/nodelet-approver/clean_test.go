@@ -1,8 +1,9 @@
 package main
 
 // Tests of `nodelet-approver clean-host` on the real file system of
-// t.TempDir() standing for the host's root; the mount test needs root
-// (a tmpfs mounted under a folder) and is skipped without it.
+// t.TempDir() standing for the host's root; the mount test and the
+// bridge test need root (package internal/prereq says what happens
+// without it).
 
 import (
 	"encoding/binary"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func TestParseCleanOptions(t *testing.T) {
@@ -93,9 +96,7 @@ func TestCleanHostRemovesTheFolders(t *testing.T) {
 // pod's volume) is unmounted, then the folder removed; the files in the
 // tmpfs never touch the disk's.
 func TestCleanHostUnmountsFirst(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
+	prereq.Root(t, "it mounts a tmpfs")
 	host := t.TempDir()
 	volume := filepath.Join(host, "var/lib/nodelet/pods/uid/volumes/kubernetes.io~empty-dir/cache")
 	if err := os.MkdirAll(volume, 0o755); err != nil {
@@ -126,9 +127,8 @@ func TestCleanHostUnmountsFirst(t *testing.T) {
 // TestCleanHostDeletesTheBridge: in a network namespace of the test's
 // own, a bridge made with ip(8) is deleted, and one not there is fine.
 func TestCleanHostDeletesTheBridge(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a network namespace of the test's own needs root")
-	}
+	prereq.Root(t, "it makes a network namespace of its own")
+	prereq.Tools(t, "ip")
 	done := make(chan error)
 	go func() {
 		// The thread stays in its new network namespace and dies with it.
