@@ -14,10 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func loopDevice(t *testing.T, size int64) string {
 	t.Helper()
+	prereq.LoopDevice(t)
 	image := filepath.Join(t.TempDir(), "disk.img")
 	if err := os.WriteFile(image, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -27,7 +30,9 @@ func loopDevice(t *testing.T, size int64) string {
 	}
 	out, err := exec.Command("losetup", "-f", "--show", image).CombinedOutput()
 	if err != nil {
-		t.Skipf("no loop device here: %v (%s)", err, out)
+		// /dev/loop-control is there (prereq.LoopDevice) but a container's
+		// /dev may lack the /dev/loopN it hands out.
+		prereq.Missing(t, "losetup could not attach a file to a loop device: %v (%s): in a container, give it the host's /dev/loop*", err, strings.TrimSpace(string(out)))
 	}
 	device := strings.TrimSpace(string(out))
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", device).Run() })
@@ -36,6 +41,7 @@ func loopDevice(t *testing.T, size int64) string {
 
 func TestSetUpPodFormatsAndMountsALocalDevice(t *testing.T) {
 	requireRoot(t)
+	prereq.Tools(t, "blkid", "mkfs.ext4", "mount")
 	device := loopDevice(t, 16<<20)
 	e := claimEnv(t, device)
 	pod := claimVolumePod(false)

@@ -31,6 +31,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 var start = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
@@ -44,9 +46,7 @@ const (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting tmpfs needs root (CAP_SYS_ADMIN): run the tests as root to cover this")
-	}
+	prereq.Root(t, "it mounts tmpfs and bind mounts (CAP_SYS_ADMIN)")
 }
 
 // tokenIssuer stands in for the API server's TokenRequest endpoint.

@@ -17,13 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/prereq"
 )
 
 func requireChown(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("changing a file's group needs root (CAP_CHOWN): run the tests as root to cover this")
-	}
+	prereq.Root(t, "it changes files' group to one it is not in (CAP_CHOWN)")
 }
 
 // owner is a file's uid, gid and mode as ls shows them.
