@@ -95,8 +95,9 @@ type Step struct {
 	Pause time.Duration
 	// Hold is how long the fault lasts.
 	Hold time.Duration
-	// Start is when the fault begins, from the start of the run, and End
-	// when it is over at the latest: Hold and its kind's Allowance later.
+	// Start is when the fault begins at the latest, from the start of the
+	// run (every fault before it taking its whole Allowance), and End when
+	// it is over at the latest: Hold and its kind's Allowance later.
 	Start, End time.Duration
 }
 
@@ -109,15 +110,20 @@ type Schedule struct {
 }
 
 // Plan draws the faults of a run of the given length from seed: rounds of
-// the bag of kinds, each fault after a pause, for as long as the next one
-// would be over before the run ends, except that the first round is
-// always whole. Pauses and holds are scaled by fit's scale.
+// the bag of kinds, each fault after a pause, the first round whole.
+// Pauses and holds are scaled by fit's scale. The faults of later rounds
+// are planned for as long as one could still be over before the run
+// ends, were the faults before it undone as soon as their holds ended;
+// the injector injects one only if, by the clock, it will be over before
+// the deadline at the latest (Start to End).
 func Plan(seed uint64, run time.Duration, pauses Range, kinds []Kind) Schedule {
 	scale := fit(run, pauses, kinds)
 	pauses = pauses.scaled(scale)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	s := Schedule{Scale: scale}
-	var at time.Duration
+	// at is when the last fault is over at the latest, soonest when it
+	// may be.
+	var at, soonest time.Duration
 	for round := 0; len(kinds) > 0; round++ {
 		roundStart := at
 		for _, i := range rng.Perm(len(kinds)) {
@@ -125,11 +131,11 @@ func Plan(seed uint64, run time.Duration, pauses Range, kinds []Kind) Schedule {
 			step := Step{Kind: kind.Name, Round: round, Pause: pauses.draw(rng), Hold: kind.Hold.scaled(scale).draw(rng)}
 			step.Start = at + step.Pause
 			step.End = step.Start + step.Hold + kind.Allowance
-			if round > 0 && step.End > run {
+			if round > 0 && soonest+step.Pause+step.Hold+kind.Allowance > run {
 				return s
 			}
 			s.Steps = append(s.Steps, step)
-			at = step.End
+			at, soonest = step.End, soonest+step.Pause+step.Hold
 		}
 		// Rounds that take no time would never reach the run's end.
 		if at == roundStart {
