@@ -345,13 +345,13 @@ func (c *checker) around(i int, p *podTrack) []string {
 	}
 	var faults []int
 	for j := range c.trace[:i] {
-		switch e := c.trace[j]; {
-		case e.Kind == Fault:
+		switch e := c.trace[j]; e.Kind {
+		case Fault:
 			faults = append(faults, j)
 			if !e.At.Before(c.trace[i].At.Add(-aroundFaults)) {
 				picked = append(picked, j)
 			}
-		case e.Kind == FaultsStopped:
+		case FaultsStopped:
 			picked = append(picked, j)
 		}
 	}
