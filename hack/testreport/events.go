@@ -32,13 +32,6 @@ type result struct {
 	Output []string
 }
 
-func (r *result) name() string {
-	if r.Test == "" {
-		return r.Package
-	}
-	return r.Test
-}
-
 // topLevel tells a test from its subtests.
 func (r *result) topLevel() bool { return r.Test != "" && !strings.Contains(r.Test, "/") }
 
