@@ -4,8 +4,10 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
-# Every go command shares the repository's build cache with the hack/ scripts.
-export GOCACHE := $(CURDIR)/.cache/go-build
+# Every go command shares the build cache with the hack/ scripts: outside
+# the clone (hack/lib.sh BUILD_CACHE_DIR), so a new clone starts warm.
+NODELET_BUILD_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nodelet
+export GOCACHE := $(NODELET_BUILD_CACHE)/go-build
 
 BIN_DIR := $(CURDIR)/.cache/bin
 # The stack `up`, `down` and `run` act on: up (for people) or e2e (the one
@@ -27,6 +29,10 @@ CHAOS_SEED ?= 1
 CHAOS_FLAGS ?= -api-stop-max=60s
 # How long `make fuzz` runs each fuzz target (go test -fuzztime).
 FUZZTIME ?= 10s
+# `make test-unit PKG=./volume/...`: one package's unit tests.
+PKG ?=
+# `make e2e RUN=TestDNS`: the e2e tests go test -run matches.
+RUN ?=
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 # The commit stamped into nodelet (main.commit): the Node's
 # nodeInfo.kubeletVersion is baseVersion (version.go) + "+" + COMMIT.
@@ -74,25 +80,37 @@ run: ## Run nodelet in the foreground against the up stack (root; starts the sta
 ##@ Test
 
 .PHONY: test
-test: ## Everything CI runs: setup, lint, unit and e2e tests, with each suite's time (root).
+test: ## The CI gate (.ci/run runs it): setup, lint, unit, every e2e mode, a 2m chaos run; each phase under a time limit, then the report (root).
 	hack/test.sh
 
+.PHONY: test-full
+test-full: ## Every tier: the gate, plus fuzzing, the full-tier e2e tests and the slow lane, a 15m chaos run seeded by the commit (root).
+	hack/test.sh full
+
 .PHONY: test-unit
-test-unit: ## Unit and envtest tests with -race (builds envtest's binaries if missing).
-	hack/build-tools.sh
-	hack/test.sh unit
+test-unit: ## Unit and envtest tests with -race; one package's with PKG=./volume/... (builds envtest's binaries if missing).
+	hack/build-tools.sh etcd kube-apiserver kubectl
+	UNIT_PACKAGES="$(PKG)" hack/test.sh unit
+
+.PHONY: e2e
+e2e: ## The e2e tests RUN matches (all when empty) against an e2e stack left up, started if needed (root; RUN=TestDNS; make down PROFILE=e2e).
+	hack/e2e.sh "$(RUN)"
+
+.PHONY: test-e2e
+test-e2e: ## Every e2e mode's gate tests, each on a fresh stack stopped afterwards (root; TIER=full for all).
+	hack/test.sh setup e2e-runtime e2e-agent e2e-userns e2e-companion e2e-systemd
 
 .PHONY: fuzz
-fuzz: ## Every fuzz target for FUZZTIME each (default 10s; `make fuzz FUZZTIME=5m`); crashers go to the package's testdata/fuzz/.
+fuzz: ## Every fuzz target for FUZZTIME each (default 10s; `make fuzz FUZZTIME=5m`), keeping new inputs in testdata/fuzz to commit.
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: chaos
 chaos: ## The chaos run: pods churned while faults are injected, then invariants and leaks checked (root; CHAOS_DURATION=40m CHAOS_SEED=1 CHAOS_FLAGS=-api-stop-max=60s).
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) CHAOS_FLAGS="$(CHAOS_FLAGS)" hack/test.sh setup chaos
 
-.PHONY: test-e2e
-test-e2e: ## The e2e suite against a fresh e2e stack, stopped afterwards (root).
-	hack/test.sh setup e2e
+.PHONY: clean-cache
+clean-cache: ## Delete the build cache outside the clone ($(NODELET_BUILD_CACHE)) and .cache: the next run builds everything again.
+	rm -rf "$(NODELET_BUILD_CACHE)" .cache
 
 ##@ Benchmarks
 

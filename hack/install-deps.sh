@@ -25,7 +25,8 @@ PACKAGES=(
 	python3-yaml                 # check-manifests.sh compares RBAC rules
 	systemd                      # the systemd cgroup driver's stack runs its own (lib.sh)
 	e2fsprogs                    # mkfs.ext4: local volumes on block devices are formatted
-	util-linux                   # blkid, mount, losetup (the local device tests)
+	util-linux                   # blkid, nsenter, unshare (the local device and network namespace tests)
+	mount                        # mount, losetup
 )
 
 command -v go >/dev/null || die "the Go toolchain is not installed (see go.mod for the version)"
