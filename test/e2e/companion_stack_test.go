@@ -44,12 +44,12 @@ type hostEnv struct {
 }
 
 // loadHostEnv reads $NODELET_E2E_HOST_ENV, failing the test without it:
-// the companion tests need the stack's host node (E2E_MODES=companion).
+// the companion tests need the stack's host node (the e2e-companion phase).
 func loadHostEnv(t *testing.T) hostEnv {
 	t.Helper()
 	path := os.Getenv("NODELET_E2E_HOST_ENV")
 	if path == "" {
-		t.Fatal("NODELET_E2E_HOST_ENV is not set: the stack has no host node run by a kubelet; run the companion tests with E2E_MODES=companion hack/test.sh e2e")
+		t.Fatal("NODELET_E2E_HOST_ENV is not set: the stack has no host node run by a kubelet; run the companion tests with hack/test.sh e2e-companion")
 	}
 	vars, err := readEnvFile(path)
 	if err != nil {

@@ -14,6 +14,34 @@
 // status invariants checker, the two termination tests that time what
 // they check, and the pod start metric's, which counts starts while no
 // other test starts pods — always run alone.
+//
+// Tiers. The tests of the files named *_full_test.go (built with
+// `//go:build full`) are the full tier's (`make test-full`); the others
+// are the gate's (`make test`, CI). A test is in the full tier because it
+// costs about a minute of the gate's sequential part for what it adds
+// beyond the gate, never because it is flaky:
+//   - TestNoExecuteTaintRejectsPodsThatDoNotTolerateIt taints the whole
+//     node, the taint eviction controller held back by an admission
+//     policy (90 s alone on two busy cores);
+//   - TestEvictionUnderMemoryPressure and TestEvictionUnderDiskPressure
+//     restart nodelet with thresholds and fill memory or the disk (the
+//     gate's chaos run fills the disk and checks the evictions);
+//   - TestServingCertificateFromTheCertificatesAPI waits out a
+//     two-minute certificate to see it renewed, and
+//     TestBootstrapTokenGivesTheNodeItsCertificate restarts nodelet from a
+//     bootstrap token;
+//   - TestNetworkChurnWithNodeletKilledLeavesNothingBehind and
+//     TestClaimChurnWithNodeletKilledLeavesNothingMounted churn pods
+//     while killing nodelet (the gate's chaos run does both, with its
+//     leak check);
+//   - TestCSIBlockVolumeIsMappedAndItsBytesOutliveThePod and
+//     TestPendingResizeSurvivesANodeletRestart restart nodelet or a
+//     driver around one case each (the gate keeps a CSI volume across a
+//     nodelet kill, and resizes in place);
+//   - TestLogRotation and TestLogsOfAHundredMegabytes restart nodelet with
+//     small log limits, or write 100 MB;
+//   - TestProjectedTokenIsRefreshedBeforeItExpires waits eight minutes
+//     for a token's refresh: the slow lane, on a stack of its own.
 package e2e
 
 import (
@@ -38,7 +66,7 @@ func runMain(m *testing.M) int {
 	if envPath == "" {
 		// Failing, not passing: a suite that did not run must not look
 		// like one that passed.
-		fmt.Fprintln(os.Stderr, "e2e: NODELET_E2E_ENV is not set, so there is no stack to test against; run the suite with make test-e2e (or make test), which brings one up")
+		fmt.Fprintln(os.Stderr, "e2e: NODELET_E2E_ENV is not set, so there is no stack to test against; run the suite with make e2e (a stack left up), make test-e2e or make test, which bring one up")
 		return 1
 	}
 	// The tests spend their time waiting on the cluster, not on the CPU:
