@@ -553,7 +553,7 @@ finish() {
 		# Stopped from outside: stop the phase as its limit would.
 		kill -TERM "$PHASE_PID" 2>/dev/null || true
 		wait "$PHASE_PID" 2>/dev/null || true
-		REPORT+=("$(printf '  %-14s %-8s' "${CURRENT_PHASE:-?}" STOPPED)")
+		REPORT+=("$(printf '  %-14s %-8s %5ds  (limit %ds)' "$CURRENT_PHASE" STOPPED $((SECONDS - PHASE_STARTED)) "$(phase_limit "$CURRENT_PHASE")")")
 		FAILED=1
 	fi
 	echo
@@ -594,7 +594,7 @@ main() {
 	trap finish EXIT
 	trap 'exit 130' INT TERM
 	for phase in "${phases[@]}"; do
-		CURRENT_PHASE=$phase
+		CURRENT_PHASE=$phase PHASE_STARTED=$SECONDS
 		run_phase "$phase" || break
 	done
 }
