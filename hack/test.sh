@@ -81,7 +81,7 @@ FULL_PHASES=(setup lint unit fuzz e2e-runtime e2e-agent e2e-userns e2e-companion
 # (docs/testing.md has the measured times). A phase is stopped at its limit
 # less PHASE_GRACE, which it has to clean up in (stop its stacks) before
 # what is left of it is killed, so no phase outlives its limit. The gate's
-# add up to 69 minutes, setup on a fresh machine included: CI stops a run
+# add up to 71 minutes, setup on a fresh machine included: CI stops a run
 # at 90.
 declare -A PHASE_LIMITS=(
 	[setup]=1260/1260
@@ -89,10 +89,10 @@ declare -A PHASE_LIMITS=(
 	[unit]=540/600
 	[fuzz]=0/900
 	[e2e-runtime]=780/1500
-	[e2e-agent]=180/300
-	[e2e-userns]=150/240
+	[e2e-agent]=240/300
+	[e2e-userns]=180/240
 	[e2e-companion]=300/360
-	[e2e-systemd]=150/240
+	[e2e-systemd]=180/240
 )
 # The chaos phase's limit is its run's CHAOS_DURATION and this much more:
 # the stack up and down, nodelet built, the pods left to settle, the
@@ -132,8 +132,8 @@ RETRY_MAX=${RETRY_MAX:-3}
 # go_timeout prints go test's -timeout: what is left of the phase's time
 # but TEST_CLEANUP for taking its stacks down, so that a hung test ends
 # in go test's own panic, which names the tests still running, before
-# the phase's limit stops everything.
-TEST_CLEANUP=90
+# the phase is stopped (PHASE_GRACE before its limit).
+TEST_CLEANUP=30
 # Outside a phase (a script sourcing this one), no deadline but a day.
 PHASE_DEADLINE=${PHASE_DEADLINE:-$((EPOCHSECONDS + 86400))}
 go_timeout() {
@@ -283,10 +283,11 @@ phase_fuzz() {
 E2E_PROFILE=${E2E_PROFILE:-e2e}
 E2E_RUN=${E2E_RUN:-}
 E2E_STACK_UP=false
+# The flag drops only once the stack is down: a stop cut short by the
+# phase's signal is done again by the phase's EXIT trap.
 stop_e2e_stack() {
 	if $E2E_STACK_UP; then
-		E2E_STACK_UP=false
-		"$REPO_ROOT/hack/local-down.sh" "$E2E_PROFILE"
+		"$REPO_ROOT/hack/local-down.sh" "$E2E_PROFILE" && E2E_STACK_UP=false
 	fi
 }
 
@@ -314,8 +315,7 @@ stop_slow_lane() {
 		SLOW_PID=''
 	fi
 	if $SLOW_STACK_UP; then
-		SLOW_STACK_UP=false
-		"$REPO_ROOT/hack/local-down.sh" "$E2E_SLOW_PROFILE"
+		"$REPO_ROOT/hack/local-down.sh" "$E2E_SLOW_PROFILE" && SLOW_STACK_UP=false
 	fi
 }
 
