@@ -266,7 +266,7 @@ func orNone(lines []string) []string {
 }
 
 // render writes the report, leaving out the sections with nothing in
-// them but the slowest tests.
+// them.
 func render(w io.Writer, s summary, module string) {
 	short := func(pkg string) string {
 		if pkg == module {
@@ -274,7 +274,9 @@ func render(w io.Writer, s summary, module string) {
 		}
 		return strings.TrimPrefix(pkg, module+"/")
 	}
-	fmt.Fprintf(w, "the %d slowest tests:\n", len(s.Slowest))
+	if len(s.Slowest) > 0 {
+		fmt.Fprintf(w, "the %d slowest tests:\n", len(s.Slowest))
+	}
 	for _, e := range s.Slowest {
 		fmt.Fprintf(w, "  %8.1fs  %-14s %s %s\n", e.Elapsed.Seconds(), e.Run, short(e.Package), e.Test)
 	}
