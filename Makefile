@@ -84,7 +84,7 @@ test: ## The CI gate (.ci/run runs it): setup, lint, unit, every e2e mode, a 2m 
 	hack/test.sh
 
 .PHONY: test-full
-test-full: ## Every tier: the gate, plus fuzzing, the full-tier e2e tests and the slow lane, a 15m chaos run seeded by the commit (root).
+test-full: ## Every tier: the gate, plus fuzzing, the full-tier e2e tests and the slow lane, a 10m chaos run seeded by the commit (root).
 	hack/test.sh full
 
 .PHONY: test-unit

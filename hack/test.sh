@@ -18,7 +18,7 @@
 #   e2e-*        built with -tags full, so every test of each mode runs; the
 #                runtime mode with the slow lane beside it (the tests that
 #                wait minutes on a clock, on a stack of their own)
-#   chaos        CHAOS_FULL_DURATION (15m) with a seed taken from the commit,
+#   chaos        CHAOS_FULL_DURATION (10m) with a seed taken from the commit,
 #                so that each commit plays another scenario
 #
 # The phases, in order, with the limits PHASE_LIMITS gives (seconds; a phase
@@ -464,7 +464,7 @@ e2e_on_stack() {
 # seed, and more of its flags (`go test ./test/chaos -args -h`). The gate
 # plays one fixed scenario; the full tier a longer one that each commit
 # draws anew; `make chaos` a 40-minute one.
-CHAOS_FULL_DURATION=${CHAOS_FULL_DURATION:-15m}
+CHAOS_FULL_DURATION=${CHAOS_FULL_DURATION:-10m}
 if [[ $TIER == full ]]; then
 	CHAOS_DURATION=${CHAOS_DURATION:-$CHAOS_FULL_DURATION}
 	# The commit's first 8 hex digits, as a number.
