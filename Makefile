@@ -109,7 +109,7 @@ chaos: ## The chaos run: pods churned while faults are injected, then invariants
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) CHAOS_FLAGS="$(CHAOS_FLAGS)" hack/test.sh setup chaos
 
 .PHONY: clean-cache
-clean-cache: ## Delete the build cache outside the clone ($(NODELET_BUILD_CACHE)) and .cache: the next run builds everything again.
+clean-cache: ## Delete the build cache outside the clone (~/.cache/nodelet, or NODELET_BUILD_CACHE) and .cache: the next run builds everything again.
 	rm -rf "$(NODELET_BUILD_CACHE)" .cache
 
 ##@ Benchmarks
