@@ -30,7 +30,7 @@ TOOLS_DIR="$REPO_ROOT/hack/tools"
 # (build_cache_dir). A fresh clone on a machine that already ran the
 # scripts links them instead of building them again; a fresh machine
 # builds everything. Safe to delete at any time (`make clean-cache`).
-BUILD_CACHE_DIR=${NODELET_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodelet}
+BUILD_CACHE_DIR=${NODELET_BUILD_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/nodelet}
 export GOCACHE="$BUILD_CACHE_DIR/go-build"
 export GOLANGCI_LINT_CACHE="$BUILD_CACHE_DIR/golangci-lint"
 
