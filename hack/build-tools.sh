@@ -52,6 +52,9 @@ is_static() { [[ " ${GO_INSTALLED_STATIC[*]} " == *" $1 "* ]]; }
 
 is_helper() { [[ " ${HELPER_BINARIES[*]} " == *" $1 "* ]]; }
 
+# KEYS holds each wanted tool's key, reckoned once by main.
+declare -A KEYS=()
+
 # key_of NAME prints the hash of everything NAME is built from.
 key_of() {
 	local name=$1
@@ -117,7 +120,7 @@ build_batch() {
 	for name in "$@"; do
 		mkdir "$out/$name.d"
 		mv "$out/$name" "$out/$name.d/$name"
-		keep_build "$name" "$(key_of "$name")" "$out/$name.d" || return 1
+		keep_build "$name" "${KEYS[$name]}" "$out/$name.d" || return 1
 	done
 	rm -rf "$out"
 	log "Built $* in $((SECONDS - started))s"
@@ -136,7 +139,7 @@ build_alone() {
 		rm -rf "$out"
 		return 1
 	}
-	keep_build "$name" "$(key_of "$name")" "$out" || return 1
+	keep_build "$name" "${KEYS[$name]}" "$out" || return 1
 	log "Built $name in $((SECONDS - started))s"
 }
 
@@ -149,7 +152,8 @@ main() {
 	for name in "${wanted[@]}"; do
 		is_go_installed "$name" || [[ -d $TOOLS_DIR/cmd/$name || $name == coredns || $name == helm ]] ||
 			die "no such tool: $name (see $TOOLS_DIR/cmd)"
-		[[ -x $(build_dir "$name" "$(key_of "$name")")/$name ]] && continue
+		KEYS[$name]=$(key_of "$name")
+		[[ -x $(build_dir "$name" "${KEYS[$name]}")/$name ]] && continue
 		if is_go_installed "$name" || [[ $name == coredns || $name == helm ]]; then
 			alone+=("$name")
 		elif is_helper "$name"; then
@@ -164,7 +168,7 @@ main() {
 	build_batch "$(go env CGO_ENABLED)" "$KUBE_LDFLAGS" "${kube[@]}" || die "could not build ${kube[*]}"
 	build_batch 0 "$HELPER_LDFLAGS" "${helpers[@]}" || die "could not build ${helpers[*]}"
 	for name in "${wanted[@]}"; do
-		ln -sfn "$(build_dir "$name" "$(key_of "$name")")/$name" "$BIN_DIR/$name"
+		ln -sfn "$(build_dir "$name" "${KEYS[$name]}")/$name" "$BIN_DIR/$name"
 	done
 }
 

@@ -160,13 +160,9 @@ go_test_retried() {
 	local name=$1
 	shift
 	go_test_json "$name" "$@" && return 0
-	local patterns count
-	patterns=$("$TESTREPORT" failed "$TEST_OUTPUT_DIR/$name.json") || return 1
-	count=$(tr -cd '|' <<<"$patterns" | wc -c)
-	count=$((count + $(wc -l <<<"$patterns")))
-	if [[ -z $patterns ]] || ((count > RETRY_MAX)); then
-		return 1
-	fi
+	local patterns
+	patterns=$("$TESTREPORT" failed -max "$RETRY_MAX" "$TEST_OUTPUT_DIR/$name.json") || return 1
+	[[ -n $patterns ]] || return 1
 	local flags=() arg pkg pattern rc=0
 	for arg in "$@"; do
 		# The flags, without the packages (which start with ./ or the

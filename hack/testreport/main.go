@@ -7,7 +7,7 @@
 //
 //	go test -json ... | tee -a DIR/PHASE.json | testreport follow
 //	testreport summary [-slowest 20] DIR
-//	testreport failed DIR/PHASE.json
+//	testreport failed [-max N] DIR/PHASE.json
 //	testreport counts DIR
 //
 // follow prints a stream as `go test -v` would while it runs. summary reads
@@ -16,7 +16,7 @@
 // the -run pattern of a run's failed top-level tests, for running them
 // again; it exits 3 when the run failed in a way a rerun by name cannot
 // repeat (a package that failed outside its tests, a test that never
-// ended), so the failure stands. counts prints the run's closing line,
+// ended) or in more than -max tests, so the failure stands. counts prints the run's closing line,
 // "tests: N passed, N failed, N skipped".
 package main
 
@@ -57,10 +57,13 @@ func main() {
 		}
 		err = countsOf(os.Args[2], os.Stdout)
 	case "failed":
-		if len(os.Args) != 3 {
+		fs := flag.NewFlagSet("failed", flag.ExitOnError)
+		most := fs.Int("max", 3, "how many failed tests may be run again at most")
+		_ = fs.Parse(os.Args[2:])
+		if fs.NArg() != 1 {
 			usage()
 		}
-		err = failed(os.Args[2], os.Stdout)
+		err = failed(fs.Arg(0), *most, os.Stdout)
 	default:
 		usage()
 	}
@@ -74,7 +77,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testreport follow | summary [-slowest N] DIR | failed FILE | counts DIR")
+	fmt.Fprintln(os.Stderr, "usage: testreport follow | summary [-slowest N] DIR | failed [-max N] FILE | counts DIR")
 	os.Exit(2)
 }
 
@@ -156,15 +159,15 @@ func countsOf(dir string, out io.Writer) error {
 	return err
 }
 
-var errNotRetryable = errors.New("the run failed outside its tests, or was stopped: no rerun by name repeats that")
+var errNotRetryable = errors.New("the run failed outside its tests, was stopped, or failed in more tests than may be run again")
 
-func failed(path string, out io.Writer) error {
+func failed(path string, most int, out io.Writer) error {
 	r, err := readRun(path)
 	if err != nil {
 		return err
 	}
-	patterns, ok := retryPattern(r)
-	if !ok {
+	patterns, count, ok := retryPattern(r)
+	if !ok || count > most {
 		return errNotRetryable
 	}
 	pkgs := make([]string, 0, len(patterns))

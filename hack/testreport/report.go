@@ -225,7 +225,7 @@ func brokenPackages(r *run, ended map[string]bool, retry *run) []entry {
 		}
 		broken = append(broken, entry{Run: r.Name, Package: res.Package, Lines: orNone(lines)})
 	}
-	if len(r.Stray) > 0 && (len(broken) > 0 || !anyResult(r)) {
+	if len(r.Stray) > 0 && (len(broken) > 0 || len(r.Results) == 0) {
 		broken = append(broken, entry{Run: r.Name, Package: "(go test's own output)", Lines: tail(r.Stray, maxStrayLines)})
 	}
 	return broken
@@ -248,8 +248,6 @@ func failedOrUnfinishedTestIn(r *run, pkg string) bool {
 	}
 	return false
 }
-
-func anyResult(r *run) bool { return len(r.Results) > 0 }
 
 func tail(lines []string, n int) []string {
 	if len(lines) > n {
@@ -318,9 +316,10 @@ func cut(line string) string {
 }
 
 // retryPattern is the -run pattern of a run's failed top-level tests, per
-// package. ok is false when the run failed in a way no rerun by name can
-// repeat (a package broken outside its tests, a test that never ended).
-func retryPattern(r *run) (patterns map[string]string, ok bool) {
+// package, and how many they are. ok is false when the run failed in a
+// way no rerun by name can repeat (a package broken outside its tests, a
+// test that never ended).
+func retryPattern(r *run) (patterns map[string]string, count int, ok bool) {
 	failed := map[string][]string{}
 	ended := map[string]bool{}
 	for _, res := range r.Results {
@@ -328,18 +327,19 @@ func retryPattern(r *run) (patterns map[string]string, ok bool) {
 			ended[res.Package] = true
 		}
 		if res.Test != "" && res.Outcome == "" {
-			return nil, false
+			return nil, 0, false
 		}
 		if res.topLevel() && res.Outcome == "fail" {
 			failed[res.Package] = append(failed[res.Package], regexp.QuoteMeta(res.Test))
+			count++
 		}
 	}
 	if len(brokenPackages(r, ended, nil)) > 0 {
-		return nil, false
+		return nil, 0, false
 	}
 	patterns = map[string]string{}
 	for pkg, tests := range failed {
 		patterns[pkg] = "^(" + strings.Join(tests, "|") + ")$"
 	}
-	return patterns, true
+	return patterns, count, true
 }

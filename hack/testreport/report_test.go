@@ -216,7 +216,7 @@ func TestRetryPattern(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, ok := retryPattern(mustRun(t, "e2e", tc.stream))
+			got, _, ok := retryPattern(mustRun(t, "e2e", tc.stream))
 			if ok != tc.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
 			}
