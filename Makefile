@@ -29,7 +29,7 @@ CHAOS_SEED ?= 1
 CHAOS_FLAGS ?= -api-stop-max=60s
 # How long `make fuzz` runs each fuzz target (go test -fuzztime).
 FUZZTIME ?= 10s
-# `make test-unit PKG=./volume/...`: one package's unit tests.
+# `make test-unit PKG=./internal/volume/...`: one package's unit tests.
 PKG ?=
 # `make e2e RUN=TestDNS`: the e2e tests go test -run matches.
 RUN ?=
@@ -71,7 +71,7 @@ manifests: ## Generate config/rbac/role.yaml and config/approver/role.yaml from 
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) \
 		rbac:roleName=$(RBAC_ROLE_NAME) paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) \
-		rbac:roleName=$(APPROVER_ROLE_NAME) paths=./approver/... output:rbac:artifacts:config=config/approver
+		rbac:roleName=$(APPROVER_ROLE_NAME) paths=./internal/node/approver/... output:rbac:artifacts:config=config/approver
 
 .PHONY: run
 run: ## Run nodelet in the foreground against the up stack (root; starts the stack if needed).
@@ -88,7 +88,7 @@ test-full: ## Every tier: the gate, plus fuzzing, the full-tier e2e tests and th
 	hack/test.sh full
 
 .PHONY: test-unit
-test-unit: ## Unit and envtest tests with -race; one package's with PKG=./volume/... (builds envtest's binaries if missing).
+test-unit: ## Unit and envtest tests with -race; one package's with PKG=./internal/volume/... (builds envtest's binaries if missing).
 	hack/build-tools.sh etcd kube-apiserver kubectl
 	UNIT_PACKAGES="$(PKG)" hack/test.sh unit
 

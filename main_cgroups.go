@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/nodelet/nodelet/cgroups"
-	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // The kubelet's reasons for the Node events of allocatable enforcement.

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/csi"
+	"github.com/nodelet/nodelet/internal/volume/csi"
 )
 
 // newCSIWatcher registers the CSI node plugins whose sockets appear in

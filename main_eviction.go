@@ -9,13 +9,13 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/cgroups"
 	"github.com/nodelet/nodelet/controllers"
-	"github.com/nodelet/nodelet/evictionmanager"
-	"github.com/nodelet/nodelet/imagegc"
-	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/evictionmanager"
+	"github.com/nodelet/nodelet/internal/resources/imagegc"
+	"github.com/nodelet/nodelet/internal/volume"
 	noderuntime "github.com/nodelet/nodelet/runtime"
-	"github.com/nodelet/nodelet/volume"
 )
 
 // newEvictionManager is the eviction manager of the options: it reads the

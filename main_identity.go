@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/nodelet/nodelet/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/nodeidentity"
 )
 
 // The values of --node-identity.

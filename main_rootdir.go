@@ -8,9 +8,9 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodelet/nodelet/internal/topdir"
-	"github.com/nodelet/nodelet/userns"
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/resources/userns"
+	"github.com/nodelet/nodelet/internal/util/topdir"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // The node's state under the root dir: its lock, and what is kept in the

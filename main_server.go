@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/nodelet/nodelet/kubeletmetrics"
-	"github.com/nodelet/nodelet/server"
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/server"
 )
 
 // newNodeServer builds the node's HTTPS API (package server) from the

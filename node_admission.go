@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/nodelet/nodelet/admission"
-	"github.com/nodelet/nodelet/allocation"
+	"github.com/nodelet/nodelet/internal/resources/admission"
+	"github.com/nodelet/nodelet/internal/resources/allocation"
 )
 
 // openAllocations reads what the node allocated to its pods before a

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/admission"
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 // Options are nodelet's settings: the flags, which are the fields of the

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
-	"github.com/nodelet/nodelet/cgroups"
-	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 func (o *Options) bindCompanionFlags(fs *pflag.FlagSet) {

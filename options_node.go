@@ -12,9 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
-	"github.com/nodelet/nodelet/eviction"
-	"github.com/nodelet/nodelet/imagegc"
-	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/resources/eviction"
+	"github.com/nodelet/nodelet/internal/resources/imagegc"
 )
 
 // allocatableConfig is what the options keep from pods: the

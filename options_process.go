@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodelet/nodelet/internal/timerslack"
+	"github.com/nodelet/nodelet/internal/util/timerslack"
 )
 
 // defaultTimerSlack is the slack nodelet's threads get unless told

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // defaultVolumeStatsAggPeriod is the kubelet's --volume-stats-agg-period.

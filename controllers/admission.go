@@ -12,9 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/admission"
-	"github.com/nodelet/nodelet/allocation"
-	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/resources/admission"
+	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

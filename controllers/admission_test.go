@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/admission"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 // The admission record on its own, with in-memory pods, Node and runtime

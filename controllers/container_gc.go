@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

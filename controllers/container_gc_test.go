@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nodelet/nodelet/pleg/plegtest"
+	"github.com/nodelet/nodelet/internal/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

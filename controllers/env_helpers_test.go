@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // runPod creates testPod's pod "web" in a new namespace and waits until it

@@ -20,12 +20,12 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nodelet/nodelet/allocation"
-	"github.com/nodelet/nodelet/cgroups"
-	"github.com/nodelet/nodelet/pleg/plegtest"
+	"github.com/nodelet/nodelet/internal/pleg/plegtest"
+	"github.com/nodelet/nodelet/internal/resources/allocation"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // removingRuntime is plegtest.Runtime that records which pods it killed and

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

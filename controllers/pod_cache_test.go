@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/nodelet/nodelet/pleg/plegtest"
+	"github.com/nodelet/nodelet/internal/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

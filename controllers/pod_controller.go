@@ -22,11 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/nodelet/nodelet/allocation"
-	"github.com/nodelet/nodelet/kubeletmetrics"
-	"github.com/nodelet/nodelet/pleg"
-	"github.com/nodelet/nodelet/podstart"
-	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/pod/podstart"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

@@ -33,13 +33,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nodelet/nodelet/allocation"
-	"github.com/nodelet/nodelet/podenv"
-	"github.com/nodelet/nodelet/prober"
+	"github.com/nodelet/nodelet/internal/pod/podenv"
+	"github.com/nodelet/nodelet/internal/prober"
+	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 
-	"github.com/nodelet/nodelet/internal/await"
-	"github.com/nodelet/nodelet/internal/testenv"
+	"github.com/nodelet/nodelet/internal/testutil/await"
+	"github.com/nodelet/nodelet/internal/testutil/testenv"
 )
 
 const testNodeName = "test-node"

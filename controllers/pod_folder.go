@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/volume"
 	noderuntime "github.com/nodelet/nodelet/runtime"
-	"github.com/nodelet/nodelet/volume"
 )
 
 // The pod's folder: its volumes set up before its containers start, and

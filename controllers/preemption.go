@@ -11,10 +11,10 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/admission"
-	"github.com/nodelet/nodelet/kubeletmetrics"
-	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 // preemptionWait is how soon a critical pod waiting for the pods preempted

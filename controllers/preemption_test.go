@@ -13,9 +13,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/admission"
-	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 func criticalPod(p *corev1.Pod) *corev1.Pod {

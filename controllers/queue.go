@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/nodelet/nodelet/pleg"
+	"github.com/nodelet/nodelet/internal/pleg"
 )
 
 // PodQueue takes the pods to reconcile for what nodelet notices outside

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/admission"
-	"github.com/nodelet/nodelet/allocation"
+	"github.com/nodelet/nodelet/internal/resources/admission"
+	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

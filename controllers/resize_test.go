@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/admission"
-	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/admission"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // PodConfig starts as ResourceConfigForPod's when the pod's cgroup is

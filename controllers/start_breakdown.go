@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/nodelet/nodelet/podstart"
+	"github.com/nodelet/nodelet/internal/pod/podstart"
 )
 
 // reasonSlowPodStart is the event of a pod whose start took longer than

@@ -18,8 +18,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/internal/await"
-	"github.com/nodelet/nodelet/podstart"
+	"github.com/nodelet/nodelet/internal/pod/podstart"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // TestAStartIsExplainedStepByStep runs a pod against envtest and the CRI

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // laggingClient serves every Pod it reads as it was before the first

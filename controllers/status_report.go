@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
 )
 
 // writtenStatuses remembers, for each pod, the status nodelet last wrote

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/nodelet/nodelet/podstatus"
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 

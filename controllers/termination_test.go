@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
 func TestASecondDeleteInterruptsTheKillOnlyWhenItShortensTheGracePeriod(t *testing.T) {

@@ -173,7 +173,7 @@ populate_no_base() {
 }
 
 # install_format_tools ROOTFS copies what a local volume on a block device
-# needs (volume/local_device_linux.go) and busybox does not have: the
+# needs (internal/volume/local_device_linux.go) and busybox does not have: the
 # host's blkid, to see what is on the device, mke2fs under the names
 # nodelet runs it by (mkfs.<fsType>) and mkfs.xfs, with their libraries
 # and mke2fs's configuration, as Debian's util-linux, e2fsprogs and

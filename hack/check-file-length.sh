@@ -16,13 +16,13 @@ cd "$REPO_ROOT" || exit
 BUDGET=500
 
 declare -A KNOWN_LONG=(
-	[podstatus/generate_test.go]=1238
-	[volume/manager_test.go]=837
-	[server/server_test.go]=825
+	[internal/pod/podstatus/generate_test.go]=1238
+	[internal/volume/manager_test.go]=837
+	[internal/server/server_test.go]=825
 	[test/e2e/volumes_test.go]=741
 	[test/e2e/network_test.go]=708
 	[runtime/container_test.go]=691
-	[node/reporter_test.go]=619
+	[internal/node/reporter_test.go]=619
 )
 
 main() {

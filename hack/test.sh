@@ -245,7 +245,7 @@ phase_lint() {
 	return $rc
 }
 
-# UNIT_PACKAGES narrows the unit phase (`make test-unit PKG=./volume/...`).
+# UNIT_PACKAGES narrows the unit phase (`make test-unit PKG=./internal/volume/...`).
 UNIT_PACKAGES=${UNIT_PACKAGES:-}
 
 phase_unit() {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/prereq"
 )
 
 func TestAgentRestartKeepsAttachmentsAndCollectsTheGone(t *testing.T) {

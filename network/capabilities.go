@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
 // The traffic-shaping annotations, as the kubelet has always read them.

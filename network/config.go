@@ -20,7 +20,7 @@ import (
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 
-	"github.com/nodelet/nodelet/internal/atomicfile"
+	"github.com/nodelet/nodelet/internal/util/atomicfile"
 )
 
 // cniVersion is the spec version of the rendered list. The CNI plugins 1.x

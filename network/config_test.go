@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodelet/nodelet/internal/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/prereq"
 )
 
 func TestRenderConflist(t *testing.T) {

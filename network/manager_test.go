@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 func TestPodCIDRs(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"github.com/containernetworking/cni/pkg/invoke"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodelet/nodelet/internal/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/prereq"
 )
 
 const pluginDir = "/usr/lib/cni"

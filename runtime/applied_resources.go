@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // AppliedResources are the compute resources the runtime says a container

@@ -20,7 +20,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 func configFuzzSeeds() []*corev1.Pod {

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // generateContainerConfig maps one container of a pod to the runtime's

@@ -25,7 +25,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 func TestExpandVars(t *testing.T) {

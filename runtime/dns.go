@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/internal/node"
 )
 
 // The API server's limits on a pod's resolver configuration; a merge with

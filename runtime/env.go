@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/nodelet/nodelet/fieldpath"
+	"github.com/nodelet/nodelet/internal/pod/fieldpath"
 )
 
 // EnvObjects are the ConfigMaps and Secrets that the env and envFrom of a

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/action"
+	"github.com/nodelet/nodelet/internal/pod/action"
 )
 
 // Lifecycle hooks (postStart, preStop) run as the kubelet runs them: an

@@ -23,7 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 func imageTestPod(uid types.UID, image string, policy corev1.PullPolicy) *corev1.Pod {

@@ -22,8 +22,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelet/nodelet/userns"
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/resources/userns"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // Config holds the Manager's settings.

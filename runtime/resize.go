@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
 // AnnotationResources is nodelet's own: the resources a container

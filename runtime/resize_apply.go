@@ -12,7 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // PodCgroups reads and writes the CPU and memory limits of a pod's cgroup.

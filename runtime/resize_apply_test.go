@@ -10,7 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 
-	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // resizeLog records, in order, what a resize wrote: the pod cgroup's

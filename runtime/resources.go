@@ -15,8 +15,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/cgroups"
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // OOM score adjustments of the kubelet's QoS policy.

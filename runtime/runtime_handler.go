@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/admission"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 // sandboxRuntimeHandler is the runtime handler a new sandbox of the pod

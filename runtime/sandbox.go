@@ -10,7 +10,7 @@ import (
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
 // generateSandboxConfig maps a pod to the runtime's sandbox configuration:

@@ -13,9 +13,9 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/kubeletmetrics"
-	"github.com/nodelet/nodelet/podstart"
-	"github.com/nodelet/nodelet/podutil"
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/pod/podstart"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
 // SyncResult tells what SyncPod could not do.

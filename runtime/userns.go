@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/userns"
+	"github.com/nodelet/nodelet/internal/resources/userns"
 )
 
 // errNoIDRanges is why a pod with hostUsers: false cannot run when

@@ -18,7 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/userns"
+	"github.com/nodelet/nodelet/internal/resources/userns"
 )
 
 func TestSyncPodUserNamespace(t *testing.T) {

@@ -24,8 +24,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nodelet/nodelet/hollow"
-	"github.com/nodelet/nodelet/internal/timerslack"
+	"github.com/nodelet/nodelet/internal/hollow"
+	"github.com/nodelet/nodelet/internal/util/timerslack"
 )
 
 // version is what the hollow nodes report as nodeInfo.kubeletVersion;

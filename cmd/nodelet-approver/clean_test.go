@@ -21,7 +21,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodelet/nodelet/internal/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/prereq"
 )
 
 func TestParseCleanOptions(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodelet/nodelet/internal/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/prereq"
 )
 
 // pluginsSave is iptables-save output with two pods of the chart's

@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nodelet/nodelet/approver"
-	"github.com/nodelet/nodelet/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/approver"
+	"github.com/nodelet/nodelet/internal/node/nodeidentity"
 )
 
 // minExpirationSeconds is the least spec.expirationSeconds the API server

@@ -26,7 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nodelet/nodelet/node"
+	"github.com/nodelet/nodelet/internal/node"
 )
 
 // removeCommand is the sub command's name.

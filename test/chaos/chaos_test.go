@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 	"github.com/nodelet/nodelet/test/chaos/criproxy"
 	"github.com/nodelet/nodelet/test/chaos/invariants"
 	"github.com/nodelet/nodelet/test/chaos/schedule"

@@ -15,7 +15,7 @@ import (
 
 	cri "k8s.io/cri-api/pkg/apis"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 	"github.com/nodelet/nodelet/test/chaos/criproxy"
 	"github.com/nodelet/nodelet/test/chaos/invariants"
 	"github.com/nodelet/nodelet/test/chaos/nodefault"

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/volume"
+	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // auditEvent is what the tests read of an API server audit log line.

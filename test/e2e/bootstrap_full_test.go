@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nodelet/nodelet/internal/await"
-	"github.com/nodelet/nodelet/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/nodeidentity"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // TestBootstrapTokenGivesTheNodeItsCertificate is the host install's TLS

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/nodelet/nodelet/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/nodeidentity"
 )
 
 // checkNodeClientCSR checks that the CSR asked the kubelet client signer

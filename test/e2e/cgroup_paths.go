@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nodelet/nodelet/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
 // systemdDriver is true on the stack whose nodelet and runtime make

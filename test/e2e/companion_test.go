@@ -21,7 +21,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // companionReadyTimeout covers, on a loaded machine, the host kubelet

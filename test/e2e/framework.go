@@ -27,7 +27,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // Env is what the stack script writes to <state>/env: where everything of

@@ -20,7 +20,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // TestImageGarbageCollectionRemovesUnusedImages restarts nodelet with

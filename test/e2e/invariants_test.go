@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // invariantPods are the kinds of pods the batch is made of.

@@ -15,7 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // A container the runtime reports exited while it keeps a running task

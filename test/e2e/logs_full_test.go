@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // TestLogRotation restarts nodelet with small log limits, so it must run

@@ -33,7 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodelet/nodelet/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/nodeidentity"
 )
 
 // chartRendering is the Helm chart of this repository rendered for a

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/approver"
-	"github.com/nodelet/nodelet/internal/await"
-	"github.com/nodelet/nodelet/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/approver"
+	"github.com/nodelet/nodelet/internal/node/nodeidentity"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // TestNodeIdentityOfTheDaemonSet does what a DaemonSet pod of the chart

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 var semanticNodeletVersion = regexp.MustCompile(`^v0\.[0-9]+\.[0-9]+(\+[0-9a-f]{7,}(-dirty)?)?$`)

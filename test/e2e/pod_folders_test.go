@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodelet/nodelet/internal/topdir"
+	"github.com/nodelet/nodelet/internal/util/topdir"
 )
 
 func TestPodFoldersAreMarkedForSpreading(t *testing.T) {

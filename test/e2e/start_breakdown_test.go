@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/nodelet/nodelet/internal/await"
-	"github.com/nodelet/nodelet/podstart"
+	"github.com/nodelet/nodelet/internal/pod/podstart"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 	"github.com/nodelet/nodelet/test/e2e/startcheck"
 )
 

@@ -19,7 +19,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/await"
+	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 // Storage as a pod's processes see it: fsGroup, volume stats, claims.

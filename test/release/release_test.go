@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodelet/nodelet/internal/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/prereq"
 )
 
 // buildRelease runs hack/release.sh into a folder of the test and returns

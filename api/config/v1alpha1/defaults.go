@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/eviction"
+	"github.com/nodelet/nodelet/internal/resources/eviction"
 )
 
 // The values of NetworkMode.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/nodelet/nodelet/eviction"
+	"github.com/nodelet/nodelet/internal/resources/eviction"
 )
 
 // ResourcePID is the reservable resource of process IDs, the kubelet's

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodelet/nodelet/podstart"
+	"github.com/nodelet/nodelet/internal/pod/podstart"
 )
 
 // Step is one step of the line: its name and how long it took after the

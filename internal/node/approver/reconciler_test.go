@@ -1,0 +1,195 @@
+package approver
+
+// The reconciler against a real kube-apiserver and etcd (envtest): which
+// requests pass is Decide's table; this is that a CSR carries what Decide
+// reads (the API server writes the requester's user info, with the pod
+// and node its token is bound to, into it), that the reconciler reads
+// that pod, and that the decision reaches the API. envtest runs no
+// controller-manager: the DaemonSet makes no pod, the test makes the pods
+// it owns, as its controller would.
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"testing"
+
+	"github.com/go-logr/logr/testr"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/internal/testutil/testenv"
+)
+
+func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
+	config := testenv.StartAPIServer(t)
+	ctx := t.Context()
+	scheme := apiruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(object client.Object) {
+		t.Helper()
+		if err := admin.Create(ctx, object); err != nil {
+			t.Fatalf("creating %T %s: %v", object, object.GetName(), err)
+		}
+	}
+	// nodelet's ServiceAccount, which may create CSRs, its DaemonSet, and
+	// the node its pod runs on.
+	create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nodelet", Namespace: "default"}})
+	create(&rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodelet"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create"}}},
+	})
+	create(&rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodelet"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodelet"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "nodelet", Namespace: "default"}},
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}}
+	create(node)
+	labels := map[string]string{"app": "nodelet"}
+	daemonSet := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodelet", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{ServiceAccountName: "nodelet", Containers: []corev1.Container{{Name: "nodelet", Image: "nodelet"}}},
+			},
+		},
+	}
+	create(daemonSet)
+	pod := func(name string, owned bool) *corev1.Pod {
+		t.Helper()
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+			Spec:       *daemonSet.Spec.Template.Spec.DeepCopy(),
+		}
+		p.Spec.NodeName = node.Name
+		if owned {
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(daemonSet, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
+		}
+		create(p)
+		return p
+	}
+	ofTheDaemonSet, gone, stray := pod("nodelet-abcde", true), pod("nodelet-gone", true), pod("stray", false)
+	// A pod whose creator wrote a controller reference naming the
+	// DaemonSet, but not its UID (it cannot know it without reading it).
+	forged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "default", Labels: labels, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "DaemonSet", Name: daemonSet.Name, UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true),
+		}}},
+		Spec: *daemonSet.Spec.Template.Spec.DeepCopy(),
+	}
+	forged.Spec.NodeName = node.Name
+	create(forged)
+
+	adminset := kubernetes.NewForConfigOrDie(config)
+	// as is a client of the ServiceAccount with a token bound to the
+	// object.
+	as := func(kind, name string, uid types.UID) kubernetes.Interface {
+		t.Helper()
+		token, err := adminset.CoreV1().ServiceAccounts("default").CreateToken(ctx, "nodelet", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: kind, APIVersion: "v1", Name: name, UID: uid,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating a token bound to %s %s: %v", kind, name, err)
+		}
+		serviceAccountConfig := rest.AnonymousClientConfig(config)
+		serviceAccountConfig.BearerToken = token.Status.Token
+		return kubernetes.NewForConfigOrDie(serviceAccountConfig)
+	}
+	request := func(as kubernetes.Interface, name, commonName string, expirationSeconds *int32) {
+		t.Helper()
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		_, err := as.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:           csrPEM(t, key, &x509.CertificateRequest{Subject: nodeSubject(commonName)}),
+				SignerName:        SignerName,
+				Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+				ExpirationSeconds: expirationSeconds,
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating CSR %s as the ServiceAccount: %v", name, err)
+		}
+	}
+	const companion = "system:node:worker-1-nodelet"
+	day := ptr.To[int32](86400)
+	podToken := as("Pod", ofTheDaemonSet.Name, ofTheDaemonSet.UID)
+	request(podToken, "mine", companion, day)
+	request(podToken, "another-nodes", "system:node:worker-2-nodelet", day)
+	request(podToken, "no-lifetime", companion, nil)
+	request(as("Node", node.Name, node.UID), "node-token", companion, day)
+	request(as("Pod", stray.Name, stray.UID), "stray-pod", companion, day)
+	request(as("Pod", gone.Name, gone.UID), "pod-gone", companion, day)
+	request(as("Pod", forged.Name, forged.UID), "forged-owner", companion, day)
+	if err := admin.Delete(ctx, gone, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+
+	reconciler := &Reconciler{
+		Client:    admin,
+		APIReader: admin,
+		Policy: Policy{
+			Requester:          "system:serviceaccount:default:nodelet",
+			NodeNameSuffix:     "-nodelet",
+			DaemonSetNamespace: "default", DaemonSetName: "nodelet",
+			MaxExpirationSeconds: 86400,
+		},
+		Log: testr.New(t),
+	}
+	for name, want := range map[string]bool{
+		"mine": true, "another-nodes": false, "no-lifetime": false, "node-token": false, "stray-pod": false, "pod-gone": false, "forged-owner": false,
+	} {
+		if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+			t.Fatalf("Reconcile(%s): %v", name, err)
+		}
+		csr := &certificatesv1.CertificateSigningRequest{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: name}, csr); err != nil {
+			t.Fatal(err)
+		}
+		approved := false
+		for _, c := range csr.Status.Conditions {
+			if c.Type == certificatesv1.CertificateApproved && c.Reason == ApprovedReason {
+				approved = true
+			}
+		}
+		if approved != want || (!want && len(csr.Status.Conditions) > 0) {
+			t.Errorf("CSR %s (extra %v): conditions %v, want approved = %v and nothing else", name, csr.Spec.Extra, csr.Status.Conditions, want)
+		}
+		if name == "mine" {
+			// What Decide reads of a pod-bound token.
+			for key, want := range map[string]string{PodNameExtra: ofTheDaemonSet.Name, PodUIDExtra: string(ofTheDaemonSet.UID), NodeNameExtra: node.Name} {
+				if got := csr.Spec.Extra[key]; len(got) != 1 || got[0] != want {
+					t.Errorf("CSR %s: extra %s = %q, want [%q]", name, key, got, want)
+				}
+			}
+		}
+	}
+	// Judged again, an approved CSR is left as it is.
+	if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "mine"}}); err != nil {
+		t.Errorf("Reconcile of an approved CSR: %v", err)
+	}
+}
