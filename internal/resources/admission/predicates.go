@@ -79,7 +79,7 @@ func podHostPorts(pod *corev1.Pod) []hostPort {
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if c := &pod.Spec.InitContainers[i]; podutil.IsSidecar(c) {
 			add(c)
 		}
 	}
