@@ -41,6 +41,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
 	"github.com/nodelet/nodelet/internal/resources/imagegc"
 	"github.com/nodelet/nodelet/internal/resources/oomwatch"
@@ -303,7 +304,7 @@ func run(ctx context.Context, opts Options) error {
 		Log:      log.WithName("prober"),
 		OnChange: podQueue.Enqueue,
 	})
-	admitter, err := newAdmitter(opts)
+	admitter, err := admission.NewForNode(share.machine.OperatingSystem, share.machine.KernelVersion, opts.AllowedUnsafeSysctls, opts.HostPortsShared)
 	if err != nil {
 		return err
 	}
