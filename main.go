@@ -14,24 +14,19 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -42,9 +37,11 @@ import (
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/node/nodeclient"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
+	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
 	"github.com/nodelet/nodelet/internal/resources/imagegc"
 	"github.com/nodelet/nodelet/internal/resources/oomwatch"
@@ -112,7 +109,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 	restConfig.UserAgent = "nodelet/" + version
 	restConfig.QPS, restConfig.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
-	clientset, err := kubernetes.NewForConfig(protobufConfig(restConfig))
+	clientset, err := kubernetes.NewForConfig(nodeclient.Protobuf(restConfig))
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
 	}
@@ -127,24 +124,9 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme: scheme,
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				// Only this node's pods, filtered by the API server.
-				&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
-				// Only this node.
-				&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-			},
-			// nodelet never reads who manages which field; without them
-			// every cached object is smaller, and so is every copy a
-			// read from the cache makes.
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
-		Client: client.Options{Cache: &client.CacheOptions{
-			// Read straight from the API server: a cached Get would start
-			// a cluster-wide watch that the node's identity may not make.
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}},
-		}},
+		Scheme:                 scheme,
+		Cache:                  nodeclient.CacheOptions(opts.NodeName),
+		Client:                 nodeclient.ClientOptions(),
 		LeaderElection:         false,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
@@ -154,7 +136,7 @@ func run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("building manager: %w", err)
 	}
 
-	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
+	recorder := nodeclient.NewEventRecorder(ctx, clientset, scheme, opts.NodeName)
 	clk := clock.RealClock{}
 
 	// The pod queue comes first: the PLEG, the prober and the CNI agent
@@ -322,7 +304,7 @@ func run(ctx context.Context, opts Options) error {
 		Log:      log.WithName("prober"),
 		OnChange: podQueue.Enqueue,
 	})
-	admitter, err := newAdmitter(opts)
+	admitter, err := admission.NewForNode(share.machine.OperatingSystem, share.machine.KernelVersion, opts.AllowedUnsafeSysctls, opts.HostPortsShared)
 	if err != nil {
 		return err
 	}
@@ -419,18 +401,6 @@ func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context)
 	}
 }
 
-// protobufConfig is config speaking protobuf, as the kubelet's clients do
-// (its --kube-api-content-type): the clientset's requests and answers
-// (events, token requests) are smaller than in JSON and cheaper for the
-// API server to decode and encode. The manager's client speaks it already
-// for built-in types.
-func protobufConfig(config *rest.Config) *rest.Config {
-	config = rest.CopyConfig(config)
-	config.ContentType = "application/vnd.kubernetes.protobuf"
-	config.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return config
-}
-
 func loadRestConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
 		return ctrl.GetConfig()
@@ -469,13 +439,4 @@ func connectRuntime(ctx context.Context, opts Options) (cri.RuntimeService, cri.
 		return nil, nil, fmt.Errorf("container runtime at %s does not answer: %w", opts.ContainerRuntimeEndpoint, errors.Join(err, lastErr))
 	}
 	return runtimeService, imageService, nil
-}
-
-// newEventRecorder records core/v1 Events as the kubelet does, from
-// component "kubelet" on this node, so `kubectl describe pod` lists them
-// and tools that select the kubelet's events find nodelet's.
-func newEventRecorder(ctx context.Context, clientset kubernetes.Interface, scheme *apiruntime.Scheme, nodeName string) record.EventRecorder {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
-	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kubelet", Host: nodeName})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/eviction"
 )
 
 // The kubelet's reasons for the Node events of allocatable enforcement.
@@ -26,7 +27,7 @@ const (
 // nodelet, as it stops the kubelet: the reservation would be only on paper.
 func enforceNodeAllocatable(podCgroups *cgroups.Manager, config node.AllocatableConfig, recorder record.EventRecorder, nodeName string, log logr.Logger) error {
 	ref := node.Ref(nodeName)
-	if slices.Contains(config.EnforceNodeAllocatable, node.EnforcePods) {
+	if slices.Contains(config.EnforceNodeAllocatable, eviction.EnforcePods) {
 		recorder.Event(ref, corev1.EventTypeNormal, reasonNodeAllocatableEnforced, "Updated Node Allocatable limit across pods")
 	}
 	for _, reserved := range config.ReservedCgroups() {

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 func TestRegisterWithTaintsFlag(t *testing.T) {
@@ -107,7 +109,7 @@ func TestHostPortsSharedRefusesHostPorts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		admitter, err := newAdmitter(opts)
+		admitter, err := admission.NewForNode("linux", "", opts.AllowedUnsafeSysctls, opts.HostPortsShared)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,20 +18,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -39,6 +33,7 @@ import (
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/node/nodeclient"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
@@ -117,11 +112,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 	if restConfig.UserAgent == "" {
 		restConfig.UserAgent = "nodelet/" + opts.Version + " (hollow)"
 	}
-	// Protobuf, as main.go's clientset.
-	clientsetConfig := rest.CopyConfig(restConfig)
-	clientsetConfig.ContentType = "application/vnd.kubernetes.protobuf"
-	clientsetConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	clientset, err := kubernetes.NewForConfig(clientsetConfig)
+	clientset, err := kubernetes.NewForConfig(nodeclient.Protobuf(restConfig))
 	if err != nil {
 		return nil, fmt.Errorf("hollow node %s: building API client: %w", opts.NodeName, err)
 	}
@@ -129,19 +120,11 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	// The same caches as a real node's (main.go).
+	// The same caches and clients as a real node's.
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme: scheme,
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}:  {Field: fields.OneTermEqualSelector("spec.nodeName", opts.NodeName)},
-				&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
-			},
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
-		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &coordinationv1.Lease{}},
-		}},
+		Scheme:  scheme,
+		Cache:   nodeclient.CacheOptions(opts.NodeName),
+		Client:  nodeclient.ClientOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Logger:  log,
 		// Many hollow nodes share one process, each with a pod controller.
@@ -163,7 +146,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("hollow node %s: %w", opts.NodeName, err)
 	}
 
-	recorder := newEventRecorder(ctx, clientset, scheme, opts.NodeName)
+	recorder := nodeclient.NewEventRecorder(ctx, clientset, scheme, opts.NodeName)
 	runtimeService, imageService := newFakeRuntime()
 	go forgetCalls(ctx, runtimeService, imageService, time.Minute)
 	ips := newPodIPs(opts.PodCIDR)
@@ -300,12 +283,4 @@ func orDefault(v, def int64) int64 {
 		return def
 	}
 	return v
-}
-
-// newEventRecorder records Events as a real node does (main.go), from
-// component "kubelet" on this node.
-func newEventRecorder(ctx context.Context, clientset kubernetes.Interface, scheme *apiruntime.Scheme, nodeName string) record.EventRecorder {
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clientset.CoreV1().Events("")})
-	return broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "kubelet", Host: nodeName})
 }

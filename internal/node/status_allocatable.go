@@ -14,14 +14,6 @@ import (
 	"github.com/nodelet/nodelet/internal/resources/eviction"
 )
 
-// The values of --enforce-node-allocatable, the kubelet's.
-const (
-	EnforcePods           = "pods"
-	EnforceSystemReserved = "system-reserved"
-	EnforceKubeReserved   = "kube-reserved"
-	EnforceNone           = "none"
-)
-
 // AllocatableConfig is what is kept from pods on the node: the kubelet's
 // NodeAllocatableConfig.
 type AllocatableConfig struct {
@@ -54,11 +46,11 @@ type ReservedCgroup struct {
 // kubelet's order: system-reserved, then kube-reserved.
 func (c AllocatableConfig) ReservedCgroups() []ReservedCgroup {
 	var out []ReservedCgroup
-	if slices.Contains(c.EnforceNodeAllocatable, EnforceSystemReserved) {
-		out = append(out, ReservedCgroup{Level: EnforceSystemReserved, Name: c.SystemReservedCgroup, Limits: c.SystemReserved, What: "system reserved"})
+	if slices.Contains(c.EnforceNodeAllocatable, eviction.EnforceSystemReserved) {
+		out = append(out, ReservedCgroup{Level: eviction.EnforceSystemReserved, Name: c.SystemReservedCgroup, Limits: c.SystemReserved, What: "system reserved"})
 	}
-	if slices.Contains(c.EnforceNodeAllocatable, EnforceKubeReserved) {
-		out = append(out, ReservedCgroup{Level: EnforceKubeReserved, Name: c.KubeReservedCgroup, Limits: c.KubeReserved, What: "kube reserved"})
+	if slices.Contains(c.EnforceNodeAllocatable, eviction.EnforceKubeReserved) {
+		out = append(out, ReservedCgroup{Level: eviction.EnforceKubeReserved, Name: c.KubeReservedCgroup, Limits: c.KubeReserved, What: "kube reserved"})
 	}
 	return out
 }
@@ -140,7 +132,7 @@ func (c AllocatableConfig) Allocatable(capacity corev1.ResourceList) corev1.Reso
 // PodsCgroupCapacity: CPUs, memory and the host's PID limit ("pid").
 func (c AllocatableConfig) PodsCgroupLimits(capacity corev1.ResourceList) corev1.ResourceList {
 	limits := corev1.ResourceList{}
-	enforced := slices.Contains(c.EnforceNodeAllocatable, EnforcePods)
+	enforced := slices.Contains(c.EnforceNodeAllocatable, eviction.EnforcePods)
 	for name, q := range capacity {
 		value := q.DeepCopy()
 		if enforced {

@@ -24,7 +24,7 @@ func resources(pairs ...string) corev1.ResourceList {
 
 func hardThresholds(t *testing.T, statements map[string]string) []eviction.Threshold {
 	t.Helper()
-	thresholds, err := eviction.ParseThresholdConfig([]string{EnforcePods}, statements, nil, nil, nil)
+	thresholds, err := eviction.ParseThresholdConfig([]string{eviction.EnforcePods}, statements, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +105,12 @@ func TestPodsCgroupLimits(t *testing.T) {
 	}{
 		{
 			name:    "pods enforced: capacity less the reservations, not the eviction thresholds",
-			enforce: []string{EnforcePods},
+			enforce: []string{eviction.EnforcePods},
 			want:    resources("cpu", "3", "memory", "6656Mi", "pid", "4193304"),
 		},
 		{
 			name:    "not enforced: the capacity",
-			enforce: []string{EnforceNone},
+			enforce: []string{eviction.EnforceNone},
 			want:    capacity,
 		},
 	} {

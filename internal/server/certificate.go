@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
 // TLSOptions choose the serving certificate, as the kubelet's flags of the
@@ -175,8 +177,8 @@ func servingCertificateRequest(nodeName string, nodeIPs []string) *x509.Certific
 	}
 	return &x509.CertificateRequest{
 		Subject: pkix.Name{
-			CommonName:   "system:node:" + nodeName,
-			Organization: []string{"system:nodes"},
+			CommonName:   nodeuser.Name(nodeName),
+			Organization: []string{nodeuser.Group},
 		},
 		DNSNames:    []string{nodeName},
 		IPAddresses: ips,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodelet/nodelet/internal/node/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
@@ -45,7 +46,7 @@ func TestBootstrapTokenGivesTheNodeItsCertificate(t *testing.T) {
 	bootstrapUser := "system:bootstrap:" + tokenID
 	group := "system:bootstrappers:nodelet-e2e-" + tokenID
 	t.Cleanup(func() {
-		if err := f.deleteClientCSRsOf(bootstrapUser, nodeidentity.Username(node)); err != nil {
+		if err := f.deleteClientCSRsOf(bootstrapUser, nodeuser.Name(node)); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -91,7 +92,7 @@ func TestBootstrapTokenGivesTheNodeItsCertificate(t *testing.T) {
 	if want := nodeidentity.CurrentPath(certDir); nodeConfig.CertFile != want || nodeConfig.BearerToken != "" {
 		t.Errorf("the kubeconfig nodelet wrote has certificate %q and token %q, want %s alone", nodeConfig.CertFile, nodeConfig.BearerToken, want)
 	}
-	await.Eventually(t, 10*time.Second, "the written kubeconfig to authenticate as the node", whoAmI(nodeConfig, nodeidentity.Username(node), "system:nodes"))
+	await.Eventually(t, 10*time.Second, "the written kubeconfig to authenticate as the node", whoAmI(nodeConfig, nodeuser.Name(node), "system:nodes"))
 
 	// nodelet speaks with it: the Lease is renewed after the restart,
 	// which the bootstrap token may not do.
@@ -115,8 +116,8 @@ func TestBootstrapTokenGivesTheNodeItsCertificate(t *testing.T) {
 	// signer's two minutes, backdated five, put the renewal within 80 s
 	// of the first's issuance), approved for the selfnodeclient binding.
 	var renewal certificatesv1.CertificateSigningRequest
-	await.Eventually(t, 3*time.Minute, "a renewal requested by "+nodeidentity.Username(node)+" to be issued", await.Condition(func(ctx context.Context) (bool, error) {
-		csrs, err := f.clientCSRsOf(ctx, nodeidentity.Username(node))
+	await.Eventually(t, 3*time.Minute, "a renewal requested by "+nodeuser.Name(node)+" to be issued", await.Condition(func(ctx context.Context) (bool, error) {
+		csrs, err := f.clientCSRsOf(ctx, nodeuser.Name(node))
 		for _, csr := range csrs {
 			if csr.CreationTimestamp.After(restartedAt.Add(-time.Second)) && len(csr.Status.Certificate) > 0 {
 				renewal = csr

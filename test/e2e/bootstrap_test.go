@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/nodelet/nodelet/internal/node/nodeidentity"
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
 // checkNodeClientCSR checks that the CSR asked the kubelet client signer
@@ -46,8 +46,8 @@ func checkNodeClientCSR(t *testing.T, csr *certificatesv1.CertificateSigningRequ
 		t.Errorf("CSR %s approval = %q, want AutoApproved: %s", csr.Name, approvedBy, approval)
 	}
 	cert := issuedCertificate(t, csr)
-	if cert.Subject.CommonName != nodeidentity.Username(node) || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
-		t.Errorf("CSR %s issued a certificate for %s, want CN=%s,O=system:nodes", csr.Name, cert.Subject, nodeidentity.Username(node))
+	if cert.Subject.CommonName != nodeuser.Name(node) || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("CSR %s issued a certificate for %s, want CN=%s,O=system:nodes", csr.Name, cert.Subject, nodeuser.Name(node))
 	}
 }
 

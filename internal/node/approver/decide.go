@@ -32,6 +32,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
 // The user info extras in which the API server describes the object a
@@ -49,8 +51,6 @@ const (
 const (
 	// SignerName is the only signer whose requests are judged.
 	SignerName = certificatesv1.KubeAPIServerClientKubeletSignerName
-	// nodesGroup is the organisation of every node's certificate.
-	nodesGroup = "system:nodes"
 	// minRSABits is the smallest RSA key accepted.
 	minRSABits = 2048
 )
@@ -146,10 +146,10 @@ func Decide(policy Policy, r Request) Decision {
 	if err != nil {
 		return pending("%v", err)
 	}
-	want := "system:node:" + node + policy.NodeNameSuffix
-	if csr.Subject.CommonName != want || !slices.Equal(csr.Subject.Organization, []string{nodesGroup}) ||
+	want := nodeuser.Name(node + policy.NodeNameSuffix)
+	if csr.Subject.CommonName != want || !slices.Equal(csr.Subject.Organization, []string{nodeuser.Group}) ||
 		len(csr.Subject.Names) != 2 || len(csr.Subject.ExtraNames) != 0 {
-		return pending("its subject is %q, not exactly CN=%s,O=%s (the requester's pod runs on node %s)", csr.Subject.String(), want, nodesGroup, node)
+		return pending("its subject is %q, not exactly CN=%s,O=%s (the requester's pod runs on node %s)", csr.Subject.String(), want, nodeuser.Group, node)
 	}
 	if len(csr.DNSNames)+len(csr.IPAddresses)+len(csr.EmailAddresses)+len(csr.URIs) > 0 {
 		return pending("it asks for subject alternative names, which a node's client certificate has none of")

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
 // This file is the host's TLS bootstrap, the kubelet's
@@ -50,8 +52,8 @@ func CertificateUsable(certPEM, keyPEM []byte, nodeName string, now time.Time) e
 		return fmt.Errorf("its client certificate is not valid before %s", leaf.NotBefore.UTC().Format(time.RFC3339))
 	case !now.Before(leaf.NotAfter):
 		return fmt.Errorf("its client certificate expired at %s", leaf.NotAfter.UTC().Format(time.RFC3339))
-	case leaf.Subject.CommonName != Username(nodeName):
-		return fmt.Errorf("its client certificate is for %q, not %q", leaf.Subject.CommonName, Username(nodeName))
+	case leaf.Subject.CommonName != nodeuser.Name(nodeName):
+		return fmt.Errorf("its client certificate is for %q, not %q", leaf.Subject.CommonName, nodeuser.Name(nodeName))
 	}
 	return nil
 }

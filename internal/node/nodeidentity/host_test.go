@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
 var testNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -37,7 +39,7 @@ func selfSigned(t *testing.T, commonName string, notBefore, notAfter time.Time) 
 	}
 	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
 		SerialNumber: big.NewInt(7),
-		Subject:      pkix.Name{CommonName: commonName, Organization: []string{NodesGroup}},
+		Subject:      pkix.Name{CommonName: commonName, Organization: []string{nodeuser.Group}},
 		NotBefore:    notBefore,
 		NotAfter:     notAfter,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

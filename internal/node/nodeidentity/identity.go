@@ -41,15 +41,14 @@ import (
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
 const (
 	// SignerName is the signer node client certificates are requested
 	// from, as the kubelet's.
 	SignerName = certificatesv1.KubeAPIServerClientKubeletSignerName
-	// NodesGroup is the organisation of a node's certificate, the group
-	// the Node authorizer confines.
-	NodesGroup = "system:nodes"
 	// CertificatePrefix names the files in the certificate folder:
 	// nodelet-client-current.pem (key and certificate) links to the newest
 	// nodelet-client-<time>.pem, as the kubelet's kubelet-client-*.
@@ -64,15 +63,12 @@ const (
 	CertificateLifetimeSeconds = 24 * 60 * 60
 )
 
-// Username is the user a node's client certificate names.
-func Username(nodeName string) string { return "system:node:" + nodeName }
-
 // CertificateRequest is what a node's client certificate is requested
 // for: the node's user in the nodes' group, and nothing else (no
 // addresses, no names), as the signer and the approver require.
 func CertificateRequest(nodeName string) *x509.CertificateRequest {
 	return &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: Username(nodeName), Organization: []string{NodesGroup}},
+		Subject: pkix.Name{CommonName: nodeuser.Name(nodeName), Organization: []string{nodeuser.Group}},
 	}
 }
 
@@ -178,7 +174,7 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 		<-ctx.Done()
 		manager.Stop()
 	}()
-	return &Identity{manager: manager, username: Username(opts.NodeName), server: opts.Server, log: opts.Log, rotationCheck: 10 * time.Second}, nil
+	return &Identity{manager: manager, username: nodeuser.Name(opts.NodeName), server: opts.Server, log: opts.Log, rotationCheck: 10 * time.Second}, nil
 }
 
 // Current is the certificate in use; nil before the first one is issued

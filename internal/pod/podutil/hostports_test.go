@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestHostPorts(t *testing.T) {
@@ -12,6 +13,10 @@ func TestHostPorts(t *testing.T) {
 		return corev1.ContainerPort{ContainerPort: containerPort, HostPort: hostPort, Protocol: corev1.ProtocolTCP}
 	}
 	cases := map[string]struct {
+		// init are the init containers' ports, sidecar says which of
+		// them are sidecars.
+		init       [][]corev1.ContainerPort
+		sidecar    []bool
 		containers [][]corev1.ContainerPort
 		want       []corev1.ContainerPort
 	}{
@@ -47,10 +52,34 @@ func TestHostPorts(t *testing.T) {
 			containers: [][]corev1.ContainerPort{{tcp(80, 8080)}, {tcp(80, 8080)}},
 			want:       []corev1.ContainerPort{tcp(80, 8080), tcp(80, 8080)},
 		},
+		"a sidecar's ports come first, as the scheduler lists them": {
+			init:       [][]corev1.ContainerPort{{{ContainerPort: 15001, HostPort: 9901}}},
+			sidecar:    []bool{true},
+			containers: [][]corev1.ContainerPort{{tcp(80, 8080)}},
+			want:       []corev1.ContainerPort{tcp(15001, 9901), tcp(80, 8080)},
+		},
+		"a sidecar's name listed twice is mapped once": {
+			init:    [][]corev1.ContainerPort{{tcp(15001, 9901), tcp(15001, 9901)}},
+			sidecar: []bool{true},
+			want:    []corev1.ContainerPort{tcp(15001, 9901)},
+		},
+		"an init container that runs to completion holds no port": {
+			init:       [][]corev1.ContainerPort{{tcp(80, 7070)}, {tcp(15001, 9901)}},
+			sidecar:    []bool{false, true},
+			containers: [][]corev1.ContainerPort{nil},
+			want:       []corev1.ContainerPort{tcp(15001, 9901)},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{}
+			for i, ports := range tc.init {
+				c := corev1.Container{Name: "i", Ports: ports}
+				if tc.sidecar[i] {
+					c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+				}
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+			}
 			for _, ports := range tc.containers {
 				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "c", Ports: ports})
 			}

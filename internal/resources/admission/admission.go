@@ -92,6 +92,24 @@ func New(node Node) (*Admitter, error) {
 	return &Admitter{node: node, sysctls: allowlist}, nil
 }
 
+// NewForNode prepares admission for a node from what it reports of itself
+// (its OS and kernel release: the Node's nodeInfo, read once with the
+// machine's other facts, so that the sysctls judged safe are those of the
+// kernel the Node names) and from its options: the
+// --allowed-unsafe-sysctls patterns and --host-ports-shared.
+func NewForNode(nodeOS, kernelRelease string, allowedUnsafeSysctls []string, hostPortsShared bool) (*Admitter, error) {
+	admitter, err := New(Node{
+		OS:                   nodeOS,
+		KernelVersion:        kernelRelease,
+		AllowedUnsafeSysctls: allowedUnsafeSysctls,
+		HostPortsShared:      hostPortsShared,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up pod admission: %w", err)
+	}
+	return admitter, nil
+}
+
 // Admit decides whether the node may run pod beside the pods admitted
 // before it (not terminal, not refused), with the kubelet's checks that
 // nodelet has, in the kubelet's order: sysctls; the pod's OS label and

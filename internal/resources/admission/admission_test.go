@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -142,6 +143,29 @@ func TestStatusMessage(t *testing.T) {
 	r := Result{Reason: ReasonPodOSNotSupported, Message: "Failed to admit pod as the OS field doesn't match node OS"}
 	if got, want := r.StatusMessage(), "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"; got != want {
 		t.Errorf("StatusMessage() = %q, want %q", got, want)
+	}
+}
+
+// NewForNode takes the node's kernel release as the Node reports it: a
+// sysctl safe from 4.15 on is admitted on a 6.1 kernel, not on a 4.4 one
+// nor on one whose release is unknown.
+func TestNewForNode(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.tcp_rmem", Value: "4096 87380 6291456"}}},
+		Containers:      []corev1.Container{{Name: "c"}},
+	}}
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}}}
+	for release, want := range map[string]string{"6.1.0-18-amd64": "", "4.4.0": ReasonSysctlForbidden, "": ReasonSysctlForbidden} {
+		a, err := NewForNode("linux", release, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Admit(pod, node, nil); got.Reason != want {
+			t.Errorf("kernel %q: Admit() = %+v, want reason %q", release, got, want)
+		}
+	}
+	if _, err := NewForNode("linux", "", []string{"vm.swappiness"}, false); err == nil || !strings.Contains(err.Error(), `setting up pod admission: the sysctls "vm.swappiness"`) {
+		t.Errorf("an unsafe sysctl of no namespace: error = %v, want one naming pod admission and the sysctl", err)
 	}
 }
 

@@ -58,33 +58,17 @@ type hostPort struct {
 	port     int32
 }
 
-// podHostPorts are the host ports a pod holds for as long as it runs: its
-// regular containers' and its sidecars' (init containers that run to the
-// end hold theirs only for a moment, and are not counted).
+// podHostPorts are the host ports a pod holds for as long as it runs
+// (podutil.HostPorts, which the sandbox maps), each IP defaulted as the
+// scheduler defaults it.
 func podHostPorts(pod *corev1.Pod) []hostPort {
 	var ports []hostPort
-	add := func(c *corev1.Container) {
-		for _, p := range c.Ports {
-			if p.HostPort <= 0 {
-				continue
-			}
-			hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
-			if hp.ip == "" {
-				hp.ip = bindAllHostIP
-			}
-			if hp.protocol == "" {
-				hp.protocol = corev1.ProtocolTCP
-			}
-			ports = append(ports, hp)
+	for _, p := range podutil.HostPorts(pod) {
+		hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
+		if hp.ip == "" {
+			hp.ip = bindAllHostIP
 		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			add(c)
-		}
-	}
-	for i := range pod.Spec.Containers {
-		add(&pod.Spec.Containers[i])
+		ports = append(ports, hp)
 	}
 	return ports
 }

@@ -134,7 +134,7 @@ func podQuantity(pod *corev1.Pod, name corev1.ResourceName, of func(corev1.Resou
 			continue
 		}
 		found = true
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if podutil.IsSidecar(c) {
 			sum.Add(q)
 			sidecars.Add(q)
 			continue

@@ -109,9 +109,18 @@ func DefaultEvictionHard() map[string]string {
 	}
 }
 
-// enforcePods is the --enforce-node-allocatable value that has the pods'
-// cgroup limited to allocatable, with an allocatable memory threshold.
-const enforcePods = "pods"
+// The values of --enforce-node-allocatable, the kubelet's: "pods" limits
+// the pods' cgroup to allocatable (and, here, adds an allocatable memory
+// threshold), "system-reserved" and "kube-reserved" limit the reserved
+// cgroups to their reservations, "none" enforces nothing. They are named
+// in this package, the lowest that reads them, so that the configuration's
+// validation and the node's cgroups can name them from one place.
+const (
+	EnforcePods           = "pods"
+	EnforceSystemReserved = "system-reserved"
+	EnforceKubeReserved   = "kube-reserved"
+	EnforceNone           = "none"
+)
 
 // ParseThresholdConfig parses the eviction statements as the kubelet's
 // function of that name: signal to value maps, hard then soft thresholds
@@ -151,7 +160,7 @@ func ParseThresholdConfig(enforceNodeAllocatable []string, evictionHard, evictio
 		}
 	}
 	for _, key := range enforceNodeAllocatable {
-		if key != enforcePods {
+		if key != EnforcePods {
 			continue
 		}
 		for _, t := range results {
