@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,24 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("Decode error %q, want one line containing %q", msg, tc.wantErr)
 			}
 		})
+	}
+}
+
+// What /configz serves, every field with its value, empty ones included,
+// is a file that reads back as the same configuration: a node's effective
+// configuration can be given to another.
+func TestServedConfigurationReadsBack(t *testing.T) {
+	want := defaulted()
+	want.ClusterDNS = []string{"10.96.0.10"}
+	served, err := json.Marshal(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(served)
+	if err != nil {
+		t.Fatalf("Decode(%s): %v", served, err)
+	}
+	if diff := cmp.Diff(&want, got); diff != "" {
+		t.Errorf("read back (-want +got):\n%s", diff)
 	}
 }

@@ -72,8 +72,8 @@ const (
 )
 
 // SetDefaults fills every field of c left unset with its default. It is
-// the one place nodelet's defaults are written; the fields' comments say
-// the same.
+// the one place nodelet's defaults are written: --help and the reference
+// show what it sets. A field it leaves alone defaults to its zero value.
 func SetDefaults(c *NodeletConfiguration) {
 	if c.APIVersion == "" {
 		c.APIVersion = SchemeGroupVersion.String()
