@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
 )
@@ -26,7 +27,7 @@ func openAllocations(rootDir string, log logr.Logger) *allocation.Store {
 // newAdmitter prepares pod admission with what this node is: its OS, its
 // kernel's release (which sysctls are safe depends on it), the unsafe
 // sysctls the options allow and whether its host ports are its own.
-func newAdmitter(opts Options) (*admission.Admitter, error) {
+func newAdmitter(opts *options.NodeletServer) (*admission.Admitter, error) {
 	admitter, err := admission.New(admission.Node{
 		OS:                   goruntime.GOOS,
 		KernelVersion:        kernelRelease(),

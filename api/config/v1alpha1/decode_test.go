@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -87,7 +88,8 @@ func TestDecodeErrors(t *testing.T) {
 // configuration can be given to another.
 func TestServedConfigurationReadsBack(t *testing.T) {
 	want := defaulted()
-	want.ClusterDNS = []string{"10.96.0.10"}
+	want.RegisterWithTaints = []corev1.Taint{{Key: "a", Effect: corev1.TaintEffectNoSchedule}}
+	want.EvictionSoft = map[string]string{"memory.available": "1Gi"}
 	served, err := json.Marshal(&want)
 	if err != nil {
 		t.Fatal(err)

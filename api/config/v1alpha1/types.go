@@ -12,6 +12,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -149,6 +150,12 @@ type NodeletConfiguration struct {
 	// to Ready before a SlowPodStart event names its slowest step; "0s"
 	// tells none.
 	SlowPodStartThreshold *metav1.Duration `json:"slowPodStartThreshold" flag:"slow-pod-start-threshold"`
+	// RegisterWithTaints are the taints the Node is created with, as the
+	// kubelet's; a Node that exists keeps its own. In the file, objects of
+	// key, value and effect; on the command line, comma-separated
+	// <key>=<value>:<effect> or <key>:<effect>, the list replaced each time
+	// the flag is given.
+	RegisterWithTaints []corev1.Taint `json:"registerWithTaints" flag:"register-with-taints"`
 
 	// Node allocatable and eviction.
 
@@ -168,6 +175,26 @@ type NodeletConfiguration struct {
 	// allocatable. Given, it replaces the default whole; "0%" turns one
 	// signal off. The default is the kubelet's.
 	EvictionHard map[string]string `json:"evictionHard" flag:"eviction-hard,sep=<"`
+	// EvictionSoft are the soft eviction thresholds, as EvictionHard; each
+	// acts once met for its EvictionSoftGracePeriod.
+	EvictionSoft map[string]string `json:"evictionSoft" flag:"eviction-soft,sep=<"`
+	// EvictionSoftGracePeriod is how long each soft eviction threshold must
+	// be met before pods are evicted, signal to duration
+	// ("memory.available": "1m30s"; on the command line
+	// memory.available=1m30s).
+	EvictionSoftGracePeriod map[string]string `json:"evictionSoftGracePeriod" flag:"eviction-soft-grace-period"`
+	// EvictionMinimumReclaim is how far past a threshold eviction reclaims
+	// before the pressure ends, signal to quantity or percentage
+	// ("nodefs.available": "500Mi"; on the command line
+	// nodefs.available=500Mi).
+	EvictionMinimumReclaim map[string]string `json:"evictionMinimumReclaim" flag:"eviction-minimum-reclaim"`
+	// EvictionPressureTransitionPeriod is how long a pressure condition
+	// stays true after its threshold was last met.
+	EvictionPressureTransitionPeriod metav1.Duration `json:"evictionPressureTransitionPeriod" flag:"eviction-pressure-transition-period"`
+	// EvictionMaxPodGracePeriod is the longest grace period, in seconds,
+	// of a pod evicted for a soft threshold (the pod's own when shorter);
+	// a hard threshold's get 1s.
+	EvictionMaxPodGracePeriod int32 `json:"evictionMaxPodGracePeriod" flag:"eviction-max-pod-grace-period"`
 	// EnforceNodeAllocatable are the levels of node allocatable
 	// enforcement: "pods" limits the cgroup holding every pod to the
 	// capacity less SystemReserved and KubeReserved; "system-reserved"
@@ -197,6 +224,15 @@ type NodeletConfiguration struct {
 	// ImageMaximumGCAge is how long an unused image may stay: one unused
 	// for longer is removed whatever the disk usage; "0s" is for ever.
 	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge" flag:"image-maximum-gc-age"`
+
+	// Volumes.
+
+	// VolumeStatsAggPeriod is how long a pod volume's measured usage
+	// (/stats/summary, kubelet_volume_stats_*) is served before the volume
+	// is measured again. A negative period, or 0 on the command line
+	// (where a zero in the file is left out, as in the kubelet's), turns
+	// volume stats off.
+	VolumeStatsAggPeriod metav1.Duration `json:"volumeStatsAggPeriod" flag:"volume-stats-agg-period"`
 
 	// The node's HTTPS API.
 
@@ -253,6 +289,17 @@ type NodeletConfiguration struct {
 	// HealthzPort is the port they listen on, the flag's port; 0, or the
 	// flag's "0", turns them off.
 	HealthzPort *int32 `json:"healthzPort" flag:"health-probe-bind-address,port"`
+
+	// nodelet's process.
+
+	// TimerSlack is how late the kernel may end nodelet's timed waits to
+	// serve them with other wakeups (its threads' timer slack); 0 leaves
+	// the kernel's (50µs). Setting it needs CAP_SYS_NICE.
+	TimerSlack *metav1.Duration `json:"timerSlack" flag:"timer-slack"`
+	// GCPercent is how much nodelet's heap may grow, in percent of what is
+	// live after a collection, before the Go runtime collects again; it
+	// wins over GOGC, and 0 leaves the Go runtime's (GOGC, or 100).
+	GCPercent *int32 `json:"gcPercent" flag:"gc-percent"`
 }
 
 // NodeletAuthentication is how requests to the node's API are
