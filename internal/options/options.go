@@ -3,8 +3,8 @@
 // configuration file's fields (config.nodelet.dev/v1alpha1
 // NodeletConfiguration) and onto Flags, the few that are flags alone;
 // reading them in order, defaults, then the --config file, then the flags
-// given; and the settings as the option structs of the parts nodelet
-// wires together.
+// given; the configuration reference generated from them; and the
+// settings as the option structs of the parts nodelet wires together.
 //
 // A field's flag is named in its `flag` tag and described by its doc
 // comment, so a setting is written once.
