@@ -38,6 +38,7 @@ import (
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/node/nodeclient"
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
@@ -59,7 +60,7 @@ func main() {
 	zapOpts := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
 	goFlags := flag.NewFlagSet("log", flag.ExitOnError)
 	zapOpts.BindFlags(goFlags)
-	opts, err := parseOptions(os.Args[1:], goFlags)
+	opts, err := options.Parse(os.Args[1:], goFlags)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodelet: %v\n", err)
 		os.Exit(2)
@@ -67,15 +68,15 @@ func main() {
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
-	if opts.TimerSlack > 0 {
+	if slack := opts.TimerSlack.Duration; slack > 0 {
 		// Before the manager starts its threads, which then inherit it.
-		if err := timerslack.Set(opts.TimerSlack); err != nil {
-			log.Error(err, "Could not widen the timer slack; nodelet will wake more often", "timerSlack", opts.TimerSlack)
+		if err := timerslack.Set(slack); err != nil {
+			log.Error(err, "Could not widen the timer slack; nodelet will wake more often", "timerSlack", slack)
 		}
 	}
 
-	if opts.GCPercent > 0 {
-		debug.SetGCPercent(opts.GCPercent)
+	if gcPercent := int(*opts.GCPercent); gcPercent > 0 {
+		debug.SetGCPercent(gcPercent)
 	}
 
 	ctx := ctrl.SetupSignalHandler()
@@ -86,7 +87,7 @@ func main() {
 }
 
 // run wires nodelet's parts into one manager and runs it until ctx ends.
-func run(ctx context.Context, opts Options) error {
+func run(ctx context.Context, opts *options.NodeletServer) error {
 	log := ctrl.Log
 	ctx = klog.NewContext(ctx, log)
 	log.Info("Starting nodelet", "node", opts.NodeName, "version", version)
@@ -108,7 +109,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	restConfig.UserAgent = "nodelet/" + version
-	restConfig.QPS, restConfig.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
+	restConfig.QPS, restConfig.Burst = float32(*opts.KubeAPIQPS), int(opts.KubeAPIBurst)
 	clientset, err := kubernetes.NewForConfig(nodeclient.Protobuf(restConfig))
 	if err != nil {
 		return fmt.Errorf("building API client: %w", err)
@@ -129,7 +130,7 @@ func run(ctx context.Context, opts Options) error {
 		Client:                 nodeclient.ClientOptions(),
 		LeaderElection:         false,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		HealthProbeBindAddress: opts.HealthProbeBindAddress(),
 		PprofBindAddress:       opts.PprofBindAddress,
 	})
 	if err != nil {
@@ -155,7 +156,7 @@ func run(ctx context.Context, opts Options) error {
 			Bridge:      opts.CNIBridge,
 			IPAMDataDir: filepath.Join(opts.RootDir, "cni", "networks"),
 		},
-		PodCIDRs:     opts.podCIDRs(),
+		PodCIDRs:     opts.PodCIDRs(),
 		StateDir:     filepath.Join(opts.RootDir, "cni"),
 		AgentConfDir: opts.CNIAgentConfDir,
 		ShimPath:     opts.CNIShimPath,
@@ -179,12 +180,12 @@ func run(ctx context.Context, opts Options) error {
 		HostRoot:        opts.HostRoot,
 		NodeAllocatable: nodeAllocatable(mgr.GetClient(), opts.NodeName),
 		NodeLabels:      nodeLabels(mgr.GetClient(), opts.NodeName),
-		StatsPeriod:     opts.volumeStatsPeriod(),
+		StatsPeriod:     opts.VolumeStatsPeriod(),
 		Recorder:        recorder,
 	}, clientset, clk, log.WithName("volume"))
 	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: podVolumes.ClaimVolumeStats, Abnormal: podVolumes.ClaimVolumesAbnormal})
 	spreadPodFolders(log, podVolumes.PodsDir(), 0o750)
-	spreadPodFolders(log, opts.PodLogDir, 0o755)
+	spreadPodFolders(log, opts.PodLogsDir, 0o755)
 	userNamespaces, err := newUserNamespaces(opts, podVolumes, log)
 	if err != nil {
 		return err
@@ -192,14 +193,14 @@ func run(ctx context.Context, opts Options) error {
 	allocations := openAllocations(opts.RootDir, log)
 	oomKills := oomwatch.New(oomwatch.KernelLog, log.WithName("oomwatch"))
 	runtimeConfig := noderuntime.Config{
-		PodLogDir:       opts.PodLogDir,
-		ContainerLogDir: opts.ContainerLogDir,
-		ResolvConf:      opts.ResolvConf,
+		PodLogDir:       opts.PodLogsDir,
+		ContainerLogDir: opts.ContainerLogsDir,
+		ResolvConf:      *opts.ResolvConf,
 		NodeIP:          opts.NodeIP,
 		ClusterDNS:      noderuntime.ClusterDNS{Servers: opts.ClusterDNS, Domain: opts.ClusterDomain},
 		NodeName:        opts.NodeName,
 
-		ParallelSandboxStarts: opts.ParallelSandboxStarts,
+		ParallelSandboxStarts: int(opts.ParallelSandboxStarts),
 		SandboxIPs:            podNetwork.SandboxIPs(),
 		RuntimeClasses:        runtimeclass.Resolver{Client: clientset},
 		UserNamespaces:        userNamespaces,
@@ -214,7 +215,7 @@ func run(ctx context.Context, opts Options) error {
 		return err
 	}
 	runtimeManager.CheckResolvConfLimits()
-	share, err := opts.readMachineShare(ctx)
+	share, err := readMachineShare(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -223,19 +224,19 @@ func run(ctx context.Context, opts Options) error {
 	// less the reservations under --enforce-node-allocatable=pods (the
 	// thresholds are the eviction manager's to defend), to the capacity
 	// otherwise.
-	allocatable, err := opts.allocatableConfig()
+	allocatable, err := opts.AllocatableConfig()
 	if err != nil {
 		return err
 	}
 	// Checked before the pods' cgroup is limited: a reservation over the
 	// capacity would leave the running pods nothing.
-	if err := allocatable.Validate(node.Capacity(share.machine, opts.MaxPods)); err != nil {
+	if err := allocatable.Validate(node.Capacity(share.machine, int(opts.MaxPods))); err != nil {
 		return fmt.Errorf("node %s: %w", opts.NodeName, err)
 	}
 	podCgroups, err := cgroups.New(cgroups.Options{
 		Root:            share.cgroupRoot,
 		Driver:          opts.CgroupDriver,
-		PodPidsLimit:    opts.PodPidsLimit,
+		PodPidsLimit:    *opts.PodPidsLimit,
 		NodeAllocatable: allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(share.machine)),
 	})
 	if err != nil {
@@ -246,7 +247,7 @@ func run(ctx context.Context, opts Options) error {
 	}
 
 	imageGC := imagegc.NewManager(imageService, runtimeService, imagegc.Options{
-		Policy:   opts.imageGCPolicy(),
+		Policy:   opts.ImageGCPolicy(),
 		NodeName: opts.NodeName,
 		Recorder: recorder,
 		Clock:    clk,
@@ -259,14 +260,14 @@ func run(ctx context.Context, opts Options) error {
 
 	nodeReporter, err := node.NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), runtimeService, node.NodeStatusOptions{
 		NodeName:           opts.NodeName,
-		NodeIPs:            opts.nodeIPs(),
+		NodeIPs:            opts.NodeIPs(),
 		NodeletVersion:     version,
-		KubeletPort:        int32(opts.Port),
-		MaxPods:            opts.MaxPods,
+		KubeletPort:        opts.Port,
+		MaxPods:            int(opts.MaxPods),
 		RootDir:            opts.RootDir,
 		RegisterWithTaints: opts.RegisterWithTaints,
 		Hostname:           opts.HostnameOverride,
-		Labels:             opts.nodeLabels(),
+		Labels:             opts.RegistrationLabels(),
 		Machine:            share.readMachine,
 		Allocatable:        allocatable,
 		Images:             imageService,
@@ -336,7 +337,7 @@ func run(ctx context.Context, opts Options) error {
 			Recorder:  recorder,
 		},
 	})
-	if err := pods.SetupWithManager(mgr, opts.ConcurrentReconciles); err != nil {
+	if err := pods.SetupWithManager(mgr, int(opts.ConcurrentReconciles)); err != nil {
 		return fmt.Errorf("setting up pod controller: %w", err)
 	}
 	podLifecycle := pleg.New(runtimeManager, podCache, podQueue.Events(), opts.RelistPeriod.Duration, clk, log.WithName("pleg"))
@@ -360,13 +361,13 @@ func run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	logMaxSize, err := opts.containerLogMaxSize()
+	logMaxSize, err := opts.ContainerLogMaxSizeBytes()
 	if err != nil {
 		return err
 	}
 	logRotator := logs.NewRotator(runtimeService, logs.RotationOptions{
 		MaxSize:  logMaxSize,
-		MaxFiles: opts.ContainerLogMaxFiles,
+		MaxFiles: int(*opts.ContainerLogMaxFiles),
 		Interval: opts.ContainerLogMonitorInterval.Duration,
 	}, clk, log.WithName("logs"))
 	csiWatcher := newCSIWatcher(opts, clientset, csiDrivers, clk, log)
@@ -414,7 +415,7 @@ func loadRestConfig(kubeconfig string) (*rest.Config, error) {
 
 // connectRuntime dials the CRI endpoint and waits, for a while, until the
 // runtime answers: on a booting node it may start after nodelet.
-func connectRuntime(ctx context.Context, opts Options) (cri.RuntimeService, cri.ImageManagerService, error) {
+func connectRuntime(ctx context.Context, opts *options.NodeletServer) (cri.RuntimeService, cri.ImageManagerService, error) {
 	timeout := opts.RuntimeRequestTimeout.Duration
 	// No tracer provider: nodelet exports no traces, and a nil one keeps
 	// the gRPC stats handler off every CRI call.

@@ -7,13 +7,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/volume/csi"
 )
 
 // newCSIWatcher registers the CSI node plugins whose sockets appear in
 // <root-dir>/plugins_registry into drivers, and writes them into the
 // node's CSINode and Node, as the kubelet's plugin watcher does.
-func newCSIWatcher(opts Options, clientset kubernetes.Interface, drivers *csi.Drivers, clk clock.WithTicker, log logr.Logger) *csi.Watcher {
+func newCSIWatcher(opts *options.NodeletServer, clientset kubernetes.Interface, drivers *csi.Drivers, clk clock.WithTicker, log logr.Logger) *csi.Watcher {
 	return &csi.Watcher{
 		Dir:      filepath.Join(opts.RootDir, csi.RegistryDirName),
 		Drivers:  drivers,

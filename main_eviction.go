@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
 	"github.com/nodelet/nodelet/internal/resources/evictionmanager"
@@ -22,9 +23,9 @@ import (
 // node's signals every housekeeping interval, frees dead containers and
 // unused images under disk pressure, and has the pod reconciler carry out
 // its evictions.
-func newEvictionManager(opts Options, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
+func newEvictionManager(opts *options.NodeletServer, c client.Client, runtimeService cri.RuntimeService, imageService cri.ImageManagerService,
 	runtimeManager *noderuntime.Manager, volumes *volume.Manager, podCgroups *cgroups.Manager, share machineShare, imageGC *imagegc.Manager, queue *controllers.PodQueue, recorder record.EventRecorder, clk clock.WithTicker, log logr.Logger) (*evictionmanager.Manager, error) {
-	config, err := opts.evictionConfig()
+	config, err := opts.EvictionConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func newEvictionManager(opts Options, c client.Client, runtimeService cri.Runtim
 		Images:              imageGC,
 		LocalStorage: evictionmanager.LocalStorageMeter{
 			PodLogDir: func(pod *corev1.Pod) string {
-				return noderuntime.PodLogDir(opts.PodLogDir, pod.Namespace, pod.Name, pod.UID)
+				return noderuntime.PodLogDir(opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID)
 			},
 			VolumeDir: volumes.LocalVolumeDir,
 		}.Measure,

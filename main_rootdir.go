@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/resources/userns"
 	"github.com/nodelet/nodelet/internal/util/topdir"
 	"github.com/nodelet/nodelet/internal/volume"
@@ -55,9 +56,9 @@ func spreadPodFolders(log logr.Logger, dir string, mode os.FileMode) {
 
 // newUserNamespaces hands out the ID ranges of pods with hostUsers: false,
 // having read back, before any pod runs, those their folders hold.
-func newUserNamespaces(opts Options, podVolumes *volume.Manager, log logr.Logger) (*userns.Manager, error) {
+func newUserNamespaces(opts *options.NodeletServer, podVolumes *volume.Manager, log logr.Logger) (*userns.Manager, error) {
 	return userns.NewManager(userns.Options{
-		MaxPods: opts.MaxPods,
+		MaxPods: int(opts.MaxPods),
 		PodDir:  podVolumes.PodDir,
 		Pods:    podVolumes.ListPods,
 		Log:     log.WithName("userns"),

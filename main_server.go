@@ -9,50 +9,23 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/server"
 )
 
 // newNodeServer builds the node's HTTPS API (package server) from the
-// options: the kubelet's port 10250.
-func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Reader, runtimeService cri.RuntimeService,
+// settings: the kubelet's port 10250. /configz serves the configuration.
+func newNodeServer(opts *options.NodeletServer, clientset kubernetes.Interface, pods client.Reader, runtimeService cri.RuntimeService,
 	imageService cri.ImageManagerService, volumes server.VolumeStats, healthz func() error, reportedIPs func() []string, clk clock.WithTicker) (*server.Server, error) {
-	certDir := opts.certDir()
 	// Until the Node is registered, the configured IP is the node's.
 	nodeIPs := func() []string {
 		if ips := reportedIPs(); len(ips) > 0 {
 			return ips
 		}
-		if opts.NodeIP != "" {
-			return []string{opts.NodeIP}
-		}
-		return nil
-	}
-	configz, err := opts.configuration()
-	if err != nil {
-		return nil, err
+		return opts.NodeIPs()
 	}
 	return server.New(server.Config{
-		Options: server.Options{
-			NodeName: opts.NodeName,
-			Address:  opts.Address,
-			Port:     opts.Port,
-			RootDir:  opts.RootDir,
-			TLS: server.TLSOptions{
-				CertFile:           opts.TLSCertFile,
-				KeyFile:            opts.TLSPrivateKeyFile,
-				CertDir:            certDir,
-				RotateCertificates: opts.RotateServerCertificates,
-			},
-			Auth: server.AuthOptions{
-				ClientCAFile:      opts.ClientCAFile,
-				Anonymous:         opts.AnonymousAuth,
-				TokenWebhook:      opts.AuthenticationTokenWebhook,
-				TokenCacheTTL:     opts.AuthenticationTokenWebhookCacheTTL.Duration,
-				AuthorizationMode: opts.AuthorizationMode,
-				AuthorizedTTL:     opts.AuthorizationWebhookCacheAuthorizedTTL.Duration,
-				UnauthorizedTTL:   opts.AuthorizationWebhookCacheUnauthorizedTTL.Duration,
-			},
-		},
+		Options:      opts.ServerOptions(),
 		Client:       clientset,
 		Pods:         pods,
 		Runtime:      runtimeService,
@@ -61,7 +34,7 @@ func newNodeServer(opts Options, clientset kubernetes.Interface, pods client.Rea
 		Metrics:      ctrlmetrics.Registry,
 		ProbeMetrics: kubeletmetrics.ProbeRegistry,
 		Volumes:      volumes,
-		Configz:      configz,
+		Configz:      &opts.NodeletConfiguration,
 		NodeIPs:      nodeIPs,
 		Clock:        clk,
 		Log:          ctrl.Log.WithName("server"),

@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
-// ParseTaints reads a --register-with-taints value. Each taint needs a
-// qualified key, a label value (or none) and one of the effects
-// NoSchedule, PreferNoSchedule and NoExecute; no two may have the same key
-// and effect, as the API server would refuse the Node. An empty value is
-// no taint.
+// ParseTaints reads a --register-with-taints value. Each taint must be
+// valid (configv1alpha1.ValidateTaint); no two may have the same key and
+// effect, as the API server would refuse the Node. An empty value is no
+// taint.
 func ParseTaints(spec string) ([]corev1.Taint, error) {
 	if spec == "" {
 		return nil, nil
@@ -42,22 +42,15 @@ func parseTaint(item string) (corev1.Taint, error) {
 	if !ok || strings.Contains(effect, ":") {
 		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: want <key>=<value>:<effect> or <key>:<effect>", item)
 	}
-	switch corev1.TaintEffect(effect) {
-	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-	default:
-		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: unsupported taint effect %q", item, effect)
-	}
 	key, value, _ := strings.Cut(keyValue, "=")
 	if strings.Contains(value, "=") {
 		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q", item)
 	}
-	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: %s", item, strings.Join(errs, "; "))
+	taint := corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}
+	if err := configv1alpha1.ValidateTaint(taint); err != nil {
+		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: %w", item, err)
 	}
-	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
-		return corev1.Taint{}, fmt.Errorf("invalid taint spec %q: %s", item, strings.Join(errs, "; "))
-	}
-	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}, nil
+	return taint, nil
 }
 
 // FormatTaints is ParseTaints' inverse, for the flag's default in --help.

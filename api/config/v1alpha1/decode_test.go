@@ -1,11 +1,13 @@
 package v1alpha1
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -78,5 +80,25 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("Decode error %q, want one line containing %q", msg, tc.wantErr)
 			}
 		})
+	}
+}
+
+// What /configz serves, every field with its value, empty ones included,
+// is a file that reads back as the same configuration: a node's effective
+// configuration can be given to another.
+func TestServedConfigurationReadsBack(t *testing.T) {
+	want := defaulted()
+	want.RegisterWithTaints = []corev1.Taint{{Key: "a", Effect: corev1.TaintEffectNoSchedule}}
+	want.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+	served, err := json.Marshal(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(served)
+	if err != nil {
+		t.Fatalf("Decode(%s): %v", served, err)
+	}
+	if diff := cmp.Diff(&want, got); diff != "" {
+		t.Errorf("read back (-want +got):\n%s", diff)
 	}
 }

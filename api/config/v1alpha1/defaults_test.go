@@ -34,6 +34,8 @@ func TestSetDefaults(t *testing.T) {
 				EvictionHard:               map[string]string{},
 				EnforceNodeAllocatable:     []string{},
 				ImageGCLowThresholdPercent: ptr.To[int32](0),
+				TimerSlack:                 &metav1.Duration{},
+				GCPercent:                  ptr.To[int32](0),
 				Authentication: NodeletAuthentication{
 					Webhook:   NodeletWebhookAuthentication{Enabled: ptr.To(false)},
 					Anonymous: NodeletAnonymousAuthentication{Enabled: ptr.To(true)},
@@ -52,6 +54,8 @@ func TestSetDefaults(t *testing.T) {
 				c.EvictionHard = map[string]string{}
 				c.EnforceNodeAllocatable = []string{}
 				c.ImageGCLowThresholdPercent = ptr.To[int32](0)
+				c.TimerSlack = &metav1.Duration{}
+				c.GCPercent = ptr.To[int32](0)
 				c.Authentication.Webhook.Enabled = ptr.To(false)
 				c.Authentication.Anonymous.Enabled = ptr.To(true)
 				c.Authorization.Mode = AuthorizationModeAlwaysAllow
@@ -101,12 +105,14 @@ func defaulted() NodeletConfiguration {
 			"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
 			"imagefs.available": "15%", "imagefs.inodesFree": "5%",
 		},
-		EnforceNodeAllocatable:      []string{"pods"},
-		ImageGCHighThresholdPercent: ptr.To[int32](85),
-		ImageGCLowThresholdPercent:  ptr.To[int32](80),
-		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
-		Address:                     "0.0.0.0",
-		Port:                        10250,
+		EvictionPressureTransitionPeriod: metav1.Duration{Duration: 5 * time.Minute},
+		EnforceNodeAllocatable:           []string{"pods"},
+		ImageGCHighThresholdPercent:      ptr.To[int32](85),
+		ImageGCLowThresholdPercent:       ptr.To[int32](80),
+		ImageMinimumGCAge:                metav1.Duration{Duration: 2 * time.Minute},
+		VolumeStatsAggPeriod:             metav1.Duration{Duration: time.Minute},
+		Address:                          "0.0.0.0",
+		Port:                             10250,
 		Authentication: NodeletAuthentication{
 			Webhook:   NodeletWebhookAuthentication{Enabled: ptr.To(true), CacheTTL: metav1.Duration{Duration: 2 * time.Minute}},
 			Anonymous: NodeletAnonymousAuthentication{Enabled: ptr.To(false)},
@@ -124,5 +130,7 @@ func defaulted() NodeletConfiguration {
 		MetricsBindAddress:          "127.0.0.1:10290",
 		HealthzBindAddress:          "127.0.0.1",
 		HealthzPort:                 ptr.To[int32](10291),
+		TimerSlack:                  &metav1.Duration{Duration: 10 * time.Millisecond},
+		GCPercent:                   ptr.To[int32](200),
 	}
 }

@@ -3,13 +3,16 @@
 //
 // Fields take the names and nesting of the kubelet's KubeletConfiguration
 // (kubelet.config.k8s.io/v1beta1) wherever they mean the same; the rest
-// are nodelet's own. SetDefaults is the one place nodelet's defaults are
-// written, Validate the one place they are checked, and Decode reads a
-// file strictly: an unknown field, a value of the wrong type or a missing
-// apiVersion or kind is an error naming it.
+// are nodelet's own. Each setting lives in one place: its field here, whose
+// doc comment is its one description (FieldDocs: nodelet's --help and the
+// generated reference, docs/configuration.md, show it) and whose flag tag
+// names its command-line flag; its default in SetDefaults; its checks in
+// Validate. Decode reads a file strictly: an unknown field, a value of the
+// wrong type or a missing apiVersion or kind is an error naming it.
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -24,207 +27,279 @@ var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha
 const Kind = "NodeletConfiguration"
 
 // NodeletConfiguration is nodelet's configuration file. Every field is
-// optional; a field left out takes the default its comment gives. Flags
-// given on the command line win over the file.
+// optional; a field left out takes its default (SetDefaults). Flags given
+// on the command line win over the file.
+//
+// Each field's `flag` tag names the flag that sets it (the options package
+// binds them): "sep=<" reads a map as key<value pairs, as the kubelet's
+// eviction thresholds; "host" and "port" are the two halves of one
+// host:port flag. No field is left out of /configz: empty ones are served
+// too, so none is tagged omitempty.
+//
+// The comments standing alone between the fields are the headings of the
+// reference's sections.
 type NodeletConfiguration struct {
 	metav1.TypeMeta `json:",inline"`
 
-	// ContainerRuntimeEndpoint is the CRI endpoint of the container runtime.
-	// Default: "unix:///run/containerd/containerd.sock".
-	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
-	// RuntimeRequestTimeout bounds every CRI call but image pulls and
-	// container stops. Default: "2m".
-	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
-	// KubeAPIQPS is how many requests per second nodelet makes to the API
-	// server, events included; the kubelet's default, since a burst of pod
-	// starts writes statuses and events at once. Default: 50.
-	KubeAPIQPS *int32 `json:"kubeAPIQPS,omitempty"`
-	// KubeAPIBurst is the burst of requests allowed above KubeAPIQPS.
-	// Default: 100.
-	KubeAPIBurst int32 `json:"kubeAPIBurst,omitempty"`
+	// The container runtime and the API server.
 
-	// RootDir holds nodelet's state: pod folders, volumes, the lock file.
-	// Default: "/var/lib/nodelet".
-	RootDir string `json:"rootDir,omitempty"`
-	// PodLogsDir holds the pods' container logs, as the kubelet's.
-	// Default: "/var/log/pods".
-	PodLogsDir string `json:"podLogsDir,omitempty"`
-	// ContainerLogsDir holds the <pod>_<namespace>_<container>-<id>.log
-	// links log shippers read. Default: "/var/log/containers".
-	ContainerLogsDir string `json:"containerLogsDir,omitempty"`
+	// ContainerRuntimeEndpoint is the CRI endpoint of the container runtime.
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint" flag:"container-runtime-endpoint"`
+	// RuntimeRequestTimeout is the timeout of every CRI call but image
+	// pulls and container stops.
+	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout" flag:"runtime-request-timeout"`
+	// KubeAPIQPS is how many requests per second nodelet makes to the API
+	// server, events included. The default is the kubelet's: a burst of pod
+	// starts writes statuses and events at once.
+	KubeAPIQPS *int32 `json:"kubeAPIQPS" flag:"kube-api-qps"`
+	// KubeAPIBurst is the burst of requests allowed above KubeAPIQPS.
+	KubeAPIBurst int32 `json:"kubeAPIBurst" flag:"kube-api-burst"`
+
+	// The node's files.
+
+	// RootDir is the folder of nodelet's state: pod folders, volumes, the
+	// lock file.
+	RootDir string `json:"rootDir" flag:"root-dir"`
+	// PodLogsDir is the folder of the pods' container logs, as the
+	// kubelet's.
+	PodLogsDir string `json:"podLogsDir" flag:"pod-log-dir"`
+	// ContainerLogsDir is the folder of the
+	// <pod>_<namespace>_<container>-<id>.log links log shippers read.
+	ContainerLogsDir string `json:"containerLogsDir" flag:"container-log-dir"`
+
+	// Cgroups.
+
 	// CgroupRoot is the cgroup under which pod cgroups are made; with the
 	// systemd driver its components name slices ("/nodelet" is
-	// nodelet.slice, "/" puts kubepods.slice at the top). Default:
-	// "/nodelet".
-	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// nodelet.slice, "/" puts kubepods.slice at the top).
+	CgroupRoot string `json:"cgroupRoot" flag:"cgroup-root"`
 	// CgroupDriver is how cgroups are made: "cgroupfs", writing cgroup
 	// files, or "systemd", as slices systemd makes (over D-Bus) whose
 	// files are then written; it must be the runtime's (containerd's
-	// SystemdCgroup). Default: "cgroupfs".
-	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// SystemdCgroup).
+	CgroupDriver string `json:"cgroupDriver" flag:"cgroup-driver"`
 	// PodPidsLimit is the most processes each pod may have (its cgroup's
-	// pids.max); -1, or any value below 1, leaves it unlimited. Default: -1.
-	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
+	// pids.max); -1, or any value below 1, leaves it unlimited.
+	PodPidsLimit *int64 `json:"podPidsLimit" flag:"pod-max-pids"`
+
+	// DNS and sysctls.
+
 	// ResolvConf is the resolver configuration given to pods. An empty
 	// string gives them none of the host's: pods of the Default DNS policy
 	// then resolve through the local machine, as under the kubelet.
-	// Default: "/etc/resolv.conf".
-	ResolvConf *string `json:"resolvConf,omitempty"`
+	ResolvConf *string `json:"resolvConf" flag:"resolv-conf"`
 	// ClusterDNS are the IP addresses of the cluster's DNS servers, given
-	// to pods with the ClusterFirst DNS policy. Default: none.
-	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// to pods with the ClusterFirst DNS policy (comma-separated on the
+	// command line).
+	ClusterDNS []string `json:"clusterDNS" flag:"cluster-dns"`
 	// ClusterDomain is the cluster's DNS domain, searched by pods besides
-	// the host's domains. Default: "" (none).
-	ClusterDomain string `json:"clusterDomain,omitempty"`
-	// AllowedUnsafeSysctls are the unsafe sysctls (or patterns ending in
-	// "*") pods may set. Default: none.
-	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls,omitempty"`
+	// the host's domains; empty is none.
+	ClusterDomain string `json:"clusterDomain" flag:"cluster-domain"`
+	// AllowedUnsafeSysctls are the unsafe sysctls (or prefixes of them
+	// ending in "*") pods may set, namespaced ones only.
+	AllowedUnsafeSysctls []string `json:"allowedUnsafeSysctls" flag:"allowed-unsafe-sysctls"`
+
+	// Pod networking.
 
 	// NetworkMode is who runs CNI: "runtime" (the container runtime, with
 	// the node's conflist in CNIConfDir) or "agent" (nodelet itself,
 	// behind the nodelet-cni plugin it installs for the runtime).
-	// Default: "runtime".
-	NetworkMode string `json:"networkMode,omitempty"`
+	NetworkMode string `json:"networkMode" flag:"network-mode"`
 	// CNIConfDir is the runtime's CNI configuration folder; nodelet writes
 	// the node's conflist there when none is installed.
-	// Default: "/etc/cni/net.d".
-	CNIConfDir string `json:"cniConfDir,omitempty"`
-	// CNIBinDir is the CNI plugins' folder. Default: "/opt/cni/bin".
-	CNIBinDir string `json:"cniBinDir,omitempty"`
+	CNIConfDir string `json:"cniConfDir" flag:"cni-conf-dir"`
+	// CNIBinDir is the CNI plugins' folder.
+	CNIBinDir string `json:"cniBinDir" flag:"cni-bin-dir"`
 	// CNINetworkName is the network of the conflist nodelet writes.
-	// Default: "nodelet".
-	CNINetworkName string `json:"cniNetworkName,omitempty"`
+	CNINetworkName string `json:"cniNetworkName" flag:"cni-network-name"`
 	// CNIBridge is the bridge of the conflist nodelet writes.
-	// Default: "nodelet0".
-	CNIBridge string `json:"cniBridge,omitempty"`
+	CNIBridge string `json:"cniBridge" flag:"cni-bridge"`
 	// PodCIDR is the pod CIDR (comma-separated for dual stack) of the
-	// conflist nodelet writes. Default: "", the Node's spec.podCIDRs.
-	PodCIDR string `json:"podCIDR,omitempty"`
-	// CNIAgentConfDir holds the node's real CNI configuration in agent
-	// mode. Default: "", meaning <rootDir>/cni/net.d.
-	CNIAgentConfDir string `json:"cniAgentConfDir,omitempty"`
+	// conflist nodelet writes; empty takes the Node's spec.podCIDRs.
+	PodCIDR string `json:"podCIDR" flag:"pod-cidr"`
+	// CNIAgentConfDir is the folder of the node's real CNI configuration
+	// in agent mode; empty is <rootDir>/cni/net.d.
+	CNIAgentConfDir string `json:"cniAgentConfDir" flag:"cni-agent-conf-dir"`
 	// CNIShimPath is the nodelet-cni binary agent mode installs into
-	// CNIBinDir. Default: "", meaning nodelet-cni beside nodelet's binary.
-	CNIShimPath string `json:"cniShimPath,omitempty"`
+	// CNIBinDir; empty is nodelet-cni beside nodelet's binary.
+	CNIShimPath string `json:"cniShimPath" flag:"cni-shim-path"`
 	// CNICheckPeriod is how often agent mode checks every pod's network
-	// (CNI CHECK); a broken one has its sandbox recreated. Default: "1m".
-	CNICheckPeriod metav1.Duration `json:"cniCheckPeriod,omitempty"`
+	// (CNI CHECK); a broken one has its sandbox recreated.
+	CNICheckPeriod metav1.Duration `json:"cniCheckPeriod" flag:"cni-check-period"`
+
+	// Pods and the Node.
 
 	// RelistPeriod is how often the PLEG relists the container runtime.
-	// Default: "1s".
-	RelistPeriod metav1.Duration `json:"relistPeriod,omitempty"`
+	RelistPeriod metav1.Duration `json:"relistPeriod" flag:"relist-period"`
 	// ConcurrentReconciles is how many pods are worked on at once. A pod
 	// waiting out a grace period, a lifecycle hook or an image pull holds
 	// one; the default, the kubelet's default pod capacity, gives every
 	// pod its own, as the kubelet's pod workers do, so that no pod waits
-	// for another. Default: 110.
-	ConcurrentReconciles int32 `json:"concurrentReconciles,omitempty"`
+	// for another.
+	ConcurrentReconciles int32 `json:"concurrentReconciles" flag:"concurrent-reconciles"`
 	// ParallelSandboxStarts is how many pod sandboxes are being created
 	// in the runtime at once; the others wait their turn, first come
-	// first served. Default: 0, meaning two per CPU.
-	ParallelSandboxStarts int32 `json:"parallelSandboxStarts,omitempty"`
-	// MaxPods is the Node's pod capacity. Default: 110.
-	MaxPods int32 `json:"maxPods,omitempty"`
+	// first served. 0 is two per CPU.
+	ParallelSandboxStarts int32 `json:"parallelSandboxStarts" flag:"parallel-sandbox-starts"`
+	// MaxPods is the Node's pod capacity.
+	MaxPods int32 `json:"maxPods" flag:"max-pods"`
 	// NodeStatusUpdateFrequency is how often the Node's status is
-	// computed, and patched when it changed. Default: "10s".
-	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	// computed, and patched when it changed.
+	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency" flag:"node-status-update-frequency"`
 	// SlowPodStartThreshold is how long a pod may take from its creation
 	// to Ready before a SlowPodStart event names its slowest step; "0s"
-	// tells none. Default: "30s".
-	SlowPodStartThreshold *metav1.Duration `json:"slowPodStartThreshold,omitempty"`
+	// tells none.
+	SlowPodStartThreshold *metav1.Duration `json:"slowPodStartThreshold" flag:"slow-pod-start-threshold"`
+	// RegisterWithTaints are the taints the Node is created with, as the
+	// kubelet's; a Node that exists keeps its own. In the file, objects of
+	// key, value and effect; on the command line, comma-separated
+	// <key>=<value>:<effect> or <key>:<effect>, the list replaced each time
+	// the flag is given.
+	RegisterWithTaints []corev1.Taint `json:"registerWithTaints" flag:"register-with-taints"`
 
-	// SystemReserved is kept from pods for the system's daemons: a
-	// quantity of cpu, memory, ephemeral-storage or pid each. The Node's
-	// allocatable is its capacity less SystemReserved, KubeReserved and
-	// the hard eviction thresholds. Default: none.
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
-	// KubeReserved is kept from pods for Kubernetes' own daemons (nodelet,
-	// the runtime), as SystemReserved. Default: none.
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	// Node allocatable and eviction.
+
+	// SystemReserved is what is kept from pods for the system's daemons: a
+	// quantity of cpu, memory, ephemeral-storage or pid each (on the
+	// command line resource=quantity pairs, e.g. cpu=200m,memory=500Mi).
+	// The Node's allocatable is its capacity less SystemReserved,
+	// KubeReserved and the hard eviction thresholds.
+	SystemReserved map[string]string `json:"systemReserved" flag:"system-reserved"`
+	// KubeReserved is what is kept from pods for Kubernetes' own daemons
+	// (nodelet, the runtime), as SystemReserved.
+	KubeReserved map[string]string `json:"kubeReserved" flag:"kube-reserved"`
 	// EvictionHard are the hard eviction thresholds, signal to quantity or
-	// percentage of capacity ("memory.available": "100Mi"); those of
+	// percentage of capacity ("memory.available": "100Mi"; on the command
+	// line memory.available<100Mi,nodefs.available<10%); those of
 	// memory.available and nodefs.available are kept from the Node's
 	// allocatable. Given, it replaces the default whole; "0%" turns one
-	// signal off. Default: the kubelet's, memory.available 100Mi,
-	// nodefs.available 10%, nodefs.inodesFree 5%, imagefs.available 15%,
-	// imagefs.inodesFree 5%.
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// signal off. The default is the kubelet's.
+	EvictionHard map[string]string `json:"evictionHard" flag:"eviction-hard,sep=<"`
+	// EvictionSoft are the soft eviction thresholds, as EvictionHard; each
+	// acts once met for its EvictionSoftGracePeriod.
+	EvictionSoft map[string]string `json:"evictionSoft" flag:"eviction-soft,sep=<"`
+	// EvictionSoftGracePeriod is how long each soft eviction threshold must
+	// be met before pods are evicted, signal to duration
+	// ("memory.available": "1m30s"; on the command line
+	// memory.available=1m30s).
+	EvictionSoftGracePeriod map[string]string `json:"evictionSoftGracePeriod" flag:"eviction-soft-grace-period"`
+	// EvictionMinimumReclaim is how far past a threshold eviction reclaims
+	// before the pressure ends, signal to quantity or percentage
+	// ("nodefs.available": "500Mi"; on the command line
+	// nodefs.available=500Mi).
+	EvictionMinimumReclaim map[string]string `json:"evictionMinimumReclaim" flag:"eviction-minimum-reclaim"`
+	// EvictionPressureTransitionPeriod is how long a pressure condition
+	// stays true after its threshold was last met.
+	EvictionPressureTransitionPeriod metav1.Duration `json:"evictionPressureTransitionPeriod" flag:"eviction-pressure-transition-period"`
+	// EvictionMaxPodGracePeriod is the longest grace period, in seconds,
+	// of a pod evicted for a soft threshold (the pod's own when shorter);
+	// a hard threshold's get 1s.
+	EvictionMaxPodGracePeriod int32 `json:"evictionMaxPodGracePeriod" flag:"eviction-max-pod-grace-period"`
 	// EnforceNodeAllocatable are the levels of node allocatable
 	// enforcement: "pods" limits the cgroup holding every pod to the
 	// capacity less SystemReserved and KubeReserved; "system-reserved"
 	// limits SystemReservedCgroup to SystemReserved, "kube-reserved"
 	// KubeReservedCgroup to KubeReserved; "none" alone enforces nothing.
-	// Default: ["pods"].
-	EnforceNodeAllocatable []string `json:"enforceNodeAllocatable,omitempty"`
+	EnforceNodeAllocatable []string `json:"enforceNodeAllocatable" flag:"enforce-node-allocatable"`
 	// SystemReservedCgroup is the absolute name of the system daemons'
 	// cgroup ("/system.slice"), which must exist; required with
-	// "system-reserved" in EnforceNodeAllocatable. Default: none.
-	SystemReservedCgroup string `json:"systemReservedCgroup,omitempty"`
+	// "system-reserved" in EnforceNodeAllocatable.
+	SystemReservedCgroup string `json:"systemReservedCgroup" flag:"system-reserved-cgroup"`
 	// KubeReservedCgroup is the absolute name of Kubernetes' daemons'
 	// cgroup, as SystemReservedCgroup, for "kube-reserved".
-	KubeReservedCgroup string `json:"kubeReservedCgroup,omitempty"`
+	KubeReservedCgroup string `json:"kubeReservedCgroup" flag:"kube-reserved-cgroup"`
+
+	// Image garbage collection.
 
 	// ImageGCHighThresholdPercent is the image file system's usage at or
 	// above which unused images are removed; 100 turns image garbage
-	// collection by usage off. Default: 85.
-	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// collection by usage off.
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent" flag:"image-gc-high-threshold"`
 	// ImageGCLowThresholdPercent is the usage image garbage collection
-	// frees down to. Default: 80.
-	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// frees down to, below ImageGCHighThresholdPercent.
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent" flag:"image-gc-low-threshold"`
 	// ImageMinimumGCAge is how long an image is on the node, unused,
-	// before it may be collected. Default: "2m".
-	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
-	// ImageMaximumGCAge removes images unused for longer, whatever the
-	// disk usage; "0s" never. Default: "0s".
-	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge,omitempty"`
+	// before it may be collected.
+	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge" flag:"image-minimum-gc-age"`
+	// ImageMaximumGCAge is how long an unused image may stay: one unused
+	// for longer is removed whatever the disk usage; "0s" is for ever.
+	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge" flag:"image-maximum-gc-age"`
+
+	// Volumes.
+
+	// VolumeStatsAggPeriod is how long a pod volume's measured usage
+	// (/stats/summary, kubelet_volume_stats_*) is served before the volume
+	// is measured again. A negative period, or 0 on the command line
+	// (where a zero in the file is left out, as in the kubelet's), turns
+	// volume stats off.
+	VolumeStatsAggPeriod metav1.Duration `json:"volumeStatsAggPeriod" flag:"volume-stats-agg-period"`
+
+	// The node's HTTPS API.
 
 	// Address is the IP address the node's HTTPS API listens on.
-	// Default: "0.0.0.0".
-	Address string `json:"address,omitempty"`
+	Address string `json:"address" flag:"address"`
 	// Port is the port of the node's HTTPS API (logs, exec, attach,
 	// port-forward, stats, configz), advertised as the Node's daemon
-	// endpoint. Default: 10250.
-	Port int32 `json:"port,omitempty"`
-	// TLSCertFile and TLSPrivateKeyFile are the API's serving certificate
-	// and key. Default: "", meaning a self-signed one in CertDir, or one
-	// requested through the certificates API with RotateServerCertificates.
-	TLSCertFile       string `json:"tlsCertFile,omitempty"`
-	TLSPrivateKeyFile string `json:"tlsPrivateKeyFile,omitempty"`
+	// endpoint.
+	Port int32 `json:"port" flag:"port"`
+	// TLSCertFile is the API's serving certificate. Empty: a self-signed
+	// one in CertDir, or one requested through the certificates API with
+	// RotateServerCertificates.
+	TLSCertFile string `json:"tlsCertFile" flag:"tls-cert-file"`
+	// TLSPrivateKeyFile is the key of TLSCertFile.
+	TLSPrivateKeyFile string `json:"tlsPrivateKeyFile" flag:"tls-private-key-file"`
 	// CertDir is the folder of the serving certificates nodelet makes or
-	// requests. Default: "", meaning <rootDir>/pki.
-	CertDir string `json:"certDir,omitempty"`
-	// RotateServerCertificates requests the serving certificate through
-	// the certificates API (signer kubernetes.io/kubelet-serving) and
-	// renews it before it expires; the requests need approving.
-	// Default: false.
-	RotateServerCertificates bool `json:"rotateServerCertificates,omitempty"`
+	// requests, and of the node's client certificate when nodelet requests
+	// it; empty is <rootDir>/pki.
+	CertDir string `json:"certDir" flag:"cert-dir"`
+	// RotateServerCertificates is whether the serving certificate is
+	// requested through the certificates API (signer
+	// kubernetes.io/kubelet-serving) and renewed before it expires; the
+	// requests need approving.
+	RotateServerCertificates bool `json:"rotateServerCertificates" flag:"rotate-server-certificates"`
 	// Authentication is how requests to the node's API are authenticated.
 	Authentication NodeletAuthentication `json:"authentication"`
 	// Authorization is how requests to the node's API are authorised.
 	Authorization NodeletAuthorization `json:"authorization"`
 
+	// Container logs.
+
 	// ContainerLogMaxSize is the size at which a running container's log
-	// file is rotated, a quantity; "0" turns rotation off. Default: "10Mi".
-	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
+	// file is rotated, a quantity such as 10Mi; "0" turns rotation off.
+	ContainerLogMaxSize string `json:"containerLogMaxSize" flag:"container-log-max-size"`
 	// ContainerLogMaxFiles is how many files one container's log may span,
-	// the live one included. Default: 5.
-	ContainerLogMaxFiles *int32 `json:"containerLogMaxFiles,omitempty"`
+	// the live one included.
+	ContainerLogMaxFiles *int32 `json:"containerLogMaxFiles" flag:"container-log-max-files"`
 	// ContainerLogMonitorInterval is how often container logs are looked
-	// at for rotation. Default: "10s".
-	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval,omitempty"`
+	// at for rotation.
+	ContainerLogMonitorInterval metav1.Duration `json:"containerLogMonitorInterval" flag:"container-log-monitor-interval"`
+
+	// nodelet's own endpoints.
 
 	// MetricsBindAddress is the host:port of nodelet's own /metrics; "0"
-	// turns it off. Default: "127.0.0.1:10290".
-	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// turns it off.
+	MetricsBindAddress string `json:"metricsBindAddress" flag:"metrics-bind-address"`
 	// PprofBindAddress is the host:port of Go's /debug/pprof profiles of
 	// nodelet, unauthenticated, so off unless set; "0" or "" is off.
-	PprofBindAddress string `json:"pprofBindAddress,omitempty"`
-	// HealthzBindAddress is the IP address of /healthz and /readyz.
-	// Default: "127.0.0.1".
-	HealthzBindAddress string `json:"healthzBindAddress,omitempty"`
-	// HealthzPort is the port of /healthz and /readyz; 0 turns them off.
-	// Default: 10291.
-	HealthzPort *int32 `json:"healthzPort,omitempty"`
+	PprofBindAddress string `json:"pprofBindAddress" flag:"pprof-bind-address"`
+	// HealthzBindAddress is the IP address /healthz and /readyz listen on:
+	// on the command line, the host of --health-probe-bind-address's
+	// host:port.
+	HealthzBindAddress string `json:"healthzBindAddress" flag:"health-probe-bind-address,host"`
+	// HealthzPort is the port they listen on, the flag's port; 0, or the
+	// flag's "0", turns them off.
+	HealthzPort *int32 `json:"healthzPort" flag:"health-probe-bind-address,port"`
+
+	// nodelet's process.
+
+	// TimerSlack is how late the kernel may end nodelet's timed waits to
+	// serve them with other wakeups (its threads' timer slack); 0 leaves
+	// the kernel's (50µs). Setting it needs CAP_SYS_NICE.
+	TimerSlack *metav1.Duration `json:"timerSlack" flag:"timer-slack"`
+	// GCPercent is how much nodelet's heap may grow, in percent of what is
+	// live after a collection, before the Go runtime collects again; it
+	// wins over GOGC, and 0 leaves the Go runtime's (GOGC, or 100).
+	GCPercent *int32 `json:"gcPercent" flag:"gc-percent"`
 }
 
 // NodeletAuthentication is how requests to the node's API are
@@ -240,41 +315,40 @@ type NodeletAuthentication struct {
 
 // NodeletX509Authentication authenticates client certificates.
 type NodeletX509Authentication struct {
-	// ClientCAFile holds the CAs whose client certificates authenticate
-	// (the CA of the API server's kubelet client certificate).
-	// Default: "", no client certificate authenticates.
-	ClientCAFile string `json:"clientCAFile,omitempty"`
+	// ClientCAFile is the file of the CAs whose client certificates
+	// authenticate (the CA of the API server's kubelet client
+	// certificate); empty, no client certificate does.
+	ClientCAFile string `json:"clientCAFile" flag:"client-ca-file"`
 }
 
 // NodeletWebhookAuthentication authenticates bearer tokens.
 type NodeletWebhookAuthentication struct {
-	// Enabled checks bearer tokens with TokenReviews. Default: true.
-	Enabled *bool `json:"enabled,omitempty"`
+	// Enabled is whether bearer tokens are checked with TokenReviews.
+	Enabled *bool `json:"enabled" flag:"authentication-token-webhook"`
 	// CacheTTL is how long TokenReview answers are remembered.
-	// Default: "2m".
-	CacheTTL metav1.Duration `json:"cacheTTL,omitempty"`
+	CacheTTL metav1.Duration `json:"cacheTTL" flag:"authentication-token-webhook-cache-ttl"`
 }
 
 // NodeletAnonymousAuthentication lets requests without credentials in.
 type NodeletAnonymousAuthentication struct {
-	// Enabled lets requests without credentials in as system:anonymous.
-	// Default: false.
-	Enabled *bool `json:"enabled,omitempty"`
+	// Enabled is whether requests without credentials are let in, as
+	// system:anonymous.
+	Enabled *bool `json:"enabled" flag:"anonymous-auth"`
 }
 
 // NodeletAuthorization is how requests to the node's API are authorised.
 type NodeletAuthorization struct {
 	// Mode is "Webhook" (SubjectAccessReviews on the Node's subresources)
-	// or "AlwaysAllow". Default: "Webhook".
-	Mode string `json:"mode,omitempty"`
+	// or "AlwaysAllow".
+	Mode string `json:"mode" flag:"authorization-mode"`
 	// Webhook remembers SubjectAccessReview answers.
 	Webhook NodeletWebhookAuthorization `json:"webhook"`
 }
 
 // NodeletWebhookAuthorization remembers SubjectAccessReview answers.
 type NodeletWebhookAuthorization struct {
-	// CacheAuthorizedTTL is how long a yes is remembered. Default: "5m".
-	CacheAuthorizedTTL metav1.Duration `json:"cacheAuthorizedTTL,omitempty"`
-	// CacheUnauthorizedTTL is how long a no is remembered. Default: "30s".
-	CacheUnauthorizedTTL metav1.Duration `json:"cacheUnauthorizedTTL,omitempty"`
+	// CacheAuthorizedTTL is how long a yes is remembered.
+	CacheAuthorizedTTL metav1.Duration `json:"cacheAuthorizedTTL" flag:"authorization-webhook-cache-authorized-ttl"`
+	// CacheUnauthorizedTTL is how long a no is remembered.
+	CacheUnauthorizedTTL metav1.Duration `json:"cacheUnauthorizedTTL" flag:"authorization-webhook-cache-unauthorized-ttl"`
 }

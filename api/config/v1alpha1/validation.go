@@ -1,12 +1,17 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"net"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 // Validate checks a defaulted configuration, returning every bad field by
@@ -42,8 +47,13 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 		}
 	}
 	for i, sysctl := range c.AllowedUnsafeSysctls {
+		path := field.NewPath("allowedUnsafeSysctls").Index(i)
 		if name := strings.TrimSuffix(sysctl, "*"); name == "" || strings.ContainsAny(name, "* \t") {
-			errs = append(errs, field.Invalid(field.NewPath("allowedUnsafeSysctls").Index(i), sysctl, "must be a sysctl name or a prefix of one ending in *"))
+			errs = append(errs, field.Invalid(path, sysctl, "must be a sysctl name or a prefix of one ending in *"))
+		} else if err := admission.ValidateSysctlPatterns([]string{sysctl}); err != nil {
+			// Pod admission's own check: the kubelet's pattern, and a
+			// sysctl of a known kernel namespace.
+			errs = append(errs, field.Invalid(path, sysctl, err.Error()))
 		}
 	}
 
@@ -76,6 +86,7 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	if c.SlowPodStartThreshold != nil && c.SlowPodStartThreshold.Duration < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("slowPodStartThreshold"), c.SlowPodStartThreshold.Duration.String(), "must not be negative"))
 	}
+	errs = append(errs, validateTaints(field.NewPath("registerWithTaints"), c.RegisterWithTaints)...)
 	errs = append(errs, validateNodeAllocatable(c)...)
 	errs = append(errs, validateImageGC(c)...)
 
@@ -115,5 +126,52 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	if c.HealthzPort != nil && *c.HealthzPort != 0 && net.ParseIP(c.HealthzBindAddress) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("healthzBindAddress"), c.HealthzBindAddress, "must be an IP address"))
 	}
+
+	if c.TimerSlack != nil && c.TimerSlack.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("timerSlack"), c.TimerSlack.Duration.String(), "must be 0 (the kernel's) or more"))
+	}
+	// A negative percent turns the collector off: the heap would grow
+	// until the node ran out of memory.
+	if c.GCPercent != nil && *c.GCPercent < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("gcPercent"), *c.GCPercent, "must be 0 (the Go runtime's) or more"))
+	}
 	return errs
+}
+
+// validateTaints checks the taints the Node registers with as the API
+// server would check the Node: each one valid, no two of the same key and
+// effect.
+func validateTaints(path *field.Path, taints []corev1.Taint) field.ErrorList {
+	var errs field.ErrorList
+	for i, taint := range taints {
+		if err := ValidateTaint(taint); err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), taint.ToString(), err.Error()))
+			continue
+		}
+		for _, earlier := range taints[:i] {
+			if earlier.Key == taint.Key && earlier.Effect == taint.Effect {
+				errs = append(errs, field.Duplicate(path.Index(i), taint.ToString()))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// ValidateTaint checks one taint a Node registers with: a qualified key, a
+// label value (or none) and one of the effects NoSchedule,
+// PreferNoSchedule and NoExecute.
+func ValidateTaint(taint corev1.Taint) error {
+	switch taint.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return fmt.Errorf("unsupported taint effect %q", taint.Effect)
+	}
+	if errs := validation.IsQualifiedName(taint.Key); len(errs) > 0 {
+		return fmt.Errorf("key %q: %s", taint.Key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(taint.Value); len(errs) > 0 {
+		return fmt.Errorf("value %q: %s", taint.Value, strings.Join(errs, "; "))
+	}
+	return nil
 }

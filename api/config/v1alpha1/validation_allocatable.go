@@ -58,9 +58,7 @@ func validateNodeAllocatable(c *NodeletConfiguration) field.ErrorList {
 	if _, err := ParseReservation(c.KubeReserved); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("kubeReserved"), c.KubeReserved, err.Error()))
 	}
-	if _, err := eviction.ParseThresholdConfig(nil, c.EvictionHard, nil, nil, nil); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("evictionHard"), c.EvictionHard, err.Error()))
-	}
+	errs = append(errs, validateEviction(c)...)
 	for _, level := range []struct{ key, cgroup, field, flag string }{
 		{EnforceNodeAllocatableSystemReserved, c.SystemReservedCgroup, "systemReservedCgroup", "--system-reserved-cgroup"},
 		{EnforceNodeAllocatableKubeReserved, c.KubeReservedCgroup, "kubeReservedCgroup", "--kube-reserved-cgroup"},
@@ -89,6 +87,29 @@ func validateNodeAllocatable(c *NodeletConfiguration) field.ErrorList {
 		default:
 			errs = append(errs, field.NotSupported(path.Index(i), value, []string{EnforceNodeAllocatablePods, EnforceNodeAllocatableSystemReserved, EnforceNodeAllocatableKubeReserved, EnforceNodeAllocatableNone}))
 		}
+	}
+	return errs
+}
+
+// validateEviction checks the eviction thresholds as the kubelet parses
+// them, each error named by the field that holds what is wrong.
+func validateEviction(c *NodeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	invalid := func(name string, value map[string]string, err error) {
+		errs = append(errs, field.Invalid(field.NewPath(name), value, err.Error()))
+	}
+	if _, err := eviction.ParseThresholdConfig(nil, c.EvictionHard, nil, nil, nil); err != nil {
+		invalid("evictionHard", c.EvictionHard, err)
+	}
+	if _, err := eviction.ParseThresholdConfig(nil, nil, nil, nil, c.EvictionMinimumReclaim); err != nil {
+		invalid("evictionMinimumReclaim", c.EvictionMinimumReclaim, err)
+	}
+	// The soft thresholds are read with their grace periods, which each
+	// of them needs.
+	if _, err := eviction.ParseThresholdConfig(nil, nil, nil, c.EvictionSoftGracePeriod, nil); err != nil {
+		invalid("evictionSoftGracePeriod", c.EvictionSoftGracePeriod, err)
+	} else if _, err := eviction.ParseThresholdConfig(nil, nil, c.EvictionSoft, c.EvictionSoftGracePeriod, nil); err != nil {
+		invalid("evictionSoft", c.EvictionSoft, err)
 	}
 	return errs
 }

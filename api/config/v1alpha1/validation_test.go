@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -57,23 +59,50 @@ func TestValidate(t *testing.T) {
 		"image GC that always runs": {mutate: func(c *NodeletConfiguration) {
 			c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent, c.ImageMinimumGCAge.Duration = ptr.To[int32](1), ptr.To[int32](0), 0
 		}},
+		"soft thresholds with their grace periods and minimum reclaims": {mutate: func(c *NodeletConfiguration) {
+			c.EvictionSoft = map[string]string{"memory.available": "1Gi", "nodefs.available": "15%"}
+			c.EvictionSoftGracePeriod = map[string]string{"memory.available": "1m30s", "nodefs.available": "2m"}
+			c.EvictionMinimumReclaim = map[string]string{"memory.available": "0Mi", "nodefs.available": "500Mi"}
+		}},
+		"taints to register with": {mutate: func(c *NodeletConfiguration) {
+			c.RegisterWithTaints = []corev1.Taint{{Key: "a", Value: "1", Effect: corev1.TaintEffectNoSchedule}, {Key: "a", Effect: corev1.TaintEffectNoExecute}}
+		}},
+		"timer slack and GC percent left to the kernel and the Go runtime": {mutate: func(c *NodeletConfiguration) {
+			c.TimerSlack, c.GCPercent = &metav1.Duration{}, ptr.To[int32](0)
+		}},
 		"image GC off":        {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](100) }},
 		"a maximum image age": {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Hour }},
 
-		"an unreservable resource":           {mutate: func(c *NodeletConfiguration) { c.SystemReserved = map[string]string{"nvidia.com/gpu": "1"} }, wantFields: []string{"systemReserved"}},
-		"a negative reservation":             {mutate: func(c *NodeletConfiguration) { c.KubeReserved = map[string]string{"cpu": "-1"} }, wantFields: []string{"kubeReserved"}},
-		"an unknown eviction signal":         {mutate: func(c *NodeletConfiguration) { c.EvictionHard = map[string]string{"disk.available": "1Gi"} }, wantFields: []string{"evictionHard"}},
-		"an unknown enforcement":             {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "node"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
-		"none with another enforcement":      {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "none"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
-		"a duplicated enforcement":           {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "pods"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
-		"system-reserved without its cgroup": {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "system-reserved"} }, wantFields: []string{"systemReservedCgroup"}},
-		"kube-reserved without its cgroup":   {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"kube-reserved"} }, wantFields: []string{"kubeReservedCgroup"}},
-		"a relative reserved cgroup":         {mutate: func(c *NodeletConfiguration) { c.SystemReservedCgroup = "system.slice" }, wantFields: []string{"systemReservedCgroup"}},
-		"a reserved cgroup out of the tree":  {mutate: func(c *NodeletConfiguration) { c.KubeReservedCgroup = "/a/../../b" }, wantFields: []string{"kubeReservedCgroup"}},
-		"an image GC threshold over 100":     {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](101) }, wantFields: []string{"imageGCHighThresholdPercent"}},
-		"the low threshold at the high one":  {mutate: func(c *NodeletConfiguration) { c.ImageGCLowThresholdPercent = ptr.To[int32](85) }, wantFields: []string{"imageGCLowThresholdPercent"}},
-		"a maximum age under the minimum":    {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Minute }, wantFields: []string{"imageMaximumGCAge"}},
-		"a negative minimum image age":       {mutate: func(c *NodeletConfiguration) { c.ImageMinimumGCAge.Duration = -1 }, wantFields: []string{"imageMinimumGCAge"}},
+		"an unreservable resource":                  {mutate: func(c *NodeletConfiguration) { c.SystemReserved = map[string]string{"nvidia.com/gpu": "1"} }, wantFields: []string{"systemReserved"}},
+		"a negative reservation":                    {mutate: func(c *NodeletConfiguration) { c.KubeReserved = map[string]string{"cpu": "-1"} }, wantFields: []string{"kubeReserved"}},
+		"an unknown eviction signal":                {mutate: func(c *NodeletConfiguration) { c.EvictionHard = map[string]string{"disk.available": "1Gi"} }, wantFields: []string{"evictionHard"}},
+		"an unknown enforcement":                    {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "node"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"none with another enforcement":             {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "none"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"a duplicated enforcement":                  {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "pods"} }, wantFields: []string{"enforceNodeAllocatable[1]"}},
+		"system-reserved without its cgroup":        {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"pods", "system-reserved"} }, wantFields: []string{"systemReservedCgroup"}},
+		"kube-reserved without its cgroup":          {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"kube-reserved"} }, wantFields: []string{"kubeReservedCgroup"}},
+		"a relative reserved cgroup":                {mutate: func(c *NodeletConfiguration) { c.SystemReservedCgroup = "system.slice" }, wantFields: []string{"systemReservedCgroup"}},
+		"a reserved cgroup out of the tree":         {mutate: func(c *NodeletConfiguration) { c.KubeReservedCgroup = "/a/../../b" }, wantFields: []string{"kubeReservedCgroup"}},
+		"an image GC threshold over 100":            {mutate: func(c *NodeletConfiguration) { c.ImageGCHighThresholdPercent = ptr.To[int32](101) }, wantFields: []string{"imageGCHighThresholdPercent"}},
+		"the low threshold at the high one":         {mutate: func(c *NodeletConfiguration) { c.ImageGCLowThresholdPercent = ptr.To[int32](85) }, wantFields: []string{"imageGCLowThresholdPercent"}},
+		"a maximum age under the minimum":           {mutate: func(c *NodeletConfiguration) { c.ImageMaximumGCAge.Duration = time.Minute }, wantFields: []string{"imageMaximumGCAge"}},
+		"a negative minimum image age":              {mutate: func(c *NodeletConfiguration) { c.ImageMinimumGCAge.Duration = -1 }, wantFields: []string{"imageMinimumGCAge"}},
+		"a soft threshold without its grace period": {mutate: func(c *NodeletConfiguration) { c.EvictionSoft = map[string]string{"memory.available": "1Gi"} }, wantFields: []string{"evictionSoft"}},
+		"a grace period that is no duration": {mutate: func(c *NodeletConfiguration) {
+			c.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+			c.EvictionSoftGracePeriod = map[string]string{"memory.available": "soon"}
+		}, wantFields: []string{"evictionSoftGracePeriod"}},
+		"a minimum reclaim of an unknown signal": {mutate: func(c *NodeletConfiguration) { c.EvictionMinimumReclaim = map[string]string{"disk.available": "1Gi"} }, wantFields: []string{"evictionMinimumReclaim"}},
+		"a taint of an unknown effect":           {mutate: func(c *NodeletConfiguration) { c.RegisterWithTaints = []corev1.Taint{{Key: "a", Effect: "NoRun"}} }, wantFields: []string{"registerWithTaints[0]"}},
+		"a taint whose key is no name": {mutate: func(c *NodeletConfiguration) {
+			c.RegisterWithTaints = []corev1.Taint{{Key: "bad key", Effect: corev1.TaintEffectNoSchedule}}
+		}, wantFields: []string{"registerWithTaints[0]"}},
+		"two taints of one key and effect": {mutate: func(c *NodeletConfiguration) {
+			c.RegisterWithTaints = []corev1.Taint{{Key: "a", Value: "1", Effect: corev1.TaintEffectNoSchedule}, {Key: "a", Value: "2", Effect: corev1.TaintEffectNoSchedule}}
+		}, wantFields: []string{"registerWithTaints[1]"}},
+		"a sysctl of no known namespace": {mutate: func(c *NodeletConfiguration) { c.AllowedUnsafeSysctls = []string{"vm.swappiness"} }, wantFields: []string{"allowedUnsafeSysctls[0]"}},
+		"a negative timer slack":         {mutate: func(c *NodeletConfiguration) { c.TimerSlack = &metav1.Duration{Duration: -time.Millisecond} }, wantFields: []string{"timerSlack"}},
+		"a negative GC percent":          {mutate: func(c *NodeletConfiguration) { c.GCPercent = ptr.To[int32](-1) }, wantFields: []string{"gcPercent"}},
 		"every bad field is named": {
 			mutate:     func(c *NodeletConfiguration) { c.MaxPods, c.Port, c.RelistPeriod.Duration = 0, 0, 0 },
 			wantFields: []string{"relistPeriod", "maxPods", "port"},

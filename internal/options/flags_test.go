@@ -1,4 +1,4 @@
-package main
+package options
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 )
 
 func TestRegisterWithTaintsFlag(t *testing.T) {
-	opts, err := parseOptions([]string{"--node-name=n", "--register-with-taints=a=1:NoSchedule", "--register-with-taints=nodelet.dev/companion:NoSchedule,b:NoExecute"}, nil)
+	opts, err := Parse([]string{"--node-name=n", "--register-with-taints=a=1:NoSchedule", "--register-with-taints=nodelet.dev/companion:NoSchedule,b:NoExecute"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,8 +24,32 @@ func TestRegisterWithTaintsFlag(t *testing.T) {
 	if diff := cmp.Diff(want, opts.RegisterWithTaints); diff != "" {
 		t.Errorf("RegisterWithTaints mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := parseOptions([]string{"--node-name=n", "--register-with-taints=a:Never"}, nil); err == nil || !strings.Contains(err.Error(), "register-with-taints") {
+	if _, err := Parse([]string{"--node-name=n", "--register-with-taints=a:Never"}, nil); err == nil || !strings.Contains(err.Error(), "register-with-taints") {
 		t.Errorf("a bad taint: error = %v, want one naming --register-with-taints", err)
+	}
+}
+
+// registerWithTaints is the kubelet's configuration file field too: the
+// file's taints are the Node's, unless the flag is given.
+func TestRegisterWithTaintsInTheConfigFile(t *testing.T) {
+	config := writeConfig(t, configHeader+"registerWithTaints:\n- {key: a, value: \"1\", effect: NoSchedule}\n")
+	opts, err := Parse([]string{"--node-name=n", "--config", config}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]corev1.Taint{{Key: "a", Value: "1", Effect: corev1.TaintEffectNoSchedule}}, opts.RegisterWithTaints); diff != "" {
+		t.Errorf("RegisterWithTaints from the file (-want +got):\n%s", diff)
+	}
+	opts, err = Parse([]string{"--node-name=n", "--config", config, "--register-with-taints=b:NoExecute"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]corev1.Taint{{Key: "b", Effect: corev1.TaintEffectNoExecute}}, opts.RegisterWithTaints); diff != "" {
+		t.Errorf("RegisterWithTaints from the flag over the file's (-want +got):\n%s", diff)
+	}
+	bad := writeConfig(t, configHeader+"registerWithTaints:\n- {key: a, effect: Never}\n")
+	if _, err := Parse([]string{"--node-name=n", "--config", bad}, nil); err == nil || !strings.Contains(err.Error(), "registerWithTaints[0]") {
+		t.Errorf("a bad taint in the file: error = %v, want one naming registerWithTaints[0]", err)
 	}
 }
 
@@ -79,10 +103,10 @@ func TestCapacityFlag(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			opts, err := parseOptions(append([]string{"--node-name=n"}, tc.args...), nil)
+			opts, err := Parse(append([]string{"--node-name=n"}, tc.args...), nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseOptions(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+					t.Fatalf("Parse(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
 				}
 				return
 			}
@@ -105,7 +129,7 @@ func TestHostPortsSharedRefusesHostPorts(t *testing.T) {
 		{args: nil, want: ""},
 		{args: []string{"--host-ports-shared"}, want: "HostPortsNotSupported"},
 	} {
-		opts, err := parseOptions(append([]string{"--node-name=n"}, tc.args...), nil)
+		opts, err := Parse(append([]string{"--node-name=n"}, tc.args...), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,30 +145,33 @@ func TestHostPortsSharedRefusesHostPorts(t *testing.T) {
 }
 
 func TestTopologyLabels(t *testing.T) {
-	opts, err := parseOptions([]string{"--node-name=n", "--topology-zone=zone-a", "--topology-region="}, nil)
+	opts, err := Parse([]string{"--node-name=n", "--topology-zone=zone-a", "--topology-region="}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An empty region, as the downward API gives for a label the host's
 	// pod does not have, is no label.
-	if diff := cmp.Diff(map[string]string{"topology.kubernetes.io/zone": "zone-a"}, opts.topologyLabels()); diff != "" {
-		t.Errorf("topologyLabels() mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]string{"topology.kubernetes.io/zone": "zone-a"}, opts.TopologyLabels()); diff != "" {
+		t.Errorf("TopologyLabels() mismatch (-want +got):\n%s", diff)
 	}
 	for _, arg := range []string{"--topology-zone=not a label", "--topology-region=" + strings.Repeat("x", 64), "--hostname-override=a/b"} {
-		if _, err := parseOptions([]string{"--node-name=n", arg}, nil); err == nil {
-			t.Errorf("parseOptions(%s) took a value that is no label value", arg)
+		if _, err := Parse([]string{"--node-name=n", arg}, nil); err == nil {
+			t.Errorf("Parse(%s) took a value that is no label value", arg)
 		}
 	}
 }
 
 func TestHostRootFlags(t *testing.T) {
-	opts, err := parseOptions([]string{"--node-name=n", "--host-root=/host", "--runtime-host-root=/rootfs"}, nil)
-	if err != nil || opts.HostRoot != "/host" || opts.RuntimeHostRoot != "/rootfs" {
-		t.Errorf("--host-root=/host --runtime-host-root=/rootfs: %q, %q, %v", opts.HostRoot, opts.RuntimeHostRoot, err)
+	opts, err := Parse([]string{"--node-name=n", "--host-root=/host", "--runtime-host-root=/rootfs"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HostRoot != "/host" || opts.RuntimeHostRoot != "/rootfs" {
+		t.Errorf("--host-root=/host --runtime-host-root=/rootfs: %q, %q", opts.HostRoot, opts.RuntimeHostRoot)
 	}
 	for _, flag := range []string{"--host-root", "--runtime-host-root"} {
 		for _, value := range []string{"host", "/", "/host/", "/a/../host"} {
-			if _, err := parseOptions([]string{"--node-name=n", flag + "=" + value}, nil); err == nil {
+			if _, err := Parse([]string{"--node-name=n", flag + "=" + value}, nil); err == nil {
 				t.Errorf("%s=%s taken, want it refused", flag, value)
 			}
 		}
@@ -152,7 +179,7 @@ func TestHostRootFlags(t *testing.T) {
 }
 
 func TestNodeLabelsFlag(t *testing.T) {
-	opts, err := parseOptions([]string{"--node-name=n", "--topology-zone=zone-a",
+	opts, err := Parse([]string{"--node-name=n", "--topology-zone=zone-a",
 		"--node-labels=nodelet.dev/release=companion,nodelet.dev/release-namespace=nodelet-system,node.kubernetes.io/pool=edge"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -161,18 +188,18 @@ func TestNodeLabelsFlag(t *testing.T) {
 		"nodelet.dev/release": "companion", "nodelet.dev/release-namespace": "nodelet-system",
 		"node.kubernetes.io/pool": "edge", "topology.kubernetes.io/zone": "zone-a",
 	}
-	if diff := cmp.Diff(want, opts.nodeLabels()); diff != "" {
-		t.Errorf("nodeLabels() mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, opts.RegistrationLabels()); diff != "" {
+		t.Errorf("RegistrationLabels() mismatch (-want +got):\n%s", diff)
 	}
 	for _, value := range []string{
 		"kubernetes.io/hostname=other", "topology.kubernetes.io/zone=b", "foo.k8s.io/x=y",
 		"nodelet.dev/agent=kubelet", "nodelet.dev/release=not a value", "bad key=v",
 	} {
-		if _, err := parseOptions([]string{"--node-name=n", "--node-labels=" + value}, nil); err == nil {
+		if _, err := Parse([]string{"--node-name=n", "--node-labels=" + value}, nil); err == nil {
 			t.Errorf("--node-labels=%s taken, want it refused", value)
 		}
 	}
-	if _, err := parseOptions([]string{"--node-name=n", "--node-labels=sub.kubelet.kubernetes.io/x=y,plain=z"}, nil); err != nil {
+	if _, err := Parse([]string{"--node-name=n", "--node-labels=sub.kubelet.kubernetes.io/x=y,plain=z"}, nil); err != nil {
 		t.Errorf("--node-labels with a kubelet.kubernetes.io prefix and a key without a prefix: %v", err)
 	}
 }

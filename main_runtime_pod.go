@@ -10,11 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodelet/nodelet/internal/options"
 )
 
 // runtimeWaitTimeout bounds the wait for the runtime to listen when
@@ -22,27 +23,12 @@ import (
 // may still be pulling its image.
 const runtimeWaitTimeout = 5 * time.Minute
 
-// runtimeSocketPath is the unix socket of a CRI endpoint ("unix:///path",
-// or a bare absolute path): the one whose listener's process the runtime's
-// pod is found by. Pure.
-func runtimeSocketPath(endpoint string) (string, error) {
-	socket := endpoint
-	if rest, ok := strings.CutPrefix(endpoint, "unix://"); ok {
-		socket = rest
-	} else if strings.Contains(endpoint, "://") {
-		return "", fmt.Errorf("the container runtime endpoint %q is not a unix socket, whose listener's process could be known", endpoint)
-	}
-	if !strings.HasPrefix(socket, "/") {
-		return "", fmt.Errorf("the container runtime endpoint %q is not an absolute unix socket path", endpoint)
-	}
-	return socket, nil
-}
-
-// runtimePID is the PID of the process listening on the runtime's socket,
-// waiting up to runtimeWaitTimeout for it to listen. The PID is the one in
-// nodelet's PID namespace: with the host's PIDs in both pods, the host's.
-func (o *Options) runtimePID(ctx context.Context) (int, error) {
-	socket, err := runtimeSocketPath(o.ContainerRuntimeEndpoint)
+// runtimePID is the PID of the process listening on the socket of the
+// runtime's endpoint, waiting up to runtimeWaitTimeout for it to listen.
+// The PID is the one in nodelet's PID namespace: with the host's PIDs in
+// both pods, the host's.
+func runtimePID(ctx context.Context, endpoint string) (int, error) {
+	socket, err := options.RuntimeSocketPath(endpoint)
 	if err != nil {
 		return 0, err
 	}
