@@ -63,8 +63,12 @@ release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<
 	hack/release.sh
 
 .PHONY: lint
-lint: ## gofmt, go vet, golangci-lint (.golangci.yml) and the file-length budget.
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml), the file-length budget, and the generated docs up to date.
 	hack/test.sh lint
+
+.PHONY: docs
+docs: ## Write the generated docs pages: docs/configuration.md from the code, docs/benchmarks.md from bench/results (hack/docs.sh).
+	hack/docs.sh
 
 .PHONY: manifests
 manifests: ## Generate config/rbac/role.yaml and config/approver/role.yaml from the +kubebuilder:rbac markers.

@@ -28,9 +28,10 @@
 #                  modes run (hack/install-deps.sh, build-tools.sh,
 #                  build-images.sh, build-runtime.sh)
 #   lint           gofmt, go vet, golangci-lint (.golangci.yml), the
-#                  file-length budget, no tracked file over 1 MiB, and
+#                  file-length budget, no tracked file over 1 MiB,
 #                  hack/lint's proof that the pure-code rules catch a
-#                  violation
+#                  violation, and the generated docs pages as committed
+#                  (`make docs` leaves the tree unchanged)
 #   unit           go test -race on every package but the e2e and chaos
 #                  suites and hack/lint (envtest's binaries from
 #                  .cache/bin), replaying each fuzz target's committed
@@ -219,6 +220,24 @@ check_tiers() {
 	return $rc
 }
 
+# check_docs fails unless `make docs` (hack/docs.sh) leaves docs/ as
+# committed: a generated page edited by hand, or not written again after
+# what it documents changed (a flag, a benchmark's results), shows as a
+# change.
+check_docs() {
+	local changed
+	if ! "$REPO_ROOT/hack/docs.sh"; then
+		echo "hack/docs.sh failed: the generated docs pages could not be written" >&2
+		return 1
+	fi
+	changed=$(git -C "$REPO_ROOT" status --porcelain -- docs/)
+	if [[ -n $changed ]]; then
+		echo "docs/ is not as committed once make docs has run: run make docs and commit docs/ (generated pages are written by their programs, never by hand):" >&2
+		echo "$changed" >&2
+		return 1
+	fi
+}
+
 phase_lint() {
 	local unformatted rc=0
 	unformatted=$(find . -name '*.go' -not -path './.cache/*' -print0 | xargs -0 gofmt -l)
@@ -240,6 +259,7 @@ phase_lint() {
 	"$REPO_ROOT/hack/check-file-length.sh" || rc=1
 	check_no_large_files || rc=1
 	check_tiers || rc=1
+	check_docs || rc=1
 	# The configuration itself: a violation in a pure path is reported.
 	go test -count=1 ./hack/lint/ || rc=1
 	return $rc
