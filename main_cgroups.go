@@ -14,6 +14,37 @@ import (
 	"github.com/nodelet/nodelet/internal/resources/eviction"
 )
 
+// buildCgroups makes the pods' cgroup tree. The Node's allocatable keeps
+// the reservations and hard eviction thresholds from pods; the pods'
+// cgroup is limited to the capacity less the reservations under
+// --enforce-node-allocatable=pods (the thresholds are the eviction
+// manager's to defend), to the capacity otherwise.
+func (n *nodelet) buildCgroups() error {
+	opts := n.opts
+	var err error
+	if n.allocatable, err = opts.AllocatableConfig(); err != nil {
+		return err
+	}
+	// Checked before the pods' cgroup is limited: a reservation over the
+	// capacity would leave the running pods nothing.
+	if err := n.allocatable.Validate(node.Capacity(n.share.machine, int(opts.MaxPods))); err != nil {
+		return fmt.Errorf("node %s: %w", opts.NodeName, err)
+	}
+	n.podCgroups, err = cgroups.New(cgroups.Options{
+		Root:            n.share.cgroupRoot,
+		Driver:          opts.CgroupDriver,
+		PodPidsLimit:    *opts.PodPidsLimit,
+		NodeAllocatable: n.allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(n.share.machine)),
+	})
+	if err != nil {
+		return fmt.Errorf("setting up pod cgroups: %w", err)
+	}
+	if err := enforceNodeAllocatable(n.podCgroups, n.allocatable, n.recorder, opts.NodeName, n.log.WithName("cgroups")); err != nil {
+		return fmt.Errorf("node %s: %w", opts.NodeName, err)
+	}
+	return nil
+}
+
 // The kubelet's reasons for the Node events of allocatable enforcement.
 const (
 	reasonNodeAllocatableEnforced          = "NodeAllocatableEnforced"

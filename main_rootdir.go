@@ -8,10 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 
-	"github.com/nodelet/nodelet/internal/options"
-	"github.com/nodelet/nodelet/internal/resources/userns"
 	"github.com/nodelet/nodelet/internal/util/topdir"
-	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // The node's state under the root dir: its lock, and what is kept in the
@@ -52,15 +49,4 @@ func spreadPodFolders(log logr.Logger, dir string, mode os.FileMode) {
 		return
 	}
 	log.V(1).Info("Marked the pods' folder for spreading", "dir", dir, "marked", marked)
-}
-
-// newUserNamespaces hands out the ID ranges of pods with hostUsers: false,
-// having read back, before any pod runs, those their folders hold.
-func newUserNamespaces(opts *options.NodeletServer, podVolumes *volume.Manager, log logr.Logger) (*userns.Manager, error) {
-	return userns.NewManager(userns.Options{
-		MaxPods: int(opts.MaxPods),
-		PodDir:  podVolumes.PodDir,
-		Pods:    podVolumes.ListPods,
-		Log:     log.WithName("userns"),
-	})
 }

@@ -1,42 +1,53 @@
 package main
 
 import (
-	"k8s.io/client-go/kubernetes"
-	cri "k8s.io/cri-api/pkg/apis"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
-	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/server"
+	"github.com/nodelet/nodelet/internal/server/logs"
 )
 
-// newNodeServer builds the node's HTTPS API (package server) from the
-// settings: the kubelet's port 10250. /configz serves the configuration.
-func newNodeServer(opts *options.NodeletServer, clientset kubernetes.Interface, pods client.Reader, runtimeService cri.RuntimeService,
-	imageService cri.ImageManagerService, volumes server.VolumeStats, healthz func() error, reportedIPs func() []string, clk clock.WithTicker) (*server.Server, error) {
+// buildServer sets up the node's HTTPS API (package server), the kubelet's
+// port 10250, with /configz serving the configuration; and the rotation
+// of the running containers' logs it serves.
+func (n *nodelet) buildServer() error {
+	opts := n.opts
 	// Until the Node is registered, the configured IP is the node's.
 	nodeIPs := func() []string {
-		if ips := reportedIPs(); len(ips) > 0 {
+		if ips := n.nodeReporter.NodeIPs(); len(ips) > 0 {
 			return ips
 		}
 		return opts.NodeIPs()
 	}
-	return server.New(server.Config{
+	nodeServer, err := server.New(server.Config{
 		Options:      opts.ServerOptions(),
-		Client:       clientset,
-		Pods:         pods,
-		Runtime:      runtimeService,
-		Images:       imageService,
-		Healthz:      healthz,
+		Client:       n.clientset,
+		Pods:         n.mgr.GetCache(),
+		Runtime:      n.runtimeService,
+		Images:       n.imageService,
+		Healthz:      n.plegHealthy,
 		Metrics:      ctrlmetrics.Registry,
 		ProbeMetrics: kubeletmetrics.ProbeRegistry,
-		Volumes:      volumes,
+		Volumes:      n.podVolumes,
 		Configz:      &opts.NodeletConfiguration,
 		NodeIPs:      nodeIPs,
-		Clock:        clk,
+		Clock:        n.clock,
 		Log:          ctrl.Log.WithName("server"),
 	})
+	if err != nil {
+		return err
+	}
+	logMaxSize, err := opts.ContainerLogMaxSizeBytes()
+	if err != nil {
+		return err
+	}
+	logRotator := logs.NewRotator(n.runtimeService, logs.RotationOptions{
+		MaxSize:  logMaxSize,
+		MaxFiles: int(*opts.ContainerLogMaxFiles),
+		Interval: opts.ContainerLogMonitorInterval.Duration,
+	}, n.clock, n.log.WithName("logs"))
+	n.runnables = append(n.runnables, nodeServer, logRotator)
+	return nil
 }

@@ -2,10 +2,72 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/resources/userns"
+	"github.com/nodelet/nodelet/internal/volume"
+	"github.com/nodelet/nodelet/internal/volume/csi"
 )
+
+// buildVolumes sets up what a pod's containers mount: the volume manager
+// (with the CSI plugins its watcher registers from
+// <root-dir>/plugins_registry, as the kubelet's plugin watcher does), the
+// pods' and their logs' folders, and the user namespaces' ID ranges, read
+// back from the pods' folders before any pod runs.
+func (n *nodelet) buildVolumes() error {
+	opts := n.opts
+	n.csiDrivers = csi.NewDrivers()
+	n.podVolumes = volume.NewManager(volume.Options{
+		CSI:             n.csiDrivers,
+		NodeName:        opts.NodeName,
+		RootDir:         opts.RootDir,
+		HostRoot:        opts.HostRoot,
+		NodeAllocatable: nodeAllocatable(n.mgr.GetClient(), opts.NodeName),
+		NodeLabels:      nodeLabels(n.mgr.GetClient(), opts.NodeName),
+		StatsPeriod:     opts.VolumeStatsPeriod(),
+		Recorder:        n.recorder,
+	}, n.clientset, n.clock, n.log.WithName("volume"))
+	ctrlmetrics.Registry.MustRegister(&kubeletmetrics.VolumeStatsCollector{Claims: n.podVolumes.ClaimVolumeStats, Abnormal: n.podVolumes.ClaimVolumesAbnormal})
+	spreadPodFolders(n.log, n.podVolumes.PodsDir(), 0o750)
+	spreadPodFolders(n.log, opts.PodLogsDir, 0o755)
+
+	var err error
+	n.userNamespaces, err = userns.NewManager(userns.Options{
+		MaxPods: int(opts.MaxPods),
+		PodDir:  n.podVolumes.PodDir,
+		Pods:    n.podVolumes.ListPods,
+		Log:     n.log.WithName("userns"),
+	})
+	if err != nil {
+		return err
+	}
+	csiWatcher := &csi.Watcher{
+		Dir:      filepath.Join(opts.RootDir, csi.RegistryDirName),
+		Drivers:  n.csiDrivers,
+		NodeInfo: &csi.NodeInfo{Client: n.clientset, NodeName: opts.NodeName},
+		Clock:    n.clock,
+		Log:      n.log.WithName("csi"),
+	}
+	n.runnables = append(n.runnables, csiWatcher)
+	return nil
+}
+
+// nodeAllocatable reads the node's allocatable resources from the cached
+// Node; nil until the Node is registered.
+func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context) corev1.ResourceList {
+	return func(ctx context.Context) corev1.ResourceList {
+		node := &corev1.Node{}
+		if err := cache.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+			return nil
+		}
+		return node.Status.Allocatable
+	}
+}
 
 // nodeLabels reads the Node's labels from the cache, for the persistent
 // volumes' nodeAffinity; nil until the Node is registered.

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/pleg"
+	"github.com/nodelet/nodelet/internal/pod/podenv"
+	"github.com/nodelet/nodelet/internal/prober"
+	"github.com/nodelet/nodelet/internal/resources/admission"
+)
+
+// buildPods sets up what runs the pods: the prober, which requeues a pod
+// whose probe result changed; admission, with what this node is; the pod
+// reconciler, which admits, decides, acts and reports; the PLEG, which
+// relists the runtime into the pod queue; and housekeeping, which cleans
+// up after the pods that are gone.
+func (n *nodelet) buildPods(ctx context.Context) error {
+	opts := n.opts
+	// The service environment variables come from an informer over every
+	// Service, started with the manager: one LIST and WATCH per node, as
+	// the kubelet keeps, and no API call per pod start.
+	if _, err := n.mgr.GetCache().GetInformer(ctx, &corev1.Service{}); err != nil {
+		return fmt.Errorf("setting up the Service informer: %w", err)
+	}
+	probes := prober.NewManager(prober.Options{
+		Runner:   n.runtimeService,
+		Recorder: n.recorder,
+		Clock:    n.clock,
+		Log:      n.log.WithName("prober"),
+		OnChange: n.podQueue.Enqueue,
+	})
+	// Which sysctls are safe depends on the kernel the Node reports.
+	admitter, err := admission.NewForNode(n.share.machine.OperatingSystem, n.share.machine.KernelVersion, opts.AllowedUnsafeSysctls, opts.HostPortsShared)
+	if err != nil {
+		return err
+	}
+	n.pods = controllers.NewPodReconciler(&controllers.PodReconciler{
+		Queue:        n.podQueue,
+		Admit:        admitter.Admit,
+		AdmitResize:  admitter.AdmitResize,
+		Allocations:  n.allocations,
+		APIReader:    n.mgr.GetAPIReader(),
+		Client:       n.mgr.GetClient(),
+		Runtime:      n.runtimeManager,
+		Volumes:      n.podVolumes,
+		Cgroups:      n.podCgroups,
+		Recorder:     n.recorder,
+		Prober:       probes,
+		Clock:        n.clock,
+		NodeName:     opts.NodeName,
+		HostIPs:      n.nodeReporter.NodeIPs,
+		NetworkError: n.nodeReporter.NetworkError,
+		Eviction:     evictionOrders(n.evictions),
+
+		UserNamespaces: n.userNamespaces,
+
+		SlowPodStartThreshold: opts.SlowPodStartThreshold.Duration,
+		EnvSources: &podenv.Gatherer{
+			APIReader: n.mgr.GetAPIReader(),
+			Cache:     n.mgr.GetClient(),
+			NodeName:  opts.NodeName,
+			Recorder:  n.recorder,
+		},
+	})
+	if err := n.pods.SetupWithManager(n.mgr, int(opts.ConcurrentReconciles)); err != nil {
+		return fmt.Errorf("setting up pod controller: %w", err)
+	}
+	n.podLifecycle = pleg.New(n.runtimeManager, n.podCache, n.podQueue.Events(), opts.RelistPeriod.Duration, n.clock, n.log.WithName("pleg"))
+	housekeeping := &controllers.Housekeeping{
+		Reconciler: n.pods,
+		Runtime:    n.runtimeManager,
+		Volumes:    n.podVolumes,
+		Cgroups:    n.podCgroups,
+		Clock:      n.clock,
+		Log:        n.log.WithName("housekeeping"),
+
+		UserNamespaces: n.userNamespaces,
+	}
+	n.runnables = append(n.runnables, probes, n.podLifecycle, housekeeping)
+	return nil
+}
+
+// plegHealthy is the PLEG's health check, on /healthz and the node
+// server's: it fails when the runtime has not been relisted recently.
+func (n *nodelet) plegHealthy() error {
+	if !n.podLifecycle.Healthy() {
+		return errors.New("the PLEG has not relisted the runtime recently")
+	}
+	return nil
+}
