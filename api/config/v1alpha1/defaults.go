@@ -36,14 +36,6 @@ const (
 	CgroupDriverSystemd = "systemd"
 )
 
-// The values of EnforceNodeAllocatable, the kubelet's.
-const (
-	EnforceNodeAllocatablePods           = "pods"
-	EnforceNodeAllocatableSystemReserved = "system-reserved"
-	EnforceNodeAllocatableKubeReserved   = "kube-reserved"
-	EnforceNodeAllocatableNone           = "none"
-)
-
 // Defaults that the packages taking these values (node/, server/,
 // runtime/) also fall back to when a caller leaves them empty.
 const (
@@ -124,7 +116,7 @@ func SetDefaults(c *NodeletConfiguration) {
 	// The kubelet's.
 	setDuration(&c.EvictionPressureTransitionPeriod, 5*time.Minute)
 	if c.EnforceNodeAllocatable == nil {
-		c.EnforceNodeAllocatable = []string{EnforceNodeAllocatablePods}
+		c.EnforceNodeAllocatable = []string{eviction.EnforcePods}
 	}
 	if c.ImageGCHighThresholdPercent == nil {
 		c.ImageGCHighThresholdPercent = ptr.To[int32](85)

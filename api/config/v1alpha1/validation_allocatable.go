@@ -60,8 +60,8 @@ func validateNodeAllocatable(c *NodeletConfiguration) field.ErrorList {
 	}
 	errs = append(errs, validateEviction(c)...)
 	for _, level := range []struct{ key, cgroup, field, flag string }{
-		{EnforceNodeAllocatableSystemReserved, c.SystemReservedCgroup, "systemReservedCgroup", "--system-reserved-cgroup"},
-		{EnforceNodeAllocatableKubeReserved, c.KubeReservedCgroup, "kubeReservedCgroup", "--kube-reserved-cgroup"},
+		{eviction.EnforceSystemReserved, c.SystemReservedCgroup, "systemReservedCgroup", "--system-reserved-cgroup"},
+		{eviction.EnforceKubeReserved, c.KubeReservedCgroup, "kubeReservedCgroup", "--kube-reserved-cgroup"},
 	} {
 		switch {
 		case level.cgroup == "" && slices.Contains(c.EnforceNodeAllocatable, level.key):
@@ -79,13 +79,13 @@ func validateNodeAllocatable(c *NodeletConfiguration) field.ErrorList {
 		}
 		seen[value] = true
 		switch value {
-		case EnforceNodeAllocatablePods, EnforceNodeAllocatableSystemReserved, EnforceNodeAllocatableKubeReserved:
-		case EnforceNodeAllocatableNone:
+		case eviction.EnforcePods, eviction.EnforceSystemReserved, eviction.EnforceKubeReserved:
+		case eviction.EnforceNone:
 			if len(c.EnforceNodeAllocatable) > 1 {
-				errs = append(errs, field.Invalid(path.Index(i), value, fmt.Sprintf("enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when %q is specified", EnforceNodeAllocatableNone)))
+				errs = append(errs, field.Invalid(path.Index(i), value, fmt.Sprintf("enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when %q is specified", eviction.EnforceNone)))
 			}
 		default:
-			errs = append(errs, field.NotSupported(path.Index(i), value, []string{EnforceNodeAllocatablePods, EnforceNodeAllocatableSystemReserved, EnforceNodeAllocatableKubeReserved, EnforceNodeAllocatableNone}))
+			errs = append(errs, field.NotSupported(path.Index(i), value, []string{eviction.EnforcePods, eviction.EnforceSystemReserved, eviction.EnforceKubeReserved, eviction.EnforceNone}))
 		}
 	}
 	return errs
