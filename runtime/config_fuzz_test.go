@@ -20,6 +20,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/volume"
 )
 
@@ -101,7 +102,7 @@ func FuzzGenerateConfigs(f *testing.F) {
 		sandbox, err := m.generateSandboxConfig(&pod, uint32(restartCount), env)
 		if err == nil {
 			id, ok := identityFromLabels(sandbox.Labels)
-			want := PodIdentity{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+			want := kubecontainer.PodIdentity{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 			if (ok || want.UID != "" && want.Name != "" && want.Namespace != "") && id != want {
 				t.Errorf("sandbox labels read back as %+v, want %+v", id, want)
 			}
@@ -114,7 +115,7 @@ func FuzzGenerateConfigs(f *testing.F) {
 				if err != nil {
 					continue
 				}
-				if got := config.Labels[LabelContainerName]; got != containers[i].Name {
+				if got := config.Labels[kubecontainer.LabelContainerName]; got != containers[i].Name {
 					t.Errorf("container %q labelled as %q", containers[i].Name, got)
 				}
 				info := decodeContainerAnnotations(config.Annotations)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/util/expansion"
 	"github.com/nodelet/nodelet/internal/volume"
 )
 
@@ -239,7 +240,7 @@ func createTerminationMessageFile(dir, path string) error {
 // commands, a reference to a variable that is unset or empty is an error.
 func expandSubPathExpr(expr string, values map[string]string) (string, error) {
 	var missing []string
-	expanded := expand(expr, func(name string) string {
+	expanded := expansion.Expand(expr, func(name string) string {
 		value := values[name]
 		if value == "" {
 			missing = append(missing, name)
