@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/volume"
 )
 
 func configFuzzSeeds() []*corev1.Pod {
@@ -80,7 +79,7 @@ func FuzzGenerateConfigs(f *testing.F) {
 			PodLogDir: filepath.Join(dir, "logs"), ResolvConf: resolvConf, HostsFile: hosts,
 			ClusterDNS: ClusterDNS{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"},
 			// No folder made: the path alone is checked.
-			PrepareSubPath: func(sp volume.SubPath) (string, error) { return filepath.Join(sp.VolumePath, sp.Path), nil },
+			PrepareSubPath: func(sp kubecontainer.SubPath) (string, error) { return filepath.Join(sp.VolumePath, sp.Path), nil },
 		},
 		puller:   puller,
 		recorder: &record.FakeRecorder{},

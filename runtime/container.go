@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/util/expansion"
-	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // generateContainerConfig maps one container of a pod to the runtime's
@@ -116,7 +116,7 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 				return nil, err
 			}
 			var err error
-			if hostPath, err = m.prepareSubPath(volume.SubPath{
+			if hostPath, err = m.prepareSubPath(kubecontainer.SubPath{
 				VolumeName: vm.Name, VolumePath: volumePath, Path: subPath,
 				PodDir: env.PodDir, ContainerName: container.Name, MountIndex: i,
 			}); err != nil {

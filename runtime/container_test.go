@@ -26,7 +26,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
-	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // containerTestImage is the image ID the tests' puller knows the user of.
@@ -558,7 +557,7 @@ func TestTerminationMessageFileStartsEmpty(t *testing.T) {
 
 // fakePrepareSubPath makes, in place of a bind mount, a folder named for
 // the mount it stands for, under the pod's folder.
-func fakePrepareSubPath(sp volume.SubPath) (string, error) {
+func fakePrepareSubPath(sp kubecontainer.SubPath) (string, error) {
 	target := filepath.Join(sp.PodDir, "fake-subpaths", sp.VolumeName, sp.Path, sp.ContainerName, strconv.Itoa(sp.MountIndex))
 	return target, os.MkdirAll(target, 0o755)
 }

@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sort"
@@ -24,7 +25,6 @@ import (
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/resources/userns"
-	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // Config holds the Manager's settings.
@@ -71,9 +71,11 @@ type Config struct {
 	// then applied again after a restart.
 	Resizes ResizeRecord
 	// PrepareSubPath makes a volume mount's sub path safe to mount and
-	// returns the path to hand the runtime. Default: volume.PrepareSubPath
-	// (a bind mount under the pod's folder; needs root).
-	PrepareSubPath func(volume.SubPath) (string, error)
+	// returns the path to hand the runtime: package volume's
+	// PrepareSubPath (a bind mount under the pod's folder; needs root),
+	// which the runtime, below the volume manager, is handed rather than
+	// calls. Unset, a mount with a sub path fails.
+	PrepareSubPath func(kubecontainer.SubPath) (string, error)
 	// HostPaths says where the runtime finds the host's paths nodelet
 	// hands it. Default: the runtime runs on the host, every path as it
 	// is.
@@ -132,7 +134,12 @@ type Manager struct {
 }
 
 // prepareSubPath is the volume mount's sub path as the runtime is to mount it.
-func (m *Manager) prepareSubPath(sp volume.SubPath) (string, error) {
+func (m *Manager) prepareSubPath(sp kubecontainer.SubPath) (string, error) {
+	if m.config.PrepareSubPath == nil {
+		// A sub path handed on unchecked could lead, through a symlink
+		// the container made, anywhere on the node.
+		return "", errors.New("no sub path preparer is configured")
+	}
 	return m.config.PrepareSubPath(sp)
 }
 
@@ -141,9 +148,6 @@ func NewManager(ctx context.Context, runtimeService cri.RuntimeService, imageSer
 	version, err := runtimeService.Version(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("getting the container runtime version: %w", err)
-	}
-	if config.PrepareSubPath == nil {
-		config.PrepareSubPath = volume.PrepareSubPath
 	}
 	return &Manager{
 		runtime:       runtimeService,

@@ -38,13 +38,13 @@ import (
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/controllers"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
-	"github.com/nodelet/nodelet/internal/volume"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/runtimeclass"
 )
@@ -184,7 +184,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 		RuntimeClasses:  runtimeclass.Resolver{Client: clientset},
 		Resizes:         allocations,
 		// No bind mounts: the sub path is handed over as it is.
-		PrepareSubPath: func(sub volume.SubPath) (string, error) {
+		PrepareSubPath: func(sub kubecontainer.SubPath) (string, error) {
 			return filepath.Join(sub.VolumePath, sub.Path), nil
 		},
 	}, recorder, clk, log.WithName("runtime"))
