@@ -316,7 +316,7 @@ func run(ctx context.Context, opts Options) error {
 	// The prober requeues a pod whose probe result changed; the reconciler
 	// reads the prober's results.
 	probes := prober.NewManager(prober.Options{
-		Runner:   runtimeService,
+		Runner:   noderuntime.ExecRunner(runtimeService),
 		Recorder: recorder,
 		Clock:    clk,
 		Log:      log.WithName("prober"),

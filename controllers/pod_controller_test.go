@@ -138,7 +138,7 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 	// Exec probes run through the fake's ExecSync.
 	var r *PodReconciler
 	probes := prober.NewManager(prober.Options{
-		Runner:   fakeRuntime,
+		Runner:   noderuntime.ExecRunner(fakeRuntime),
 		Recorder: recorder,
 		OnChange: func(ctx context.Context, namespace, name string, uid types.UID) {
 			r.EnqueuePod(ctx, namespace, name, uid)

@@ -240,7 +240,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("hollow node %s: setting up the Service informer: %w", opts.NodeName, err)
 	}
 	probes := prober.NewManager(prober.Options{
-		Runner:   runtimeService,
+		Runner:   noderuntime.ExecRunner(runtimeService),
 		Recorder: recorder,
 		Clock:    clk,
 		Log:      log.WithName("prober"),

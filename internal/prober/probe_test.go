@@ -24,9 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
-	remote "k8s.io/cri-client/pkg"
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/pod/action"
 )
 
 // serverAddr splits an httptest server's address into host and port.
@@ -221,7 +221,7 @@ func TestExecProbe(t *testing.T) {
 	}{
 		"exit 0":          {wantOutcome: outcomeSuccess, wantOutput: "out"},
 		"a non-zero exit": {err: exitOne, wantOutcome: outcomeFailure, wantOutput: "out"},
-		"a timeout": {err: fmt.Errorf("%w: %q timed out after 1s", remote.ErrCommandTimedOut, "cat /ready"),
+		"a timeout": {err: fmt.Errorf("%w: %q timed out after 1s", action.ErrCommandTimedOut, "cat /ready"),
 			wantOutcome: outcomeFailure, wantOutput: `command timed out: "cat /ready" timed out after 1s`},
 		"no run at all": {err: errors.New("container is not running"), wantOutcome: outcomeUnknown, wantErr: true},
 	}

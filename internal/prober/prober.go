@@ -57,7 +57,8 @@ func (t probeType) String() string {
 
 // Options configure a Manager.
 type Options struct {
-	// Runner runs exec probes in containers; cri.RuntimeService is one.
+	// Runner runs exec probes in containers: the runtime's ExecRunner,
+	// whose timeouts are action.ErrCommandTimedOut.
 	Runner action.CommandRunner
 	// Recorder records the Unhealthy and ProbeWarning events.
 	Recorder record.EventRecorder
