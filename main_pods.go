@@ -12,6 +12,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resources/admission"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // buildPods sets up what runs the pods: the prober, which requeues a pod
@@ -28,7 +29,7 @@ func (n *nodelet) buildPods(ctx context.Context) error {
 		return fmt.Errorf("setting up the Service informer: %w", err)
 	}
 	probes := prober.NewManager(prober.Options{
-		Runner:   n.runtimeService,
+		Runner:   noderuntime.ExecRunner(n.runtimeService),
 		Recorder: n.recorder,
 		Clock:    n.clock,
 		Log:      n.log.WithName("prober"),

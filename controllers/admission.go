@@ -12,10 +12,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // AdmitFunc decides whether the node may run pod beside the pods admitted
@@ -239,7 +239,7 @@ func (r *PodReconciler) readNode(ctx context.Context, reader client.Reader) (*co
 // status update brings it back as terminal, with nothing to tear down. A
 // critical pod admitted by preempting others waits for them to stop. hold
 // says the pod may not go on yet, and result is then the reconcile's.
-func (r *PodReconciler) admitPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (result ctrl.Result, hold bool, err error) {
+func (r *PodReconciler) admitPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) (result ctrl.Result, hold bool, err error) {
 	if r.Admit == nil {
 		return ctrl.Result{}, false, nil
 	}

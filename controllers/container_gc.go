@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -27,9 +28,9 @@ type ContainerGC struct {
 	Client client.Reader
 	// Runtime lists the runtime's pods and removes what is dead.
 	Runtime interface {
-		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
-		GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
-		RemoveDead(ctx context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) (int, error)
+		ListPods(ctx context.Context) (map[types.UID]*kubecontainer.PodStatus, error)
+		GetPodStatus(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error)
+		RemoveDead(ctx context.Context, status *kubecontainer.PodStatus, dead noderuntime.Dead) (int, error)
 	}
 	Log logr.Logger
 }

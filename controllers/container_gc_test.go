@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -26,7 +27,7 @@ type deadRemovingRuntime struct {
 	removed map[types.UID][]string
 }
 
-func (r *deadRemovingRuntime) RemoveDead(_ context.Context, status *noderuntime.PodStatus, dead noderuntime.Dead) (int, error) {
+func (r *deadRemovingRuntime) RemoveDead(_ context.Context, status *kubecontainer.PodStatus, dead noderuntime.Dead) (int, error) {
 	for _, c := range dead.Containers {
 		r.removed[status.UID] = append(r.removed[status.UID], c.ID.ID)
 	}
@@ -40,13 +41,13 @@ func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunnin
 	t0 := time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)
 	// A pod's record: sandbox "<uid>-sb", containers of one name, newest
 	// first.
-	record := func(uid types.UID, sandbox noderuntime.SandboxState, containers ...noderuntime.ContainerState) *noderuntime.PodStatus {
-		p := &noderuntime.PodStatus{UID: uid, Namespace: "ns", Name: "pod-" + string(uid)}
+	record := func(uid types.UID, sandbox kubecontainer.SandboxState, containers ...kubecontainer.ContainerState) *kubecontainer.PodStatus {
+		p := &kubecontainer.PodStatus{UID: uid, Namespace: "ns", Name: "pod-" + string(uid)}
 		sb := string(uid) + "-sb"
-		p.Sandboxes = []*noderuntime.SandboxStatus{{ID: sb, State: sandbox, CreatedAt: t0}}
+		p.Sandboxes = []*kubecontainer.SandboxStatus{{ID: sb, State: sandbox, CreatedAt: t0}}
 		for i, state := range containers {
-			p.Containers = append(p.Containers, &noderuntime.ContainerStatus{
-				ID: noderuntime.ContainerID{Type: "containerd", ID: string(uid) + "-" + string(rune('a'+i))}, Name: "app",
+			p.Containers = append(p.Containers, &kubecontainer.ContainerStatus{
+				ID: kubecontainer.ContainerID{Type: "containerd", ID: string(uid) + "-" + string(rune('a'+i))}, Name: "app",
 				SandboxID: sb, State: state, CreatedAt: t0.Add(-time.Duration(i) * time.Minute),
 			})
 		}
@@ -55,13 +56,13 @@ func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunnin
 	pod := func(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-" + string(uid), UID: uid}, Status: corev1.PodStatus{Phase: phase}}
 	}
-	exited, running := noderuntime.ContainerExited, noderuntime.ContainerRunning
+	exited, running := kubecontainer.ContainerExited, kubecontainer.ContainerRunning
 	rt := &deadRemovingRuntime{Runtime: plegtest.NewRuntime(
-		record("done", noderuntime.SandboxNotReady, exited, exited),
-		record("crashing", noderuntime.SandboxReady, running, exited, exited),
-		record("healthy", noderuntime.SandboxReady, running),
+		record("done", kubecontainer.SandboxNotReady, exited, exited),
+		record("crashing", kubecontainer.SandboxReady, running, exited, exited),
+		record("healthy", kubecontainer.SandboxReady, running),
 		// No Pod: the orphan removal's.
-		record("orphan", noderuntime.SandboxNotReady, exited),
+		record("orphan", kubecontainer.SandboxNotReady, exited),
 	), removed: map[types.UID][]string{}}
 	gc := &ContainerGC{
 		Client: fake.NewClientBuilder().WithObjects(pod("done", corev1.PodSucceeded), pod("crashing", corev1.PodRunning), pod("healthy", corev1.PodRunning)).

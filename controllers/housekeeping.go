@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -32,7 +33,7 @@ type Housekeeping struct {
 	}
 	// Runtime lists the runtime's pods and the pods' log folders.
 	Runtime interface {
-		ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
+		ListPods(ctx context.Context) (map[types.UID]*kubecontainer.PodStatus, error)
 		ListPodLogs() ([]noderuntime.PodLogs, error)
 		RemovePodLogs(namespace, name string, uid types.UID) error
 	}

@@ -20,12 +20,12 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg/plegtest"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
-	noderuntime "github.com/nodelet/nodelet/runtime"
-
 	"github.com/nodelet/nodelet/internal/testutil/await"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // removingRuntime is plegtest.Runtime that records which pods it killed and
@@ -50,19 +50,21 @@ func (r *removingRuntime) RemovePodLogs(_, _ string, uid types.UID) error {
 	return nil
 }
 
-func (r *removingRuntime) SyncPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
+func (r *removingRuntime) SyncPod(context.Context, *corev1.Pod, *kubecontainer.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
 	panic("not used")
 }
-func (r *removingRuntime) KillPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, *int64) error {
+func (r *removingRuntime) KillPod(context.Context, *corev1.Pod, *kubecontainer.PodStatus, *int64) error {
 	return nil
 }
-func (r *removingRuntime) RemovePod(_ context.Context, status *noderuntime.PodStatus) error {
+func (r *removingRuntime) RemovePod(_ context.Context, status *kubecontainer.PodStatus) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.removed = append(r.removed, status.UID)
 	return nil
 }
-func (r *removingRuntime) PruneContainers(context.Context, *noderuntime.PodStatus) error { return nil }
+func (r *removingRuntime) PruneContainers(context.Context, *kubecontainer.PodStatus) error {
+	return nil
+}
 func (r *removingRuntime) removedPods() []types.UID {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -111,8 +113,8 @@ func (l *podLeftovers) removedPods() []types.UID {
 func TestHousekeepingRemovesWhatNoPodOwns(t *testing.T) {
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-a", UID: "a"}}
 	rt := &removingRuntime{Runtime: plegtest.NewRuntime(
-		pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil),
-		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
+		pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, nil),
+		pod("b", map[string]kubecontainer.SandboxState{"s2": ready}, nil),
 	)}
 	// b's logs go with its runtime pod (RemovePod), c's by themselves:
 	// c's removal may have ended in an error after the runtime removed
@@ -194,7 +196,7 @@ func TestHousekeepingDropsTheAllocationsOfPodsGoneWhileNodeletWasDown(t *testing
 		t.Fatal(err)
 	}
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-a", UID: "a"}}
-	rt := &removingRuntime{Runtime: plegtest.NewRuntime(pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil))}
+	rt := &removingRuntime{Runtime: plegtest.NewRuntime(pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, nil))}
 	r := NewPodReconciler(&PodReconciler{
 		Client:      fake.NewClientBuilder().WithObjects(owned).Build(),
 		Runtime:     rt,

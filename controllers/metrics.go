@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // podStartTracker observes each pod's start once: only pods whose containers
@@ -99,7 +99,7 @@ func allContainersRunning(pod *corev1.Pod, status *corev1.PodStatus) bool {
 // kubelet_pod_worker_duration_seconds for one sync of the pod: kill for a
 // pod being deleted, terminated for one that has finished, create before
 // it has a sandbox, sync otherwise.
-func podWorkerOperation(pod *corev1.Pod, status *noderuntime.PodStatus) string {
+func podWorkerOperation(pod *corev1.Pod, status *kubecontainer.PodStatus) string {
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return kubeletmetrics.OperationKill

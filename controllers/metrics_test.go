@@ -6,18 +6,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func TestPodWorkerOperation(t *testing.T) {
-	withSandbox := &noderuntime.PodStatus{Sandboxes: []*noderuntime.SandboxStatus{{State: noderuntime.SandboxReady}}}
+	withSandbox := &kubecontainer.PodStatus{Sandboxes: []*kubecontainer.SandboxStatus{{State: kubecontainer.SandboxReady}}}
 	cases := map[string]struct {
 		pod    *corev1.Pod
-		status *noderuntime.PodStatus
+		status *kubecontainer.PodStatus
 		want   string
 	}{
 		"a new pod is created": {
-			pod: &corev1.Pod{}, status: &noderuntime.PodStatus{}, want: "create",
+			pod: &corev1.Pod{}, status: &kubecontainer.PodStatus{}, want: "create",
 		},
 		"a pod with its sandbox is synced": {
 			pod: &corev1.Pod{}, status: withSandbox, want: "sync",

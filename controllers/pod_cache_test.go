@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg/plegtest"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -20,16 +21,16 @@ import (
 var pod = plegtest.Pod
 
 var (
-	ready = noderuntime.SandboxReady
-	run   = noderuntime.ContainerRunning
+	ready = kubecontainer.SandboxReady
+	run   = kubecontainer.ContainerRunning
 )
 
 // The kubelet's "pod cache newer than" rule: a reconcile never acts on a
 // runtime record older than its own last action on the pod.
 func TestPodStatusIsNeverOlderThanLastSync(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	before := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil)
-	after := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run})
+	before := pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, nil)
+	after := pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, map[string]kubecontainer.ContainerState{"c1": run})
 	rt := plegtest.NewRuntime(before)
 	r := NewPodReconciler(&PodReconciler{Clock: clk})
 	r.Runtime = &readOnlyRuntime{rt}
@@ -79,13 +80,13 @@ func TestPodStatusIsNeverOlderThanLastSync(t *testing.T) {
 // never gets as far as acting.
 type readOnlyRuntime struct{ *plegtest.Runtime }
 
-func (readOnlyRuntime) SyncPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
+func (readOnlyRuntime) SyncPod(context.Context, *corev1.Pod, *kubecontainer.PodStatus, noderuntime.PodActions, *noderuntime.PodEnv) noderuntime.SyncResult {
 	panic("not used")
 }
-func (readOnlyRuntime) KillPod(context.Context, *corev1.Pod, *noderuntime.PodStatus, *int64) error {
+func (readOnlyRuntime) KillPod(context.Context, *corev1.Pod, *kubecontainer.PodStatus, *int64) error {
 	panic("not used")
 }
-func (readOnlyRuntime) RemovePod(context.Context, *noderuntime.PodStatus) error { panic("not used") }
-func (readOnlyRuntime) PruneContainers(context.Context, *noderuntime.PodStatus) error {
+func (readOnlyRuntime) RemovePod(context.Context, *kubecontainer.PodStatus) error { panic("not used") }
+func (readOnlyRuntime) PruneContainers(context.Context, *kubecontainer.PodStatus) error {
 	panic("not used")
 }

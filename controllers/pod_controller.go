@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podstart"
@@ -33,11 +34,11 @@ import (
 // podRuntime is what the reconciler asks of the container runtime; the
 // runtime package's Manager implements it.
 type podRuntime interface {
-	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
-	SyncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, actions noderuntime.PodActions, env *noderuntime.PodEnv) noderuntime.SyncResult
-	KillPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, gracePeriodOverride *int64) error
-	RemovePod(ctx context.Context, status *noderuntime.PodStatus) error
-	PruneContainers(ctx context.Context, status *noderuntime.PodStatus) error
+	GetPodStatus(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error)
+	SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, actions noderuntime.PodActions, env *noderuntime.PodEnv) noderuntime.SyncResult
+	KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) error
+	RemovePod(ctx context.Context, status *kubecontainer.PodStatus) error
+	PruneContainers(ctx context.Context, status *kubecontainer.PodStatus) error
 }
 
 // podVolumes materialises and removes pods' volumes (package volume).
@@ -53,7 +54,7 @@ type podVolumes interface {
 // podEnvSources reads what containers start with from the API server
 // (package podenv).
 type podEnvSources interface {
-	Gather(ctx context.Context, pod *corev1.Pod, containers []*corev1.Container, env *noderuntime.PodEnv) error
+	Gather(ctx context.Context, pod *corev1.Pod, containers []*corev1.Container, env *kubecontainer.EnvSources) error
 }
 
 // podCgroups creates, resizes and removes pods' cgroups (package cgroups).
@@ -245,7 +246,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // podStatus returns the pod's runtime record, from the PLEG's cache when it
 // is newer than this reconciler's last action on the pod, else straight
 // from the runtime.
-func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
+func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error) {
 	if status, ok := r.cache.GetFresh(uid); ok {
 		return status, nil
 	}
@@ -253,7 +254,7 @@ func (r *PodReconciler) podStatus(ctx context.Context, uid types.UID) (*noderunt
 }
 
 // readPodStatus reads the runtime directly and refreshes the cache with it.
-func (r *PodReconciler) readPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
+func (r *PodReconciler) readPodStatus(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error) {
 	readAt := r.Clock.Now()
 	status, err := r.Runtime.GetPodStatus(ctx, uid)
 	if err != nil {
@@ -278,7 +279,7 @@ func (r *PodReconciler) networkError() error {
 
 // syncPod runs a pod that should be running: prepare its cgroup and
 // volumes, plan, act, then report.
-func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
+func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) (ctrl.Result, error) {
 	log := klog.FromContext(ctx)
 	now := r.Clock.Now()
 	var requeue requeueAfter
@@ -399,7 +400,7 @@ func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions 
 	if len(starting) == 0 || r.EnvSources == nil {
 		return false
 	}
-	if err := r.EnvSources.Gather(ctx, pod, starting, env); err != nil {
+	if err := r.EnvSources.Gather(ctx, pod, starting, &env.EnvSources); err != nil {
 		klog.FromContext(ctx).Info("Failed to read what the pod's containers start with", "pod", klog.KObj(pod), "err", err.Error())
 		return true
 	}
@@ -411,7 +412,7 @@ func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions 
 
 // syncTerminatedPod keeps a pod that ran to completion stopped: its
 // containers stay for their logs, everything else goes.
-func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
+func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) (ctrl.Result, error) {
 	stop := len(status.RunningContainers()) > 0 || len(status.IPs()) > 0 || hasReadySandbox(status)
 	if stop {
 		if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
@@ -449,7 +450,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 // podIsTerminal reports whether a pod is done: its phase in the API is
 // terminal, or its runtime state says it ran to completion under its
 // restart policy.
-func podIsTerminal(pod *corev1.Pod, status *noderuntime.PodStatus) bool {
+func podIsTerminal(pod *corev1.Pod, status *kubecontainer.PodStatus) bool {
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		return true
@@ -461,9 +462,9 @@ func podIsTerminal(pod *corev1.Pod, status *noderuntime.PodStatus) bool {
 	return false
 }
 
-func hasReadySandbox(status *noderuntime.PodStatus) bool {
+func hasReadySandbox(status *kubecontainer.PodStatus) bool {
 	for _, sb := range status.Sandboxes {
-		if sb.State == noderuntime.SandboxReady {
+		if sb.State == kubecontainer.SandboxReady {
 			return true
 		}
 	}

@@ -33,13 +33,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
-	noderuntime "github.com/nodelet/nodelet/runtime"
-
 	"github.com/nodelet/nodelet/internal/testutil/await"
 	"github.com/nodelet/nodelet/internal/testutil/testenv"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 const testNodeName = "test-node"
@@ -138,7 +138,7 @@ func startReconcilerWith(t *testing.T, configure func(*PodReconciler)) *reconcil
 	// Exec probes run through the fake's ExecSync.
 	var r *PodReconciler
 	probes := prober.NewManager(prober.Options{
-		Runner:   fakeRuntime,
+		Runner:   noderuntime.ExecRunner(fakeRuntime),
 		Recorder: recorder,
 		OnChange: func(ctx context.Context, namespace, name string, uid types.UID) {
 			r.EnqueuePod(ctx, namespace, name, uid)
@@ -230,7 +230,7 @@ func (e *reconcilerEnv) waitForPodGone(t *testing.T, key types.NamespacedName) {
 func (e *reconcilerEnv) runtimeContainers(t *testing.T, uid types.UID) []*runtimeapi.Container {
 	t.Helper()
 	containers, err := e.runtime.ListContainers(context.Background(), &runtimeapi.ContainerFilter{
-		LabelSelector: map[string]string{noderuntime.LabelPodUID: string(uid)},
+		LabelSelector: map[string]string{kubecontainer.LabelPodUID: string(uid)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func (e *reconcilerEnv) runtimeContainers(t *testing.T, uid types.UID) []*runtim
 func (e *reconcilerEnv) runtimeSandboxes(t *testing.T, uid types.UID) []*runtimeapi.PodSandbox {
 	t.Helper()
 	sandboxes, err := e.runtime.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{
-		LabelSelector: map[string]string{noderuntime.LabelPodUID: string(uid)},
+		LabelSelector: map[string]string{kubecontainer.LabelPodUID: string(uid)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -75,7 +76,7 @@ type recordingEnvSources struct {
 	err   error
 }
 
-func (s *recordingEnvSources) Gather(_ context.Context, _ *corev1.Pod, containers []*corev1.Container, _ *noderuntime.PodEnv) error {
+func (s *recordingEnvSources) Gather(_ context.Context, _ *corev1.Pod, containers []*corev1.Container, _ *kubecontainer.EnvSources) error {
 	var names []string
 	for _, c := range containers {
 		names = append(names, c.Name)

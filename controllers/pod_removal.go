@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // removePod removes a stopped pod's runtime objects and logs, its cgroup
@@ -27,7 +27,7 @@ import (
 // not err. The Pod need not wait for them, as under the kubelet, whose
 // Pod goes once nothing of it runs, its volumes are unmounted and its
 // cgroup is gone, and whose garbage collection keeps trying the rest.
-func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodStatus) (leftovers, err error) {
+func (r *PodReconciler) removePod(ctx context.Context, status *kubecontainer.PodStatus) (leftovers, err error) {
 	leftovers = r.Runtime.RemovePod(ctx, status)
 	if err := r.Cgroups.RemovePod(status.UID); err != nil {
 		return nil, errors.Join(leftovers, fmt.Errorf("removing cgroup of pod %s/%s: %w", status.Namespace, status.Name, err))
@@ -45,9 +45,9 @@ func (r *PodReconciler) removePod(ctx context.Context, status *noderuntime.PodSt
 
 // anyContainerRunning reports whether the runtime's record of a pod has a
 // container running or in an unknown state.
-func anyContainerRunning(status *noderuntime.PodStatus) bool {
+func anyContainerRunning(status *kubecontainer.PodStatus) bool {
 	for _, c := range status.Containers {
-		if c.State == noderuntime.ContainerRunning || c.State == noderuntime.ContainerUnknown {
+		if c.State == kubecontainer.ContainerRunning || c.State == kubecontainer.ContainerUnknown {
 			return true
 		}
 	}
@@ -56,7 +56,7 @@ func anyContainerRunning(status *noderuntime.PodStatus) bool {
 
 // syncTerminatingPod stops a Pod being deleted within its grace period,
 // removes all it left on the node, and then deletes the Pod for good.
-func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) (ctrl.Result, error) {
+func (r *PodReconciler) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) (ctrl.Result, error) {
 	log := klog.FromContext(ctx)
 	if r.deleted.has(pod.UID) {
 		return ctrl.Result{}, nil

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // podProber runs the pods' probes (package prober). Its results are plain
@@ -16,19 +16,19 @@ type podProber interface {
 	UpdatePod(pod *corev1.Pod, status *corev1.PodStatus)
 	RemovePod(uid types.UID)
 	CleanupPods(keep map[types.UID]bool)
-	Results(uid types.UID) noderuntime.ProbeResults
-	StartedAndReady(pod *corev1.Pod, rt *noderuntime.PodStatus, results noderuntime.ProbeResults) (started, ready map[string]bool)
+	Results(uid types.UID) kubecontainer.ProbeResults
+	StartedAndReady(pod *corev1.Pod, rt *kubecontainer.PodStatus, results kubecontainer.ProbeResults) (started, ready map[string]bool)
 }
 
 // noProbes is the prober of a reconciler given none: no results, every
 // running container started and ready.
 type noProbes struct{}
 
-func (noProbes) UpdatePod(*corev1.Pod, *corev1.PodStatus)   {}
-func (noProbes) RemovePod(types.UID)                        {}
-func (noProbes) CleanupPods(map[types.UID]bool)             {}
-func (noProbes) Results(types.UID) noderuntime.ProbeResults { return nil }
-func (noProbes) StartedAndReady(*corev1.Pod, *noderuntime.PodStatus, noderuntime.ProbeResults) (map[string]bool, map[string]bool) {
+func (noProbes) UpdatePod(*corev1.Pod, *corev1.PodStatus)     {}
+func (noProbes) RemovePod(types.UID)                          {}
+func (noProbes) CleanupPods(map[types.UID]bool)               {}
+func (noProbes) Results(types.UID) kubecontainer.ProbeResults { return nil }
+func (noProbes) StartedAndReady(*corev1.Pod, *kubecontainer.PodStatus, kubecontainer.ProbeResults) (map[string]bool, map[string]bool) {
 	return nil, nil
 }
 

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // progressDelay is how long a pod's first start may take before its
@@ -30,7 +30,7 @@ type progressReport struct {
 // reportProgressAfterDelay arms the progress report of a pod whose status
 // shows none of its containers yet; nil (a report that never writes) for
 // the others, whose status already shows them.
-func (r *PodReconciler) reportProgressAfterDelay(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus) *progressReport {
+func (r *PodReconciler) reportProgressAfterDelay(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) *progressReport {
 	if len(pod.Status.ContainerStatuses) > 0 || len(pod.Status.InitContainerStatuses) > 0 {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -20,7 +21,7 @@ type heldRuntime struct {
 	release chan struct{}
 }
 
-func (h *heldRuntime) SyncPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, actions noderuntime.PodActions, env *noderuntime.PodEnv) noderuntime.SyncResult {
+func (h *heldRuntime) SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, actions noderuntime.PodActions, env *noderuntime.PodEnv) noderuntime.SyncResult {
 	select {
 	case <-h.release:
 	case <-ctx.Done():

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -18,18 +19,18 @@ import (
 // across restarts.
 type reasonCache struct {
 	mu      sync.Mutex
-	reasons map[types.UID]map[string]*noderuntime.ContainerError
+	reasons map[types.UID]map[string]*kubecontainer.ContainerError
 }
 
 func newReasonCache() *reasonCache {
-	return &reasonCache{reasons: map[types.UID]map[string]*noderuntime.ContainerError{}}
+	return &reasonCache{reasons: map[types.UID]map[string]*kubecontainer.ContainerError{}}
 }
 
 // get returns a copy of the pod's reasons by container name.
-func (c *reasonCache) get(uid types.UID) map[string]*noderuntime.ContainerError {
+func (c *reasonCache) get(uid types.UID) map[string]*kubecontainer.ContainerError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]*noderuntime.ContainerError, len(c.reasons[uid]))
+	out := make(map[string]*kubecontainer.ContainerError, len(c.reasons[uid]))
 	for name, reason := range c.reasons[uid] {
 		out[name] = reason
 	}
@@ -43,7 +44,7 @@ func (c *reasonCache) update(pod *corev1.Pod, actions noderuntime.PodActions, re
 	defer c.mu.Unlock()
 	reasons := c.reasons[pod.UID]
 	if reasons == nil {
-		reasons = map[string]*noderuntime.ContainerError{}
+		reasons = map[string]*kubecontainer.ContainerError{}
 		c.reasons[pod.UID] = reasons
 	}
 	for _, name := range result.Started {
@@ -53,8 +54,8 @@ func (c *reasonCache) update(pod *corev1.Pod, actions noderuntime.PodActions, re
 		reasons[name] = err
 	}
 	for _, b := range actions.ContainersInBackOff {
-		reasons[b.Name] = &noderuntime.ContainerError{
-			Reason:  noderuntime.ReasonCrashLoopBackOff,
+		reasons[b.Name] = &kubecontainer.ContainerError{
+			Reason:  kubecontainer.ReasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", b.Delay, b.Name, formatPod(pod)),
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
@@ -106,7 +107,7 @@ func (r *PodReconciler) allocate(ctx context.Context, pod *corev1.Pod) (allocate
 // observeResize sets PodResizeInProgress while a running container has
 // other resources than the allocation, and clears it, with the kubelet's
 // ResizeCompleted event, once none has.
-func (r *PodReconciler) observeResize(pod *corev1.Pod, status *noderuntime.PodStatus) {
+func (r *PodReconciler) observeResize(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 	if r.Allocations == nil {
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -30,7 +31,7 @@ import (
 // pod is marked synced and its record read again, so that neither this
 // status nor the next reconcile rests on a state from before the action;
 // then its status is written. It returns the record it reported.
-func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, acted, terminal bool) (*noderuntime.PodStatus, error) {
+func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, acted, terminal bool) (*kubecontainer.PodStatus, error) {
 	if acted {
 		r.markSynced(pod.UID)
 		var err error
@@ -45,7 +46,7 @@ func (r *PodReconciler) report(ctx context.Context, pod *corev1.Pod, status *nod
 // sync, leaves nothing to do: no error to retry, nothing to start, kill or
 // resize, no back-off to wait out. The relist that then finds the runtime
 // holding just that sends no event, and no reconcile repeats this one.
-func (r *PodReconciler) settle(pod *corev1.Pod, status *noderuntime.PodStatus, result noderuntime.SyncResult) {
+func (r *PodReconciler) settle(pod *corev1.Pod, status *kubecontainer.PodStatus, result noderuntime.SyncResult) {
 	if result.Err != nil || len(result.ContainerErrors) > 0 {
 		return
 	}
@@ -57,12 +58,12 @@ func (r *PodReconciler) settle(pod *corev1.Pod, status *noderuntime.PodStatus, r
 
 // writeStatus generates the pod's status and patches it to the API server
 // when it differs from what the server has.
-func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool) error {
+func (r *PodReconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, terminal bool) error {
 	return r.writeStatusFailing(ctx, pod, status, terminal, podstatus.DeadlineFailure(pod, r.Clock.Now()))
 }
 
 // writeStatusFailing is writeStatus with the pod's failure, if any.
-func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure) error {
+func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, terminal bool, failure *podstatus.Failure) error {
 	now := r.Clock.Now()
 	merged := r.generateStatus(pod, status, terminal, failure, now)
 	r.starts.observe(pod, &merged, now)
@@ -78,7 +79,7 @@ func (r *PodReconciler) writeStatusFailing(ctx context.Context, pod *corev1.Pod,
 
 // generateStatus is the pod's status from its runtime record, the probes'
 // results and the reasons of its last sync, merged with the API server's.
-func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *noderuntime.PodStatus, terminal bool, failure *podstatus.Failure, now time.Time) corev1.PodStatus {
+func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *kubecontainer.PodStatus, terminal bool, failure *podstatus.Failure, now time.Time) corev1.PodStatus {
 	probes := r.Prober.Results(pod.UID)
 	started, ready := r.Prober.StartedAndReady(pod, status, probes)
 	return podstatus.Generate(podstatus.Input{

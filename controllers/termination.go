@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // podKill is the kill under way of a pod being deleted: the grace period
@@ -85,7 +85,7 @@ func (r *PodReconciler) shortenKill(pod *corev1.Pod) {
 // failPod fails a pod that must not run on (it ran past its
 // activeDeadlineSeconds): its containers are stopped within its grace
 // period, then its status says Failed with the failure's reason.
-func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, failure *podstatus.Failure) (ctrl.Result, error) {
+func (r *PodReconciler) failPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, failure *podstatus.Failure) (ctrl.Result, error) {
 	r.Recorder.Eventf(pod, corev1.EventTypeNormal, failure.Reason, "%s", failure.Message)
 	if err := r.Runtime.KillPod(ctx, pod, status, nil); err != nil {
 		return ctrl.Result{}, fmt.Errorf("stopping pod %s (%s): %w", klog.KObj(pod), failure.Reason, err)
@@ -121,7 +121,7 @@ func (r *PodReconciler) eviction(uid types.UID) (PodEviction, bool) {
 // are stopped with the order's grace period and its status says Failed
 // with the order's reason (Evicted, Preempting). Whoever gave the order has
 // recorded the event and the DisruptionTarget condition.
-func (r *PodReconciler) evictPod(ctx context.Context, pod *corev1.Pod, status *noderuntime.PodStatus, order PodEviction) (ctrl.Result, error) {
+func (r *PodReconciler) evictPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, order PodEviction) (ctrl.Result, error) {
 	grace := order.GracePeriodSeconds
 	if err := r.Runtime.KillPod(ctx, pod, status, &grace); err != nil {
 		return ctrl.Result{}, fmt.Errorf("stopping pod %s (%s): %w", klog.KObj(pod), order.Failure.Reason, err)

@@ -21,7 +21,7 @@ declare -A KNOWN_LONG=(
 	[internal/server/server_test.go]=825
 	[test/e2e/volumes_test.go]=741
 	[test/e2e/network_test.go]=708
-	[runtime/container_test.go]=691
+	[runtime/container_test.go]=564
 	[internal/node/reporter_test.go]=619
 )
 

@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func TestAppliedResourcesTurnCgroupSettingsBackIntoQuantities(t *testing.T) {
@@ -12,17 +14,17 @@ func TestAppliedResourcesTurnCgroupSettingsBackIntoQuantities(t *testing.T) {
 	tests := []struct {
 		name     string
 		reported *runtimeapi.ContainerResources
-		want     *AppliedResources
+		want     *kubecontainer.AppliedResources
 	}{
 		{name: "nothing reported", reported: nil, want: nil},
 		{name: "no Linux part", reported: &runtimeapi.ContainerResources{}, want: nil},
 		{name: "no quota, minimal shares (BestEffort)",
 			reported: &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: -1, CpuShares: 2}},
-			want:     &AppliedResources{CPURequest: q("2m")}},
+			want:     &kubecontainer.AppliedResources{CPURequest: q("2m")}},
 		{name: "quota, shares and memory",
 			reported: &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{
 				CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 102, MemoryLimitInBytes: 128 << 20}},
-			want: &AppliedResources{CPULimit: q("500m"), CPURequest: q("100m"), MemoryLimit: q("128Mi")}},
+			want: &kubecontainer.AppliedResources{CPULimit: q("500m"), CPURequest: q("100m"), MemoryLimit: q("128Mi")}},
 		{name: "shares below the kernel's minimum say nothing",
 			reported: &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpuShares: 1}},
 			want:     nil},

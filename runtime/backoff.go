@@ -1,12 +1,16 @@
 package runtime
 
-import "time"
+import (
+	"time"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
+)
 
 // RestartBackoff applies crash-loop back-off to a stopped container
 // instance. If wait is true the restart must wait until until; otherwise the
 // container may start now and delay is the back-off to record on the new
 // instance.
-func RestartBackoff(latest *ContainerStatus, now time.Time) (delay time.Duration, until time.Time, wait bool) {
+func RestartBackoff(latest *kubecontainer.ContainerStatus, now time.Time) (delay time.Duration, until time.Time, wait bool) {
 	started := latest.StartedAt
 	if started.IsZero() {
 		started = latest.CreatedAt

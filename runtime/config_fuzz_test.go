@@ -20,7 +20,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/volume"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func configFuzzSeeds() []*corev1.Pod {
@@ -79,7 +79,7 @@ func FuzzGenerateConfigs(f *testing.F) {
 			PodLogDir: filepath.Join(dir, "logs"), ResolvConf: resolvConf, HostsFile: hosts,
 			ClusterDNS: ClusterDNS{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"},
 			// No folder made: the path alone is checked.
-			PrepareSubPath: func(sp volume.SubPath) (string, error) { return filepath.Join(sp.VolumePath, sp.Path), nil },
+			PrepareSubPath: func(sp kubecontainer.SubPath) (string, error) { return filepath.Join(sp.VolumePath, sp.Path), nil },
 		},
 		puller:   puller,
 		recorder: &record.FakeRecorder{},
@@ -101,7 +101,7 @@ func FuzzGenerateConfigs(f *testing.F) {
 		sandbox, err := m.generateSandboxConfig(&pod, uint32(restartCount), env)
 		if err == nil {
 			id, ok := identityFromLabels(sandbox.Labels)
-			want := PodIdentity{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+			want := kubecontainer.PodIdentity{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 			if (ok || want.UID != "" && want.Name != "" && want.Namespace != "") && id != want {
 				t.Errorf("sandbox labels read back as %+v, want %+v", id, want)
 			}
@@ -114,7 +114,7 @@ func FuzzGenerateConfigs(f *testing.F) {
 				if err != nil {
 					continue
 				}
-				if got := config.Labels[LabelContainerName]; got != containers[i].Name {
+				if got := config.Labels[kubecontainer.LabelContainerName]; got != containers[i].Name {
 					t.Errorf("container %q labelled as %q", containers[i].Name, got)
 				}
 				info := decodeContainerAnnotations(config.Annotations)

@@ -12,7 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/internal/volume"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/util/expansion"
 )
 
 // generateContainerConfig maps one container of a pod to the runtime's
@@ -115,7 +116,7 @@ func (m *Manager) makeMounts(pod *corev1.Pod, container *corev1.Container, resta
 				return nil, err
 			}
 			var err error
-			if hostPath, err = m.prepareSubPath(volume.SubPath{
+			if hostPath, err = m.prepareSubPath(kubecontainer.SubPath{
 				VolumeName: vm.Name, VolumePath: volumePath, Path: subPath,
 				PodDir: env.PodDir, ContainerName: container.Name, MountIndex: i,
 			}); err != nil {
@@ -239,7 +240,7 @@ func createTerminationMessageFile(dir, path string) error {
 // commands, a reference to a variable that is unset or empty is an error.
 func expandSubPathExpr(expr string, values map[string]string) (string, error) {
 	var missing []string
-	expanded := expand(expr, func(name string) string {
+	expanded := expansion.Expand(expr, func(name string) string {
 		value := values[name]
 		if value == "" {
 			missing = append(missing, name)

@@ -1,7 +1,7 @@
 package runtime
 
-// Tests of the Pod → ContainerConfig mapping. The pure helpers (expansion,
-// resources, QoS) run on plain values; generateContainerConfig runs
+// Tests of the Pod → ContainerConfig mapping. The pure helpers (resources,
+// QoS) run on plain values; generateContainerConfig runs
 // against real folders in t.TempDir(), with sub paths prepared by a stand-in
 // that names where volume.PrepareSubPath would bind them (its real mounts
 // are tested in volume/).
@@ -25,39 +25,8 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelet/nodelet/internal/volume"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
-
-func TestExpandVars(t *testing.T) {
-	values := map[string]string{"A": "1", "B": "two", "EMPTY": ""}
-	tests := map[string]struct {
-		input string
-		want  string
-	}{
-		"no reference":                         {input: "plain text", want: "plain text"},
-		"a known reference":                    {input: "x$(A)y", want: "x1y"},
-		"references side by side":              {input: "$(A)$(B)", want: "1two"},
-		"an empty value":                       {input: "[$(EMPTY)]", want: "[]"},
-		"an unknown reference is kept":         {input: "$(C) and $(A)", want: "$(C) and 1"},
-		"$$ escapes a reference":               {input: "$$(A)", want: "$(A)"},
-		"$$$ is a literal $ then a reference":  {input: "$$$(A)", want: "$1"},
-		"$$ alone is one $":                    {input: "cost: $$5", want: "cost: $5"},
-		"a $ that starts nothing is kept":      {input: "$A ${B} $", want: "$A ${B} $"},
-		"an unterminated reference is text":    {input: "$(A", want: "$(A"},
-		"an unterminated then a closed one":    {input: "$(A $(B)", want: "$(A $(B)"},
-		"an empty name is kept":                {input: "$()", want: "$()"},
-		"a $ before a multi-byte rune is kept": {input: "$é$(A)", want: "$é1"},
-		"a reference at the very end":          {input: "v=$(B)", want: "v=two"},
-		"the shell's own syntax is left to it": {input: "echo ${HOME} $(A)", want: "echo ${HOME} 1"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := expandVars(tc.input, values); got != tc.want {
-				t.Errorf("expandVars(%q) = %q, want %q", tc.input, got, tc.want)
-			}
-		})
-	}
-}
 
 // containerTestImage is the image ID the tests' puller knows the user of.
 const containerTestImage = "sha256:busybox"
@@ -226,9 +195,11 @@ func TestGenerateContainerConfig(t *testing.T) {
 				c.Command = []string{"run", "--api=$(KUBERNETES_SERVICE_HOST)", "--mode=$(CFG_mode)"}
 			},
 			env: &PodEnv{
-				PodDir:     podDir,
-				Objects:    EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{"app": {Data: map[string]string{"mode": "fast"}}}},
-				ServiceEnv: map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1"},
+				PodDir: podDir,
+				EnvSources: kubecontainer.EnvSources{
+					Objects:    kubecontainer.EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{"app": {Data: map[string]string{"mode": "fast"}}}},
+					ServiceEnv: map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1"},
+				},
 			},
 			mutateWant: func(c *runtimeapi.ContainerConfig) {
 				c.Envs = []*runtimeapi.KeyValue{kv("CFG_mode", "fast"), kv("MODE", "fast"), kv("KUBERNETES_SERVICE_HOST", "10.96.0.1")}
@@ -242,8 +213,8 @@ func TestGenerateContainerConfig(t *testing.T) {
 				}}}}
 			},
 			env: &PodEnv{
-				PodDir:  podDir,
-				Objects: EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{"app": {}}},
+				PodDir:     podDir,
+				EnvSources: kubecontainer.EnvSources{Objects: kubecontainer.EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{"app": {}}}},
 			},
 			wantErr: "couldn't find key mode in ConfigMap default/app",
 		},
@@ -586,7 +557,7 @@ func TestTerminationMessageFileStartsEmpty(t *testing.T) {
 
 // fakePrepareSubPath makes, in place of a bind mount, a folder named for
 // the mount it stands for, under the pod's folder.
-func fakePrepareSubPath(sp volume.SubPath) (string, error) {
+func fakePrepareSubPath(sp kubecontainer.SubPath) (string, error) {
 	target := filepath.Join(sp.PodDir, "fake-subpaths", sp.VolumeName, sp.Path, sp.ContainerName, strconv.Itoa(sp.MountIndex))
 	return target, os.MkdirAll(target, 0o755)
 }

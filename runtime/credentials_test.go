@@ -22,6 +22,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // dockerConfigJSONSecret is a kubernetes.io/dockerconfigjson Secret with
@@ -179,7 +181,7 @@ func TestEnsureImageLogsInWithThePodsPullSecrets(t *testing.T) {
 		},
 		"without a login the registry refuses": {
 			wantTried:  []*runtimeapi.AuthConfig{nil},
-			wantReason: ReasonErrImagePull,
+			wantReason: kubecontainer.ReasonErrImagePull,
 		},
 	}
 	for name, tc := range cases {

@@ -9,9 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/nodelet/nodelet/internal/node"
 )
 
 // The API server's limits on a pod's resolver configuration; a merge with
@@ -307,7 +306,7 @@ func (m *Manager) dnsConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, error) {
 		if e.Reason == reasonMissingClusterDNS {
 			m.recorder.Eventf(pod, corev1.EventTypeWarning, e.Reason, "pod: %q. %s", podDescription(pod), e.Message)
 			if m.config.NodeName != "" {
-				m.recorder.Event(node.Ref(m.config.NodeName), corev1.EventTypeWarning, e.Reason, e.Message)
+				m.recorder.Event(m.nodeRef(), corev1.EventTypeWarning, e.Reason, e.Message)
 			}
 			continue
 		}
@@ -379,6 +378,13 @@ func (m *Manager) CheckResolvConfLimits() {
 	}
 	if problem != "" {
 		m.log.Info("Host resolver configuration is beyond what pods can inherit", "path", m.config.ResolvConf, "problem", problem)
-		m.recorder.Event(node.Ref(m.config.NodeName), corev1.EventTypeWarning, reasonCheckLimitsForResolvConf, problem)
+		m.recorder.Event(m.nodeRef(), corev1.EventTypeWarning, reasonCheckLimitsForResolvConf, problem)
 	}
+}
+
+// nodeRef points an event at the Node, as the kubelet's node events do:
+// its UID is its name, so the event finds the Node whatever object it is
+// now (package node's Ref, which the runtime, below node, does not import).
+func (m *Manager) nodeRef() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: m.config.NodeName, UID: types.UID(m.config.NodeName)}
 }

@@ -11,47 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodelet/nodelet/internal/pod/fieldpath"
+	"github.com/nodelet/nodelet/internal/util/expansion"
 )
-
-// EnvObjects are the ConfigMaps and Secrets that the env and envFrom of a
-// pod's containers name, as the caller read them from the API server: the
-// runtime package itself never asks the API server for anything.
-type EnvObjects struct {
-	// ConfigMaps and Secrets by name, in the pod's namespace. An object
-	// in neither these maps nor Errors does not exist.
-	ConfigMaps map[string]*corev1.ConfigMap
-	Secrets    map[string]*corev1.Secret
-	// Errors are why objects could not be read, when not because they do
-	// not exist, by EnvObjectKey.
-	Errors map[string]error
-}
-
-// EnvObjectKey names an object in EnvObjects.Errors: "configmap/NAME" or
-// "secret/NAME".
-func EnvObjectKey(kind, name string) string { return kind + "/" + name }
-
-// configMap returns a ConfigMap the caller read, or the error the kubelet
-// gives for it: `configmap "NAME" not found` when it does not exist.
-func (o EnvObjects) configMap(name string) (*corev1.ConfigMap, error) {
-	if err := o.Errors[EnvObjectKey("configmap", name)]; err != nil {
-		return nil, err
-	}
-	if cm, ok := o.ConfigMaps[name]; ok && cm != nil {
-		return cm, nil
-	}
-	return nil, apierrors.NewNotFound(corev1.Resource("configmap"), name)
-}
-
-// secret returns a Secret the caller read, or `secret "NAME" not found`.
-func (o EnvObjects) secret(name string) (*corev1.Secret, error) {
-	if err := o.Errors[EnvObjectKey("secret", name)]; err != nil {
-		return nil, err
-	}
-	if secret, ok := o.Secrets[name]; ok && secret != nil {
-		return secret, nil
-	}
-	return nil, apierrors.NewNotFound(corev1.Resource("secret"), name)
-}
 
 // envVar is one resolved environment variable.
 type envVar struct {
@@ -126,13 +87,13 @@ func containerEnv(pod *corev1.Pod, container *corev1.Container, podEnv *PodEnv) 
 		case from.ConfigMapRef != nil:
 			kind, name, optional = "configMap", from.ConfigMapRef.Name, from.ConfigMapRef.Optional
 			var cm *corev1.ConfigMap
-			if cm, err = podEnv.Objects.configMap(name); err == nil {
+			if cm, err = podEnv.Objects.ConfigMap(name); err == nil {
 				data = cm.Data
 			}
 		case from.SecretRef != nil:
 			kind, name, optional = "secret", from.SecretRef.Name, from.SecretRef.Optional
 			var secret *corev1.Secret
-			if secret, err = podEnv.Objects.secret(name); err == nil {
+			if secret, err = podEnv.Objects.Secret(name); err == nil {
 				data = make(map[string]string, len(secret.Data))
 				for k, v := range secret.Data {
 					data[k] = string(v)
@@ -174,7 +135,7 @@ func containerEnv(pod *corev1.Pod, container *corev1.Container, podEnv *PodEnv) 
 		value := e.Value
 		switch {
 		case value != "":
-			value = expand(value, mapping)
+			value = expansion.Expand(value, mapping)
 		case e.ValueFrom != nil:
 			var set bool
 			if value, set, err = envValueFrom(pod, container, e.ValueFrom, podEnv); err != nil {
@@ -217,7 +178,7 @@ func envValueFrom(pod *corev1.Pod, container *corev1.Container, from *corev1.Env
 		return value, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
-		cm, err := podEnv.Objects.configMap(ref.Name)
+		cm, err := podEnv.Objects.ConfigMap(ref.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
 				return "", false, nil
@@ -234,7 +195,7 @@ func envValueFrom(pod *corev1.Pod, container *corev1.Container, from *corev1.Env
 		return value, true, nil
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
-		secret, err := podEnv.Objects.secret(ref.Name)
+		secret, err := podEnv.Objects.Secret(ref.Name)
 		if err != nil {
 			if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
 				return "", false, nil
@@ -299,57 +260,15 @@ func envMap(envs []envVar) map[string]string {
 	return values
 }
 
+// expandAll expands the $(NAME) references of inputs with values, as the
+// API expands a container's command and args.
 func expandAll(inputs []string, values map[string]string) []string {
 	if len(inputs) == 0 {
 		return nil
 	}
 	expanded := make([]string, len(inputs))
 	for i, in := range inputs {
-		expanded[i] = expandVars(in, values)
+		expanded[i] = expansion.Expand(in, expansion.MappingFuncFor(values))
 	}
 	return expanded
-}
-
-// expandVars replaces $(NAME) with the value of NAME, following the API's
-// rules: $$ is a literal $ (so $$(NAME) stays $(NAME)), a reference to an
-// unknown name is left as written, and a $ that starts no reference is kept.
-func expandVars(input string, values map[string]string) string {
-	return expand(input, func(name string) string {
-		if value, ok := values[name]; ok {
-			return value
-		}
-		return "$(" + name + ")"
-	})
-}
-
-// expand rewrites the $(NAME) references of input with mapping.
-func expand(input string, mapping func(name string) string) string {
-	if !strings.Contains(input, "$") {
-		return input
-	}
-	var out strings.Builder
-	for i := 0; i < len(input); i++ {
-		if input[i] != '$' || i+1 == len(input) {
-			out.WriteByte(input[i])
-			continue
-		}
-		switch input[i+1] {
-		case '$':
-			out.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(input[i+2:], ')')
-			if end < 0 {
-				// An unterminated reference is plain text.
-				out.WriteString("$(")
-				i++
-				continue
-			}
-			out.WriteString(mapping(input[i+2 : i+2+end]))
-			i += 2 + end
-		default:
-			out.WriteByte('$')
-		}
-	}
-	return out.String()
 }

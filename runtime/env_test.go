@@ -19,6 +19,8 @@ import (
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func envTestPod() *corev1.Pod {
@@ -41,8 +43,8 @@ func envTestPod() *corev1.Pod {
 	}
 }
 
-func envTestObjects() EnvObjects {
-	return EnvObjects{
+func envTestObjects() kubecontainer.EnvObjects {
+	return kubecontainer.EnvObjects{
 		ConfigMaps: map[string]*corev1.ConfigMap{
 			"settings": {Data: map[string]string{"color": "red", "size": "L", "1st": "gold"}},
 			"more":     {Data: map[string]string{"color": "blue", "shape": "round"}},
@@ -88,7 +90,7 @@ func TestContainerEnv(t *testing.T) {
 		podIPs      []string
 		hostIPs     []string
 		serviceEnv  map[string]string
-		objects     *EnvObjects
+		objects     *kubecontainer.EnvObjects
 		noNode      bool
 		want        []envVar
 		wantSkipped []skippedEnvFromKeys
@@ -197,8 +199,8 @@ func TestContainerEnv(t *testing.T) {
 		},
 		"an object that could not be read fails even when optional": {
 			env: []corev1.EnvVar{fromEnv("A", configMapKey("settings", "color", true))},
-			objects: &EnvObjects{Errors: map[string]error{
-				EnvObjectKey("configmap", "settings"): errors.New(`configmaps "settings" is forbidden`),
+			objects: &kubecontainer.EnvObjects{Errors: map[string]error{
+				kubecontainer.EnvObjectKey("configmap", "settings"): errors.New(`configmaps "settings" is forbidden`),
 			}},
 			wantErr: `configmaps "settings" is forbidden`,
 		},
@@ -232,7 +234,7 @@ func TestContainerEnv(t *testing.T) {
 			envFrom: []corev1.EnvFromSource{
 				{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "odd"}}},
 			},
-			objects: &EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{
+			objects: &kubecontainer.EnvObjects{ConfigMaps: map[string]*corev1.ConfigMap{
 				"odd": {Data: map[string]string{"ok": "1", "a=b": "2", "tab\there": "3"}},
 			}},
 			want:        []envVar{{"ok", "1"}},
@@ -256,7 +258,11 @@ func TestContainerEnv(t *testing.T) {
 			pod := envTestPod()
 			pod.Spec.Containers[0].Env = tc.env
 			pod.Spec.Containers[0].EnvFrom = tc.envFrom
-			podEnv := &PodEnv{HostIPs: tc.hostIPs, Objects: envTestObjects(), ServiceEnv: tc.serviceEnv, NodeAllocatable: allocatable, podIPs: tc.podIPs}
+			podEnv := &PodEnv{
+				HostIPs:    tc.hostIPs,
+				EnvSources: kubecontainer.EnvSources{Objects: envTestObjects(), ServiceEnv: tc.serviceEnv, NodeAllocatable: allocatable},
+				podIPs:     tc.podIPs,
+			}
 			if tc.objects != nil {
 				podEnv.Objects = *tc.objects
 			}
@@ -296,9 +302,9 @@ func TestInvalidEnvFromKeysAreReportedInAnEvent(t *testing.T) {
 	pod.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{
 		{Prefix: "X_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "odd"}}},
 	}
-	env := &PodEnv{PodDir: t.TempDir(), Objects: EnvObjects{Secrets: map[string]*corev1.Secret{
+	env := &PodEnv{PodDir: t.TempDir(), EnvSources: kubecontainer.EnvSources{Objects: kubecontainer.EnvObjects{Secrets: map[string]*corev1.Secret{
 		"odd": {Data: map[string][]byte{"fine": []byte("1"), "a=b": []byte("2")}},
-	}}}
+	}}}}
 	config, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], ContainerToStart{}, containerTestImage, env)
 	if err != nil {
 		t.Fatalf("generateContainerConfig() error = %v", err)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // exitSettlePeriod is how long after a container's exit its runtime's
@@ -31,8 +33,8 @@ const exitCodeSIGKILL = 128 + 9
 // exitSettlesAt returns when the runtime's report of the container's exit
 // is final, if it may not be yet at now: a SIGKILL nodelet did not send,
 // reported without a reason of its own, less than exitSettlePeriod ago.
-func exitSettlesAt(c *ContainerStatus, stoppedByNodelet bool, now time.Time) (time.Time, bool) {
-	if c.State != ContainerExited || c.ExitCode != exitCodeSIGKILL || c.Reason != "Error" || stoppedByNodelet || c.FinishedAt.IsZero() {
+func exitSettlesAt(c *kubecontainer.ContainerStatus, stoppedByNodelet bool, now time.Time) (time.Time, bool) {
+	if c.State != kubecontainer.ContainerExited || c.ExitCode != exitCodeSIGKILL || c.Reason != "Error" || stoppedByNodelet || c.FinishedAt.IsZero() {
 		return time.Time{}, false
 	}
 	settles := c.FinishedAt.Add(exitSettlePeriod)
@@ -73,8 +75,8 @@ func (s *stopRequests) forget(id string) {
 // final: read again from the runtime after exitSettlePeriod when it may
 // not have been. A container past that period no longer needs its stop
 // request remembered.
-func (m *Manager) settledContainer(ctx context.Context, sandboxID string, cs *ContainerStatus) (*ContainerStatus, error) {
-	if cs.State != ContainerExited {
+func (m *Manager) settledContainer(ctx context.Context, sandboxID string, cs *kubecontainer.ContainerStatus) (*kubecontainer.ContainerStatus, error) {
+	if cs.State != kubecontainer.ContainerExited {
 		return cs, nil
 	}
 	if m.kernelOOMKilled(cs) {
@@ -111,12 +113,12 @@ func (m *Manager) settledContainer(ctx context.Context, sandboxID string, cs *Co
 // as a plain SIGKILL is one the kernel's log says the OOM killer caused.
 // The runtime itself calls any exit after an OOM kill in the container's
 // cgroup OOMKilled; so does this.
-func (m *Manager) kernelOOMKilled(cs *ContainerStatus) bool {
+func (m *Manager) kernelOOMKilled(cs *kubecontainer.ContainerStatus) bool {
 	return m.config.OOMKills != nil && cs.ExitCode == exitCodeSIGKILL && cs.Reason == "Error" && m.config.OOMKills.Killed(cs.ID.ID)
 }
 
 // withReason returns a copy of the status with the reason given.
-func withReason(cs *ContainerStatus, reason string) *ContainerStatus {
+func withReason(cs *kubecontainer.ContainerStatus, reason string) *kubecontainer.ContainerStatus {
 	c := *cs
 	c.Reason = reason
 	return &c

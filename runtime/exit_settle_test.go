@@ -12,16 +12,18 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func TestExitSettlesAt(t *testing.T) {
 	finished := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	exited := func(code int32, reason string) *ContainerStatus {
-		return &ContainerStatus{State: ContainerExited, ExitCode: code, Reason: reason, FinishedAt: finished}
+	exited := func(code int32, reason string) *kubecontainer.ContainerStatus {
+		return &kubecontainer.ContainerStatus{State: kubecontainer.ContainerExited, ExitCode: code, Reason: reason, FinishedAt: finished}
 	}
 	cases := []struct {
 		name      string
-		container *ContainerStatus
+		container *kubecontainer.ContainerStatus
 		stopped   bool
 		now       time.Time
 		unsettled bool
@@ -31,7 +33,7 @@ func TestExitSettlesAt(t *testing.T) {
 		{"a SIGKILL nodelet sent", exited(137, "Error"), true, finished, false},
 		{"an OOM kill the runtime reported", exited(137, "OOMKilled"), false, finished, false},
 		{"another exit code", exited(1, "Error"), false, finished, false},
-		{"a running container", &ContainerStatus{State: ContainerRunning}, false, finished, false},
+		{"a running container", &kubecontainer.ContainerStatus{State: kubecontainer.ContainerRunning}, false, finished, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,15 +63,15 @@ func settleTestEnv(t *testing.T) (*syncTestEnv, string) {
 			FinishedAt: e.clock.Now().UnixNano(),
 			ExitCode:   137,
 			Reason:     "Error",
-			Labels:     map[string]string{LabelPodUID: "uid-1", LabelContainerName: "app"},
+			Labels:     map[string]string{kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelContainerName: "app"},
 		},
 	}})
 	return e, id
 }
 
 // readStatus runs GetPodStatus, returning its result on the channel.
-func readStatus(e *syncTestEnv) <-chan *PodStatus {
-	done := make(chan *PodStatus, 1)
+func readStatus(e *syncTestEnv) <-chan *kubecontainer.PodStatus {
+	done := make(chan *kubecontainer.PodStatus, 1)
 	go func() {
 		status, err := e.m.GetPodStatus(context.Background(), "uid-1")
 		if err != nil {
@@ -93,7 +95,7 @@ func TestGetPodStatusWaitsForTheRuntimeToReportAnOOMKill(t *testing.T) {
 
 // readStatusWaiting runs GetPodStatus and returns once it waits for the
 // exit to settle, its result to come on the channel.
-func readStatusWaiting(t *testing.T, e *syncTestEnv) <-chan *PodStatus {
+func readStatusWaiting(t *testing.T, e *syncTestEnv) <-chan *kubecontainer.PodStatus {
 	t.Helper()
 	done := readStatus(e)
 	deadline := time.Now().Add(10 * time.Second)
@@ -112,7 +114,7 @@ func readStatusWaiting(t *testing.T, e *syncTestEnv) <-chan *PodStatus {
 }
 
 // wantReason checks that status holds the one container, with reason.
-func wantReason(t *testing.T, status *PodStatus, reason, why string) {
+func wantReason(t *testing.T, status *kubecontainer.PodStatus, reason, why string) {
 	t.Helper()
 	if status == nil || len(status.Containers) != 1 {
 		t.Fatalf("GetPodStatus = %+v, want the one container", status)
@@ -128,7 +130,7 @@ func TestGetPodStatusDoesNotWaitForAStopNodeletAskedFor(t *testing.T) {
 	e.runtime.Lock()
 	e.runtime.Containers[id].State = runtimeapi.ContainerState_CONTAINER_RUNNING
 	e.runtime.Unlock()
-	if err := e.m.killContainer(context.Background(), pod, containerKill{ID: ContainerID{ID: id}, Name: "app"}, "", nil); err != nil {
+	if err := e.m.killContainer(context.Background(), pod, containerKill{ID: kubecontainer.ContainerID{ID: id}, Name: "app"}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	// The fake stops at once; the container ignored its SIGTERM.

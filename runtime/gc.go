@@ -6,13 +6,15 @@ import (
 	"fmt"
 
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // RemovePod removes every container and sandbox of a pod that has been
 // killed, with the containers' log files and the pod's log folder. It
 // works from the runtime's record alone, so it serves pods whose Pod is
 // gone.
-func (m *Manager) RemovePod(ctx context.Context, status *PodStatus) error {
+func (m *Manager) RemovePod(ctx context.Context, status *kubecontainer.PodStatus) error {
 	var errs []error
 	for _, c := range status.Containers {
 		if err := m.removeContainer(ctx, status, c); err != nil {
@@ -36,7 +38,7 @@ func (m *Manager) RemovePod(ctx context.Context, status *PodStatus) error {
 // PruneContainers removes the dead container instances and sandboxes a
 // running pod no longer needs (DeadToRemove): for each container name only
 // the newest exited instance is kept.
-func (m *Manager) PruneContainers(ctx context.Context, status *PodStatus) error {
+func (m *Manager) PruneContainers(ctx context.Context, status *kubecontainer.PodStatus) error {
 	_, err := m.RemoveDead(ctx, status, DeadToRemove(status, false))
 	return err
 }
@@ -44,7 +46,7 @@ func (m *Manager) PruneContainers(ctx context.Context, status *PodStatus) error 
 // RemoveDead removes the containers (with their log files) and then the
 // sandboxes of a pod's record that dead names, and says how many are gone
 // (one already gone is no error) — not those it failed to remove.
-func (m *Manager) RemoveDead(ctx context.Context, status *PodStatus, dead Dead) (int, error) {
+func (m *Manager) RemoveDead(ctx context.Context, status *kubecontainer.PodStatus, dead Dead) (int, error) {
 	var errs []error
 	removed := 0
 	for _, c := range dead.Containers {
@@ -65,7 +67,7 @@ func (m *Manager) RemoveDead(ctx context.Context, status *PodStatus, dead Dead) 
 	return removed, errors.Join(errs...)
 }
 
-func (m *Manager) removeContainer(ctx context.Context, status *PodStatus, c *ContainerStatus) error {
+func (m *Manager) removeContainer(ctx context.Context, status *kubecontainer.PodStatus, c *kubecontainer.ContainerStatus) error {
 	if err := m.removeContainerLog(c.Name, c.ID.ID, status.Name, status.Namespace, c.LogPath); err != nil {
 		// A log file left behind is not worth keeping a dead container for.
 		m.log.Error(err, "Failed to remove container log", "container", c.Name, "containerID", c.ID.ID)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // gcTestPod makes in the fake runtime a pod whose first sandbox is
@@ -22,7 +24,7 @@ import (
 func gcTestPod(t *testing.T, e *syncTestEnv) (containers, sandboxes []string) {
 	t.Helper()
 	ctx := context.Background()
-	labels := map[string]string{LabelPodUID: "uid-1", LabelPodName: "web", LabelPodNamespace: "default"}
+	labels := map[string]string{kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "default"}
 	logDir := filepath.Join(e.logDir, "default_web_uid-1")
 	for attempt := range 2 {
 		config := &runtimeapi.PodSandboxConfig{
@@ -54,7 +56,7 @@ func gcTestPod(t *testing.T, e *syncTestEnv) (containers, sandboxes []string) {
 			cid, err := e.runtime.CreateContainer(ctx, id, &runtimeapi.ContainerConfig{
 				Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: uint32(restart)},
 				Image:    &runtimeapi.ImageSpec{Image: "busybox:1"},
-				Labels:   map[string]string{LabelPodUID: "uid-1", LabelPodName: "web", LabelPodNamespace: "default", LabelContainerName: "app"},
+				Labels:   map[string]string{kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "default", kubecontainer.LabelContainerName: "app"},
 				LogPath:  containerLogPath("app", restart),
 			}, config)
 			if err != nil {

@@ -1,13 +1,17 @@
 package runtime
 
+import (
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
+)
+
 // Which dead containers and sandboxes of a pod may go: the kubelet's
 // container garbage collection policy (its minimum age 0 and one dead
 // instance kept per container, the defaults), pure over the pod's record.
 
 // Dead is what of a pod's runtime record may be removed.
 type Dead struct {
-	Containers []*ContainerStatus
-	Sandboxes  []*SandboxStatus
+	Containers []*kubecontainer.ContainerStatus
+	Sandboxes  []*kubecontainer.SandboxStatus
 }
 
 // Empty says whether there is nothing to remove.
@@ -24,7 +28,7 @@ func (d Dead) Empty() bool { return len(d.Containers)+len(d.Sandboxes) == 0 }
 // next start looks at. Once the pod has terminated nothing of it is
 // needed any more: every dead container and every sandbox left empty go,
 // as the kubelet's container GC removes them under disk pressure.
-func DeadToRemove(status *PodStatus, podTerminated bool) Dead {
+func DeadToRemove(status *kubecontainer.PodStatus, podTerminated bool) Dead {
 	var dead Dead
 	keptSandboxes := map[string]bool{}
 	if len(status.Sandboxes) > 0 && !podTerminated {
@@ -33,7 +37,7 @@ func DeadToRemove(status *PodStatus, podTerminated bool) Dead {
 	seen := map[string]bool{}
 	for _, c := range status.Containers {
 		switch {
-		case c.State == ContainerRunning || c.State == ContainerCreated:
+		case c.State == kubecontainer.ContainerRunning || c.State == kubecontainer.ContainerCreated:
 			keptSandboxes[c.SandboxID] = true
 		case !podTerminated && !seen[c.Name]:
 			// Newest first: the first dead instance of a name stays.
@@ -44,7 +48,7 @@ func DeadToRemove(status *PodStatus, podTerminated bool) Dead {
 		}
 	}
 	for _, sb := range status.Sandboxes {
-		if !keptSandboxes[sb.ID] && sb.State != SandboxReady {
+		if !keptSandboxes[sb.ID] && sb.State != kubecontainer.SandboxReady {
 			dead.Sandboxes = append(dead.Sandboxes, sb)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/action"
 )
 
@@ -33,7 +34,7 @@ var hookHTTPClient = &http.Client{Transport: action.NewHTTPTransport()}
 // runPostStartHook runs a started container's postStart hook. When it
 // fails, the container is killed and the failure becomes its waiting
 // reason.
-func (m *Manager) runPostStartHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id ContainerID, podIP string) *ContainerError {
+func (m *Manager) runPostStartHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id kubecontainer.ContainerID, podIP string) *kubecontainer.ContainerError {
 	msg, err := m.runHook(ctx, pod, container, id, container.Lifecycle.PostStart, podIP)
 	if err == nil {
 		return nil
@@ -43,13 +44,13 @@ func (m *Manager) runPostStartHook(ctx context.Context, pod *corev1.Pod, contain
 	if kerr := m.killContainer(ctx, pod, containerKill{ID: id, Name: container.Name, Message: "FailedPostStartHook"}, podIP, nil); kerr != nil {
 		klog.FromContext(ctx).Error(kerr, "Failed to kill container after its postStart hook failed", "pod", klog.KObj(pod), "container", container.Name)
 	}
-	return &ContainerError{Reason: ReasonPostStartHookError, Message: msg}
+	return &kubecontainer.ContainerError{Reason: ReasonPostStartHookError, Message: msg}
 }
 
 // runPreStopHook runs a container's preStop hook for at most grace seconds
 // and returns the whole seconds it took, which the stop signal then does
 // not get. A hook still running when grace runs out is abandoned.
-func (m *Manager) runPreStopHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id ContainerID, grace int64, podIP string) int64 {
+func (m *Manager) runPreStopHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id kubecontainer.ContainerID, grace int64, podIP string) int64 {
 	log := klog.FromContext(ctx)
 	start := m.clock.Now()
 	hookCtx, cancel := context.WithCancel(ctx)
@@ -73,7 +74,7 @@ func (m *Manager) runPreStopHook(ctx context.Context, pod *corev1.Pod, container
 
 // runHook runs one lifecycle handler of a container. On failure it also
 // returns the kubelet's message for it.
-func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id ContainerID, hook *corev1.LifecycleHandler, podIP string) (string, error) {
+func (m *Manager) runHook(ctx context.Context, pod *corev1.Pod, container *corev1.Container, id kubecontainer.ContainerID, hook *corev1.LifecycleHandler, podIP string) (string, error) {
 	switch {
 	case hook.Exec != nil:
 		output, err := action.RunCommand(ctx, m.runtime, id.ID, hook.Exec.Command, 0)

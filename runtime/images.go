@@ -20,6 +20,8 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // ReasonImageInspectError is the waiting reason when the runtime cannot
@@ -91,13 +93,13 @@ func newImagePuller(images cri.ImageManagerService, recorder record.EventRecorde
 // A pull logs in with the credentials in pullSecrets (the pod's
 // imagePullSecrets) that serve the image's registry. Events go to ref, the
 // container.
-func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReference, pod *corev1.Pod, container *corev1.Container, sandboxConfig *runtimeapi.PodSandboxConfig, pullSecrets []corev1.Secret) (string, *ContainerError) {
+func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReference, pod *corev1.Pod, container *corev1.Container, sandboxConfig *runtimeapi.PodSandboxConfig, pullSecrets []corev1.Secret) (string, *kubecontainer.ContainerError) {
 	requested := container.Image
 	image, err := applyDefaultImageTag(requested)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", requested, err)
 		p.recorder.Event(ref, corev1.EventTypeWarning, "InspectFailed", msg)
-		return "", &ContainerError{Reason: ReasonInvalidImageName, Message: msg}
+		return "", &kubecontainer.ContainerError{Reason: kubecontainer.ReasonInvalidImageName, Message: msg}
 	}
 	spec := &runtimeapi.ImageSpec{Image: image, Annotations: pod.Annotations}
 	policy := pullPolicy(container.ImagePullPolicy, image)
@@ -107,7 +109,7 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		if err != nil {
 			msg := fmt.Sprintf("Failed to inspect image %q: %v", requested, err)
 			p.recorder.Event(ref, corev1.EventTypeWarning, "InspectFailed", msg)
-			return "", &ContainerError{Reason: ReasonImageInspectError, Message: msg}
+			return "", &kubecontainer.ContainerError{Reason: ReasonImageInspectError, Message: msg}
 		}
 		if present := resp.GetImage(); present.GetId() != "" {
 			p.rememberUser(present)
@@ -121,7 +123,7 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		if policy == corev1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", requested)
 			p.recorder.Event(ref, corev1.EventTypeWarning, "ErrImageNeverPull", msg)
-			return "", &ContainerError{Reason: ReasonErrImageNeverPull, Message: msg}
+			return "", &kubecontainer.ContainerError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: msg}
 		}
 	}
 
@@ -135,7 +137,7 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 		}
 		until := p.backOffUntil[key]
 		p.mu.Unlock()
-		return "", &ContainerError{Reason: ReasonImagePullBackOff, Message: msg, BackOffUntil: until}
+		return "", &kubecontainer.ContainerError{Reason: kubecontainer.ReasonImagePullBackOff, Message: msg, BackOffUntil: until}
 	}
 
 	creds, credErrs := credentialsFromSecrets(pullSecrets)
@@ -159,7 +161,7 @@ func (p *imagePuller) ensureImage(ctx context.Context, ref *corev1.ObjectReferen
 			p.lastError[key] = reason + ": " + msg
 			p.backOffUntil[key] = now.Add(p.backoff.Get(key))
 		}
-		return "", &ContainerError{Reason: reason, Message: msg, BackOffUntil: p.backOffUntil[key]}
+		return "", &kubecontainer.ContainerError{Reason: reason, Message: msg, BackOffUntil: p.backOffUntil[key]}
 	}
 	p.recorder.Event(ref, corev1.EventTypeNormal, "Pulled",
 		fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
@@ -333,5 +335,5 @@ func pullFailure(image string, err error) (reason, message string) {
 			return known.reason, fmt.Sprintf("image pull failed for %s because %s%s", image, known.cause, rest)
 		}
 	}
-	return ReasonErrImagePull, err.Error()
+	return kubecontainer.ReasonErrImagePull, err.Error()
 }

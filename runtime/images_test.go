@@ -23,6 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
@@ -51,7 +52,7 @@ func newImageTestEnv(present ...string) *imageTestEnv {
 	return &imageTestEnv{images: images, clock: clk, recorder: recorder, puller: newImagePuller(images, recorder, clk)}
 }
 
-func (e *imageTestEnv) ensure(pod *corev1.Pod) (string, *ContainerError) {
+func (e *imageTestEnv) ensure(pod *corev1.Pod) (string, *kubecontainer.ContainerError) {
 	container := &pod.Spec.Containers[0]
 	return e.puller.ensureImage(context.Background(), containerRef(pod, container), pod, container, &runtimeapi.PodSandboxConfig{}, nil)
 }
@@ -74,7 +75,7 @@ func TestEnsureImagePolicies(t *testing.T) {
 		policy     corev1.PullPolicy
 		present    []string
 		wantRef    string
-		wantErr    *ContainerError
+		wantErr    *kubecontainer.ContainerError
 		wantPulls  int
 		wantEvents []string
 	}{
@@ -106,7 +107,7 @@ func TestEnsureImagePolicies(t *testing.T) {
 		},
 		"Never refuses a missing image": {
 			image: "busybox:1", policy: corev1.PullNever,
-			wantErr:    &ContainerError{Reason: ReasonErrImageNeverPull, Message: `Container image "busybox:1" is not present with pull policy of Never`},
+			wantErr:    &kubecontainer.ContainerError{Reason: kubecontainer.ReasonErrImageNeverPull, Message: `Container image "busybox:1" is not present with pull policy of Never`},
 			wantEvents: []string{`Warning ErrImageNeverPull Container image "busybox:1" is not present with pull policy of Never`},
 		},
 		"no policy and no tag pulls :latest, even when present": {
@@ -124,8 +125,8 @@ func TestEnsureImagePolicies(t *testing.T) {
 		},
 		"an invalid image name is InvalidImageName": {
 			image: "Busybox:1",
-			wantErr: &ContainerError{
-				Reason:  ReasonInvalidImageName,
+			wantErr: &kubecontainer.ContainerError{
+				Reason:  kubecontainer.ReasonInvalidImageName,
 				Message: `Failed to apply default image tag "Busybox:1": couldn't parse image name "Busybox:1": invalid reference format: repository name (library/Busybox) must be lowercase`,
 			},
 			wantEvents: []string{`Warning InspectFailed Failed to apply default image tag "Busybox:1": couldn't parse image name "Busybox:1": invalid reference format: repository name (library/Busybox) must be lowercase`},
@@ -155,7 +156,7 @@ func TestEnsureImageInspectFailure(t *testing.T) {
 	env := newImageTestEnv()
 	env.images.InjectError("ImageStatus", errors.New("runtime is down"))
 	_, cerr := env.ensure(imageTestPod("uid-1", "busybox:1", corev1.PullIfNotPresent))
-	want := &ContainerError{Reason: ReasonImageInspectError, Message: `Failed to inspect image "busybox:1": runtime is down`}
+	want := &kubecontainer.ContainerError{Reason: ReasonImageInspectError, Message: `Failed to inspect image "busybox:1": runtime is down`}
 	if diff := cmp.Diff(want, cerr); diff != "" {
 		t.Errorf("ensureImage() error mismatch (-want +got):\n%s", diff)
 	}
@@ -170,12 +171,12 @@ func TestEnsureImageBackOff(t *testing.T) {
 	pullErr := status.Error(codes.NotFound, "failed to resolve reference \"busybox:1\": not found")
 	// Each failure tells when its back-off ends, for the caller to come
 	// back then.
-	failedPull := func(backOff time.Duration) *ContainerError {
-		return &ContainerError{Reason: ReasonErrImagePull, Message: pullErr.Error(), BackOffUntil: env.clock.Now().Add(backOff)}
+	failedPull := func(backOff time.Duration) *kubecontainer.ContainerError {
+		return &kubecontainer.ContainerError{Reason: kubecontainer.ReasonErrImagePull, Message: pullErr.Error(), BackOffUntil: env.clock.Now().Add(backOff)}
 	}
-	backOff := func(until time.Time) *ContainerError {
-		return &ContainerError{
-			Reason:       ReasonImagePullBackOff,
+	backOff := func(until time.Time) *kubecontainer.ContainerError {
+		return &kubecontainer.ContainerError{
+			Reason:       kubecontainer.ReasonImagePullBackOff,
 			Message:      `Back-off pulling image "busybox:1": ErrImagePull: ` + pullErr.Error(),
 			BackOffUntil: until,
 		}
@@ -261,14 +262,14 @@ func TestEnsureImageBackOffIsForgottenAfterTwiceTheMaximum(t *testing.T) {
 	for _, delay := range []time.Duration{0, 10, 20} {
 		env.clock.Step(delay * time.Second)
 		env.images.InjectError("PullImage", pullErr)
-		if _, cerr := env.ensure(pod); cerr == nil || cerr.Reason != ReasonErrImagePull {
+		if _, cerr := env.ensure(pod); cerr == nil || cerr.Reason != kubecontainer.ReasonErrImagePull {
 			t.Fatalf("ensureImage() error = %v, want ErrImagePull", cerr)
 		}
 	}
 	// Ten quiet minutes later the sequence starts over at 10s.
 	env.clock.Step(2*maxImagePullBackoff + time.Second)
 	env.images.InjectError("PullImage", pullErr)
-	if _, cerr := env.ensure(pod); cerr == nil || cerr.Reason != ReasonErrImagePull {
+	if _, cerr := env.ensure(pod); cerr == nil || cerr.Reason != kubecontainer.ReasonErrImagePull {
 		t.Fatalf("ensureImage() error = %v, want ErrImagePull", cerr)
 	}
 	env.clock.Step(10 * time.Second)
@@ -280,11 +281,11 @@ func TestEnsureImageBackOffIsForgottenAfterTwiceTheMaximum(t *testing.T) {
 func TestEnsureImageNamedRuntimeFailures(t *testing.T) {
 	tests := map[string]struct {
 		err  error
-		want *ContainerError
+		want *kubecontainer.ContainerError
 	}{
 		"the registry is unavailable": {
 			err: status.Error(codes.Unknown, "RegistryUnavailable: dial tcp 127.0.0.1:5000: connection refused"),
-			want: &ContainerError{
+			want: &kubecontainer.ContainerError{
 				Reason:       "RegistryUnavailable",
 				Message:      "image pull failed for busybox:1 because the registry is unavailable: dial tcp 127.0.0.1:5000: connection refused",
 				BackOffUntil: time.Date(2026, 11, 22, 12, 0, 10, 0, time.UTC),
@@ -292,7 +293,7 @@ func TestEnsureImageNamedRuntimeFailures(t *testing.T) {
 		},
 		"the signature is not valid": {
 			err: status.Error(codes.Unknown, "SignatureValidationFailed: unsigned"),
-			want: &ContainerError{
+			want: &kubecontainer.ContainerError{
 				Reason:       "SignatureValidationFailed",
 				Message:      "image pull failed for busybox:1 because the signature validation failed: unsigned",
 				BackOffUntil: time.Date(2026, 11, 22, 12, 0, 10, 0, time.UTC),
@@ -329,7 +330,7 @@ func TestEnsureImageRemembersTheImageUser(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ref := ""
 			if tc.image != "" {
-				var cerr *ContainerError
+				var cerr *kubecontainer.ContainerError
 				if ref, cerr = env.ensure(imageTestPod("uid-1", tc.image, corev1.PullIfNotPresent)); cerr != nil {
 					t.Fatalf("ensureImage() error = %v", cerr)
 				}
@@ -370,7 +371,7 @@ func newBlockingPuller() (*blockingImageService, *imagePuller) {
 
 type ensureResult struct {
 	ref string
-	err *ContainerError
+	err *kubecontainer.ContainerError
 }
 
 // ensureInBackground runs ensureImage for one container of the pod in its

@@ -9,20 +9,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
 // Labels and annotations make the runtime's records self-describing: from
 // them alone nodelet can tell which pod and container a runtime object
-// belongs to, which spec it was started from and how often it restarted.
-// The identity keys are the kubelet's, so tools that read them (log
-// shippers, crictl users, monitoring agents) see nodelet's pods as pods.
+// belongs to (the labels, package container's), which spec it was started
+// from and how often it restarted. The keys are the kubelet's but for
+// nodelet's own.
 const (
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.container.name"
-
 	AnnotationContainerHash            = "io.kubernetes.container.hash"
 	AnnotationRestartCount             = "io.kubernetes.container.restartCount"
 	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
@@ -35,20 +31,13 @@ const (
 	AnnotationRestartBackoff = "nodelet.dev/restart-backoff"
 )
 
-// PodIdentity is who a runtime object belongs to.
-type PodIdentity struct {
-	UID       types.UID
-	Name      string
-	Namespace string
-}
-
 // identityFromLabels decodes a runtime object's owner; ok is false for
 // objects nodelet did not create.
-func identityFromLabels(labels map[string]string) (PodIdentity, bool) {
-	id := PodIdentity{
-		UID:       types.UID(labels[LabelPodUID]),
-		Name:      labels[LabelPodName],
-		Namespace: labels[LabelPodNamespace],
+func identityFromLabels(labels map[string]string) (kubecontainer.PodIdentity, bool) {
+	id := kubecontainer.PodIdentity{
+		UID:       types.UID(labels[kubecontainer.LabelPodUID]),
+		Name:      labels[kubecontainer.LabelPodName],
+		Namespace: labels[kubecontainer.LabelPodNamespace],
 	}
 	return id, id.UID != "" && id.Name != "" && id.Namespace != ""
 }
@@ -60,9 +49,9 @@ func newSandboxLabels(pod *corev1.Pod) map[string]string {
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
-	labels[LabelPodName] = pod.Name
-	labels[LabelPodNamespace] = pod.Namespace
-	labels[LabelPodUID] = string(pod.UID)
+	labels[kubecontainer.LabelPodName] = pod.Name
+	labels[kubecontainer.LabelPodNamespace] = pod.Namespace
+	labels[kubecontainer.LabelPodUID] = string(pod.UID)
 	return labels
 }
 
@@ -76,10 +65,10 @@ func newSandboxAnnotations(pod *corev1.Pod) map[string]string {
 
 func newContainerLabels(pod *corev1.Pod, container *corev1.Container) map[string]string {
 	return map[string]string{
-		LabelPodName:       pod.Name,
-		LabelPodNamespace:  pod.Namespace,
-		LabelPodUID:        string(pod.UID),
-		LabelContainerName: container.Name,
+		kubecontainer.LabelPodName:       pod.Name,
+		kubecontainer.LabelPodNamespace:  pod.Namespace,
+		kubecontainer.LabelPodUID:        string(pod.UID),
+		kubecontainer.LabelContainerName: container.Name,
 	}
 }
 
@@ -94,7 +83,7 @@ func newContainerAnnotations(pod *corev1.Pod, container *corev1.Container, resta
 	if backoff > 0 {
 		annotations[AnnotationRestartBackoff] = backoff.String()
 	}
-	annotations[AnnotationResources] = encodeResizeValues(ResizeValuesOf(container.Resources))
+	annotations[AnnotationResources] = encodeResizeValues(kubecontainer.ResizeValuesOf(container.Resources))
 	return annotations
 }
 
@@ -109,7 +98,7 @@ type containerAnnotations struct {
 	TerminationMessagePath   string
 	TerminationMessagePolicy corev1.TerminationMessagePolicy
 	// Resources are what the instance was created with, when recorded.
-	Resources    ResizeValues
+	Resources    kubecontainer.ResizeValues
 	HasResources bool
 }
 

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // FuzzDecodeContainerAnnotations decodes any values under nodelet's keys,
@@ -32,9 +34,9 @@ func FuzzDecodeContainerAnnotations(f *testing.F) {
 			AnnotationTerminationMessagePath:   path,
 			AnnotationTerminationMessagePolicy: policy,
 		}
-		labels := map[string]string{LabelPodName: name, LabelPodNamespace: namespace, LabelPodUID: uid, LabelContainerName: name}
+		labels := map[string]string{kubecontainer.LabelPodName: name, kubecontainer.LabelPodNamespace: namespace, kubecontainer.LabelPodUID: uid, kubecontainer.LabelContainerName: name}
 		m := &Manager{runtimeName: "containerd"}
-		for _, c := range []*ContainerStatus{
+		for _, c := range []*kubecontainer.ContainerStatus{
 			m.containerFromList(&runtimeapi.Container{Id: "c", Labels: labels, Annotations: annotations, State: runtimeapi.ContainerState_CONTAINER_RUNNING}),
 			m.containerFromStatus("s", &runtimeapi.ContainerStatus{Id: "c", Labels: labels, Annotations: annotations, State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: 1}),
 		} {

@@ -26,6 +26,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilexec "k8s.io/utils/exec"
 	"k8s.io/utils/ptr"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // hookRuntime scripts ExecSync and records the stops it is asked for, in
@@ -80,7 +82,7 @@ func newHookTestEnv(t *testing.T, exec func(string, []string) ([]byte, error)) (
 
 // startPod runs the pod's plan through SyncPod and returns what the
 // runtime holds after it.
-func startPod(t *testing.T, e *syncTestEnv, pod *corev1.Pod) (SyncResult, *PodStatus) {
+func startPod(t *testing.T, e *syncTestEnv, pod *corev1.Pod) (SyncResult, *kubecontainer.PodStatus) {
 	t.Helper()
 	ctx := context.Background()
 	before, err := e.m.GetPodStatus(ctx, pod.UID)
@@ -103,14 +105,14 @@ func TestFailingPostStartHookKillsTheContainer(t *testing.T) {
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}}}
 
 	result, after := startPod(t, e, pod)
-	want := &ContainerError{
+	want := &kubecontainer.ContainerError{
 		Reason:  ReasonPostStartHookError,
 		Message: `Exec lifecycle hook ([setup]) for Container "app" in Pod "web_default(uid-1)" failed - error: command 'setup' exited with 2: , message: "no config\n"`,
 	}
 	if diff := cmp.Diff(want, result.ContainerErrors["app"]); diff != "" {
 		t.Errorf("container error mismatch (-want +got):\n%s", diff)
 	}
-	if c := after.LatestContainer("app"); c == nil || c.State != ContainerExited {
+	if c := after.LatestContainer("app"); c == nil || c.State != kubecontainer.ContainerExited {
 		t.Errorf("container after its hook failed = %+v, want it killed", c)
 	}
 	if diff := cmp.Diff([]stop{{Name: "app", Grace: 30}}, rt.stopped()); diff != "" {
@@ -146,7 +148,7 @@ func TestHTTPPostStartHookCallsThePod(t *testing.T) {
 	if result.Err != nil {
 		t.Fatalf("SyncPod() error = %v", result.Err)
 	}
-	if c := after.LatestContainer("app"); c == nil || c.State != ContainerRunning {
+	if c := after.LatestContainer("app"); c == nil || c.State != kubecontainer.ContainerRunning {
 		t.Errorf("container = %+v, want running", c)
 	}
 	mu.Lock()
@@ -215,7 +217,7 @@ func TestKillPodStopsSidecarsAfterTheAppInReverseOrder(t *testing.T) {
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "other", Image: "busybox:1"})
 	// All running in one sandbox, as after the pod started.
 	ctx := context.Background()
-	status := &PodStatus{UID: pod.UID}
+	status := &kubecontainer.PodStatus{UID: pod.UID}
 	actions := ComputePodActions(pod, status, nil, e.clock.Now())
 	actions.InitContainersToStart = []ContainerToStart{{Index: 0}, {Index: 2}}
 	actions.ContainersToStart = []ContainerToStart{{Index: 0}, {Index: 1}}
@@ -294,7 +296,7 @@ func TestEphemeralContainerJoinsItsTargetsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	debugger := after.LatestContainer("debugger")
-	if debugger == nil || debugger.State != ContainerRunning {
+	if debugger == nil || debugger.State != kubecontainer.ContainerRunning {
 		t.Fatalf("debugger = %+v, want running", debugger)
 	}
 	namespaces := e.runtime.configs[debugger.ID.ID].GetLinux().GetSecurityContext().GetNamespaceOptions()

@@ -9,6 +9,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sort"
@@ -22,8 +23,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/resources/userns"
-	"github.com/nodelet/nodelet/internal/volume"
 )
 
 // Config holds the Manager's settings.
@@ -70,9 +71,11 @@ type Config struct {
 	// then applied again after a restart.
 	Resizes ResizeRecord
 	// PrepareSubPath makes a volume mount's sub path safe to mount and
-	// returns the path to hand the runtime. Default: volume.PrepareSubPath
-	// (a bind mount under the pod's folder; needs root).
-	PrepareSubPath func(volume.SubPath) (string, error)
+	// returns the path to hand the runtime: package volume's
+	// PrepareSubPath (a bind mount under the pod's folder; needs root),
+	// which the runtime, below the volume manager, is handed rather than
+	// calls. Unset, a mount with a sub path fails.
+	PrepareSubPath func(kubecontainer.SubPath) (string, error)
 	// HostPaths says where the runtime finds the host's paths nodelet
 	// hands it. Default: the runtime runs on the host, every path as it
 	// is.
@@ -131,7 +134,12 @@ type Manager struct {
 }
 
 // prepareSubPath is the volume mount's sub path as the runtime is to mount it.
-func (m *Manager) prepareSubPath(sp volume.SubPath) (string, error) {
+func (m *Manager) prepareSubPath(sp kubecontainer.SubPath) (string, error) {
+	if m.config.PrepareSubPath == nil {
+		// A sub path handed on unchecked could lead, through a symlink
+		// the container made, anywhere on the node.
+		return "", errors.New("no sub path preparer is configured")
+	}
 	return m.config.PrepareSubPath(sp)
 }
 
@@ -140,9 +148,6 @@ func NewManager(ctx context.Context, runtimeService cri.RuntimeService, imageSer
 	version, err := runtimeService.Version(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("getting the container runtime version: %w", err)
-	}
-	if config.PrepareSubPath == nil {
-		config.PrepareSubPath = volume.PrepareSubPath
 	}
 	return &Manager{
 		runtime:       runtimeService,
@@ -175,7 +180,7 @@ func (m *Manager) RuntimeName() string { return m.runtimeName }
 // calls, without the per-object status calls GetPodStatus makes: what a
 // relist needs to tell which pods changed. Exit codes and IPs are not
 // filled in.
-func (m *Manager) ListPods(ctx context.Context) (map[types.UID]*PodStatus, error) {
+func (m *Manager) ListPods(ctx context.Context) (map[types.UID]*kubecontainer.PodStatus, error) {
 	sandboxes, err := m.runtime.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing sandboxes: %w", err)
@@ -184,15 +189,15 @@ func (m *Manager) ListPods(ctx context.Context) (map[types.UID]*PodStatus, error
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
-	pods := map[types.UID]*PodStatus{}
-	pod := func(labels map[string]string) *PodStatus {
+	pods := map[types.UID]*kubecontainer.PodStatus{}
+	pod := func(labels map[string]string) *kubecontainer.PodStatus {
 		id, ok := identityFromLabels(labels)
 		if !ok {
 			return nil
 		}
 		p := pods[id.UID]
 		if p == nil {
-			p = &PodStatus{UID: id.UID, Name: id.Name, Namespace: id.Namespace}
+			p = &kubecontainer.PodStatus{UID: id.UID, Name: id.Name, Namespace: id.Namespace}
 			pods[id.UID] = p
 		}
 		return p
@@ -215,8 +220,8 @@ func (m *Manager) ListPods(ctx context.Context) (map[types.UID]*PodStatus, error
 	return pods, nil
 }
 
-func sandboxFromList(sb *runtimeapi.PodSandbox) *SandboxStatus {
-	return &SandboxStatus{
+func sandboxFromList(sb *runtimeapi.PodSandbox) *kubecontainer.SandboxStatus {
+	return &kubecontainer.SandboxStatus{
 		ID:        sb.Id,
 		Attempt:   sb.GetMetadata().GetAttempt(),
 		State:     sandboxState(sb.State),
@@ -224,8 +229,8 @@ func sandboxFromList(sb *runtimeapi.PodSandbox) *SandboxStatus {
 	}
 }
 
-func sandboxFromStatus(s *runtimeapi.PodSandboxStatus) *SandboxStatus {
-	sandbox := &SandboxStatus{
+func sandboxFromStatus(s *runtimeapi.PodSandboxStatus) *kubecontainer.SandboxStatus {
+	sandbox := &kubecontainer.SandboxStatus{
 		ID:          s.Id,
 		Attempt:     s.GetMetadata().GetAttempt(),
 		State:       sandboxState(s.State),
@@ -243,18 +248,18 @@ func sandboxFromStatus(s *runtimeapi.PodSandboxStatus) *SandboxStatus {
 	return sandbox
 }
 
-func sandboxState(state runtimeapi.PodSandboxState) SandboxState {
+func sandboxState(state runtimeapi.PodSandboxState) kubecontainer.SandboxState {
 	if state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		return SandboxReady
+		return kubecontainer.SandboxReady
 	}
-	return SandboxNotReady
+	return kubecontainer.SandboxNotReady
 }
 
-func (m *Manager) containerFromList(c *runtimeapi.Container) *ContainerStatus {
+func (m *Manager) containerFromList(c *runtimeapi.Container) *kubecontainer.ContainerStatus {
 	info := decodeContainerAnnotations(c.Annotations)
-	return &ContainerStatus{
-		ID:                     ContainerID{Type: m.runtimeName, ID: c.Id},
-		Name:                   c.Labels[LabelContainerName],
+	return &kubecontainer.ContainerStatus{
+		ID:                     kubecontainer.ContainerID{Type: m.runtimeName, ID: c.Id},
+		Name:                   c.Labels[kubecontainer.LabelContainerName],
 		SandboxID:              c.PodSandboxId,
 		State:                  containerState(c.State),
 		CreatedAt:              time.Unix(0, c.CreatedAt),
@@ -268,11 +273,11 @@ func (m *Manager) containerFromList(c *runtimeapi.Container) *ContainerStatus {
 	}
 }
 
-func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerStatus) *ContainerStatus {
+func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerStatus) *kubecontainer.ContainerStatus {
 	info := decodeContainerAnnotations(s.Annotations)
-	cs := &ContainerStatus{
-		ID:                     ContainerID{Type: m.runtimeName, ID: s.Id},
-		Name:                   s.Labels[LabelContainerName],
+	cs := &kubecontainer.ContainerStatus{
+		ID:                     kubecontainer.ContainerID{Type: m.runtimeName, ID: s.Id},
+		Name:                   s.Labels[kubecontainer.LabelContainerName],
 		SandboxID:              sandboxID,
 		State:                  containerState(s.State),
 		CreatedAt:              unixNanoTime(s.CreatedAt),
@@ -291,22 +296,22 @@ func (m *Manager) containerFromStatus(sandboxID string, s *runtimeapi.ContainerS
 		Actuated:               info.actuated(),
 		LogPath:                s.LogPath,
 	}
-	if cs.State == ContainerExited {
+	if cs.State == kubecontainer.ContainerExited {
 		cs.Message = withTerminationMessage(cs.Message, s, info)
 	}
 	return cs
 }
 
-func containerState(state runtimeapi.ContainerState) ContainerState {
+func containerState(state runtimeapi.ContainerState) kubecontainer.ContainerState {
 	switch state {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return ContainerCreated
+		return kubecontainer.ContainerCreated
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return ContainerRunning
+		return kubecontainer.ContainerRunning
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return ContainerExited
+		return kubecontainer.ContainerExited
 	default:
-		return ContainerUnknown
+		return kubecontainer.ContainerUnknown
 	}
 }
 
@@ -317,7 +322,7 @@ func unixNanoTime(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-func sortNewestFirst(status *PodStatus) {
+func sortNewestFirst(status *kubecontainer.PodStatus) {
 	sort.SliceStable(status.Sandboxes, func(i, j int) bool {
 		return status.Sandboxes[i].CreatedAt.After(status.Sandboxes[j].CreatedAt)
 	})
@@ -329,7 +334,7 @@ func sortNewestFirst(status *PodStatus) {
 // WatchContainerEvents streams the runtime's container events, calling
 // onEvent with the pod each concerns, until ctx ends or the stream fails.
 // A runtime without events (containerd 1.6) answers codes.Unimplemented.
-func (m *Manager) WatchContainerEvents(ctx context.Context, onEvent func(PodIdentity)) error {
+func (m *Manager) WatchContainerEvents(ctx context.Context, onEvent func(kubecontainer.PodIdentity)) error {
 	events := make(chan *runtimeapi.ContainerEventResponse, 64)
 	done := make(chan error, 1)
 	go func() { done <- m.runtime.GetContainerEvents(ctx, events, nil) }()
@@ -338,7 +343,7 @@ func (m *Manager) WatchContainerEvents(ctx context.Context, onEvent func(PodIden
 		case e := <-events:
 			md := e.GetPodSandboxStatus().GetMetadata()
 			if md.GetUid() != "" {
-				onEvent(PodIdentity{UID: types.UID(md.GetUid()), Name: md.GetName(), Namespace: md.GetNamespace()})
+				onEvent(kubecontainer.PodIdentity{UID: types.UID(md.GetUid()), Name: md.GetName(), Namespace: md.GetNamespace()})
 			}
 		case err := <-done:
 			return err

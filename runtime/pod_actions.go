@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
@@ -32,7 +33,7 @@ type PodActions struct {
 	SandboxID string
 
 	// ContainersToKill are running containers that must stop, by ID.
-	ContainersToKill map[ContainerID]ContainerToKill
+	ContainersToKill map[kubecontainer.ContainerID]ContainerToKill
 	// EphemeralContainersToStart are started first, even while the pod
 	// initializes, and never again once they ran. Indices into
 	// pod.Spec.EphemeralContainers.
@@ -101,8 +102,8 @@ func (a PodActions) NoChange() bool {
 // (not being deleted, not in a terminal phase), given what the runtime holds
 // for it and what its probes last found. It reads nothing else: the clock
 // is an argument.
-func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, now time.Time) PodActions {
-	actions := PodActions{ContainersToKill: map[ContainerID]ContainerToKill{}}
+func ComputePodActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes kubecontainer.ProbeResults, now time.Time) PodActions {
+	actions := PodActions{ContainersToKill: map[kubecontainer.ContainerID]ContainerToKill{}}
 
 	createSandbox, attempt, sandboxID := sandboxChanged(pod, status)
 	if createSandbox {
@@ -123,7 +124,7 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 		wanted[pod.Spec.EphemeralContainers[i].Name] = true
 	}
 	for _, c := range status.Containers {
-		if c.SandboxID != sandboxID || c.State != ContainerRunning {
+		if c.SandboxID != sandboxID || c.State != kubecontainer.ContainerRunning {
 			continue
 		}
 		if !wanted[c.Name] {
@@ -154,7 +155,7 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 		switch {
 		case latest == nil:
 			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
-		case latest.State == ContainerRunning:
+		case latest.State == kubecontainer.ContainerRunning:
 			restart := podutil.RestartsAfterKill(container, &pod.Spec)
 			var kill ContainerToKill
 			switch {
@@ -163,9 +164,9 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 				// restart policy, as the kubelet does.
 				kill = ContainerToKill{Message: fmt.Sprintf("Container %s definition changed", container.Name)}
 				restart = true
-			case probes[latest.ID].Liveness == ProbeFailure:
+			case probes[latest.ID].Liveness == kubecontainer.ProbeFailure:
 				kill = ContainerToKill{Message: fmt.Sprintf("Container %s failed liveness probe", container.Name), Reason: KillReasonLivenessProbe}
-			case probes[latest.ID].Startup == ProbeFailure:
+			case probes[latest.ID].Startup == kubecontainer.ProbeFailure:
 				kill = ContainerToKill{Message: fmt.Sprintf("Container %s failed startup probe", container.Name), Reason: KillReasonStartupProbe}
 			case !planResize(pod, container, false, i, latest, &actions):
 				// Its resizePolicy restarts it for the new resources.
@@ -185,15 +186,15 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 				}
 			}
 			actions.ContainersToKill[latest.ID] = kill
-		case latest.State == ContainerCreated:
+		case latest.State == kubecontainer.ContainerCreated:
 			// Created and never started: the start failed or nodelet died
 			// between the two calls. Replace it without back-off.
 			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
 		default: // Exited or Unknown
-			if latest.State == ContainerUnknown {
+			if latest.State == kubecontainer.ContainerUnknown {
 				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name, Message: "Container is in unknown state"}
 			}
-			if !ShouldRestart(pod, container, latest) {
+			if !kubecontainer.ShouldRestart(pod, container, latest) {
 				continue
 			}
 			if addRestart(&actions.ContainersToStart, &actions.ContainersInBackOff, i, container.Name, latest, now) {
@@ -217,7 +218,7 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults, 
 // found to have run tells which comes next, and every sidecar before it
 // is kept running. A sidecar counts as done once it runs and, if it has a
 // startup probe, has passed it.
-func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID string, probes ProbeResults, now time.Time, actions *PodActions) bool {
+func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatus, sandboxID string, probes kubecontainer.ProbeResults, now time.Time, actions *PodActions) bool {
 	if len(pod.Spec.InitContainers) == 0 {
 		return true
 	}
@@ -232,7 +233,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 	}
 	// toStart collects indices from the last to the first.
 	var toStart []ContainerToStart
-	start := func(i int, latest *ContainerStatus) {
+	start := func(i int, latest *kubecontainer.ContainerStatus) {
 		restartCount := nextRestartCount(pod, status, pod.Spec.InitContainers[i].Name)
 		if latest != nil {
 			restartCount = latest.RestartCount + 1
@@ -261,17 +262,17 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 			continue
 		}
 		switch latest.State {
-		case ContainerCreated:
+		case kubecontainer.ContainerCreated:
 			// Created and never started: replace it.
 			start(i, latest)
-		case ContainerRunning:
+		case kubecontainer.ContainerRunning:
 			if !sidecar {
 				break
 			}
 			result := probes[latest.ID]
-			if container.StartupProbe != nil && result.Startup != ProbeSuccess {
+			if container.StartupProbe != nil && result.Startup != kubecontainer.ProbeSuccess {
 				// Until its startup probe passes, nothing after it starts.
-				if result.Startup == ProbeFailure {
+				if result.Startup == kubecontainer.ProbeFailure {
 					actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
 						Message: fmt.Sprintf("Init container %s failed startup probe", container.Name), Reason: KillReasonStartupProbe}
 					restartKilled(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
@@ -288,14 +289,14 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
 					Message: fmt.Sprintf("Init container %s definition changed", container.Name)}
 				toStart = append(toStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
-			case result.Liveness == ProbeFailure:
+			case result.Liveness == kubecontainer.ProbeFailure:
 				actions.ContainersToKill[latest.ID] = ContainerToKill{Name: container.Name,
 					Message: fmt.Sprintf("Init container %s failed liveness probe", container.Name), Reason: KillReasonLivenessProbe}
 				restartKilled(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
 			case !planResize(pod, container, true, i, latest, actions):
 				toStart = append(toStart, ContainerToStart{Index: i, RestartCount: latest.RestartCount + 1})
 			}
-		case ContainerExited:
+		case kubecontainer.ContainerExited:
 			switch {
 			case sidecar:
 				addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
@@ -303,7 +304,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 				// A failed init container that is not to restart (its
 				// policy or the pod's, its rules) has failed the pod: its
 				// phase says so and the reconciler stops it.
-				if !ShouldRestart(pod, container, latest) {
+				if !kubecontainer.ShouldRestart(pod, container, latest) {
 					return false
 				}
 				addRestart(&toStart, &actions.ContainersInBackOff, i, container.Name, latest, now)
@@ -336,12 +337,12 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, sandboxID s
 // actionsForNewSandbox plans a pod whose sandbox must be (re)created: all
 // that ran is killed, and the pod starts over from its first init container,
 // unless it already ran to completion under its restart policy.
-func actionsForNewSandbox(pod *corev1.Pod, status *PodStatus, attempt uint32, now time.Time) PodActions {
+func actionsForNewSandbox(pod *corev1.Pod, status *kubecontainer.PodStatus, attempt uint32, now time.Time) PodActions {
 	actions := PodActions{
 		KillPod:          len(status.Sandboxes) > 0,
 		CreateSandbox:    true,
 		Attempt:          attempt,
-		ContainersToKill: map[ContainerID]ContainerToKill{},
+		ContainersToKill: map[kubecontainer.ContainerID]ContainerToKill{},
 	}
 	// A pod that has run containers none of which may run again is done
 	// once its sandbox is gone; if no container ever ran, the sandbox may
@@ -357,10 +358,10 @@ func actionsForNewSandbox(pod *corev1.Pod, status *PodStatus, attempt uint32, no
 	for i := range pod.Spec.Containers {
 		container := &pod.Spec.Containers[i]
 		latest := status.LatestContainer(container.Name)
-		if latest != nil && latest.State == ContainerExited && !ShouldRestart(pod, container, latest) {
+		if latest != nil && latest.State == kubecontainer.ContainerExited && !kubecontainer.ShouldRestart(pod, container, latest) {
 			continue
 		}
-		if latest == nil || latest.State != ContainerExited {
+		if latest == nil || latest.State != kubecontainer.ContainerExited {
 			actions.ContainersToStart = append(actions.ContainersToStart, ContainerToStart{Index: i, RestartCount: nextRestartCount(pod, status, container.Name)})
 			continue
 		}
@@ -374,19 +375,19 @@ func actionsForNewSandbox(pod *corev1.Pod, status *PodStatus, attempt uint32, no
 
 // sandboxChanged reports whether the pod needs a new sandbox, with the attempt
 // number to give it, or else the ID of the sandbox to keep.
-func sandboxChanged(pod *corev1.Pod, status *PodStatus) (create bool, attempt uint32, sandboxID string) {
+func sandboxChanged(pod *corev1.Pod, status *kubecontainer.PodStatus) (create bool, attempt uint32, sandboxID string) {
 	if len(status.Sandboxes) == 0 {
 		return true, 0, ""
 	}
 	newest := status.Sandboxes[0]
 	readyCount := 0
 	for _, sb := range status.Sandboxes {
-		if sb.State == SandboxReady {
+		if sb.State == kubecontainer.SandboxReady {
 			readyCount++
 		}
 	}
 	switch {
-	case newest.State != SandboxReady:
+	case newest.State != kubecontainer.SandboxReady:
 		return true, newest.Attempt + 1, ""
 	case readyCount > 1:
 		// Two ready sandboxes of one pod: start over with one.
@@ -398,29 +399,6 @@ func sandboxChanged(pod *corev1.Pod, status *PodStatus) (create bool, attempt ui
 		return true, newest.Attempt + 1, ""
 	}
 	return false, newest.Attempt, newest.ID
-}
-
-// ShouldRestart is the kubelet's ShouldContainerBeRestarted: whether the
-// container, whose newest instance is newest (nil: none), is to be started
-// (again). The plan of what to start and the waiting reason in the pod's
-// status both ask here, so they cannot disagree. A pod being deleted
-// starts nothing; a container never run, or created and never started, or
-// in an unknown state is started; a running one is not; one that exited
-// is by its restart rules and policy, else the pod's.
-func ShouldRestart(pod *corev1.Pod, container *corev1.Container, newest *ContainerStatus) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	if newest == nil {
-		return true
-	}
-	switch newest.State {
-	case ContainerRunning:
-		return false
-	case ContainerUnknown, ContainerCreated:
-		return true
-	}
-	return podutil.ContainerShouldRestart(container, &pod.Spec, newest.ExitCode)
 }
 
 // anyRestartable reports whether any regular container of the pod may run
@@ -436,7 +414,7 @@ func anyRestartable(pod *corev1.Pod) bool {
 
 // addRestart plans the restart of a stopped container, now or after its
 // crash-loop back-off; it reports whether the restart waits.
-func addRestart(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *ContainerStatus, now time.Time) bool {
+func addRestart(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *kubecontainer.ContainerStatus, now time.Time) bool {
 	delay, until, wait := RestartBackoff(latest, now)
 	if wait {
 		*backoff = append(*backoff, ContainerBackOff{Name: name, Delay: latest.RestartBackoff, Until: until})
@@ -450,13 +428,13 @@ func addRestart(start *[]ContainerToStart, backoff *[]ContainerBackOff, index in
 // because a probe failed. It is taken to have exited now, so that a
 // container failing its probes again and again backs off as one that
 // crashes does.
-func restartKilled(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *ContainerStatus, now time.Time) bool {
+func restartKilled(start *[]ContainerToStart, backoff *[]ContainerBackOff, index int, name string, latest *kubecontainer.ContainerStatus, now time.Time) bool {
 	dead := *latest
-	dead.State, dead.FinishedAt = ContainerExited, now
+	dead.State, dead.FinishedAt = kubecontainer.ContainerExited, now
 	return addRestart(start, backoff, index, name, &dead, now)
 }
 
-func latestInSandbox(status *PodStatus, name, sandboxID string) *ContainerStatus {
+func latestInSandbox(status *kubecontainer.PodStatus, name, sandboxID string) *kubecontainer.ContainerStatus {
 	for _, c := range status.Containers {
 		if c.Name == name && c.SandboxID == sandboxID {
 			return c
@@ -468,7 +446,7 @@ func latestInSandbox(status *PodStatus, name, sandboxID string) *ContainerStatus
 // nextRestartCount continues the count of a container that ran before,
 // whatever sandbox it ran in. When the runtime has lost every instance (a
 // wiped runtime, a rebooted node), the count the API server shows goes on.
-func nextRestartCount(pod *corev1.Pod, status *PodStatus, name string) int {
+func nextRestartCount(pod *corev1.Pod, status *kubecontainer.PodStatus, name string) int {
 	if latest := status.LatestContainer(name); latest != nil {
 		return latest.RestartCount + 1
 	}

@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // byteReader hands out fuzz bytes as choices; past the end every choice
@@ -99,9 +101,9 @@ func fuzzPod(r *byteReader) *corev1.Pod {
 
 // fuzzRuntimeStatus is the runtime's record of the pod, decoded as
 // GetPodStatus decodes CRI's answers.
-func fuzzRuntimeStatus(r *byteReader, pod *corev1.Pod) *PodStatus {
+func fuzzRuntimeStatus(r *byteReader, pod *corev1.Pod) *kubecontainer.PodStatus {
 	m := &Manager{runtimeName: "containerd"}
-	status := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	status := &kubecontainer.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	sandboxIDs := []string{"s1", "s2"}
 	for i, n := 0, r.pick(3); i < n; i++ {
 		sb := &runtimeapi.PodSandboxStatus{
@@ -127,7 +129,7 @@ func fuzzRuntimeStatus(r *byteReader, pod *corev1.Pod) *PodStatus {
 			StartedAt:  choose(r, int64(0), base+int64(time.Minute)),
 			FinishedAt: choose(r, int64(0), base+int64(2*time.Minute), testNow.UnixNano()-int64(time.Second), base-int64(time.Hour)),
 			ExitCode:   int32(choose(r, 0, 1, 2, -1, 137)),
-			Labels:     map[string]string{LabelContainerName: name, LabelPodUID: string(pod.UID)},
+			Labels:     map[string]string{kubecontainer.LabelContainerName: name, kubecontainer.LabelPodUID: string(pod.UID)},
 			Annotations: map[string]string{
 				AnnotationRestartCount:        choose(r, fuzzCounts...),
 				AnnotationRestartBackoff:      choose(r, fuzzBackoffs...),
@@ -143,12 +145,12 @@ func fuzzRuntimeStatus(r *byteReader, pod *corev1.Pod) *PodStatus {
 	return status
 }
 
-func fuzzProbeResults(r *byteReader, status *PodStatus) ProbeResults {
-	probes := ProbeResults{}
+func fuzzProbeResults(r *byteReader, status *kubecontainer.PodStatus) kubecontainer.ProbeResults {
+	probes := kubecontainer.ProbeResults{}
 	for _, c := range status.Containers {
 		if r.bool() {
-			results := []ProbeResult{ProbeUnknown, ProbeSuccess, ProbeFailure}
-			probes[c.ID] = ContainerProbeResults{Liveness: choose(r, results...), Startup: choose(r, results...)}
+			results := []kubecontainer.ProbeResult{kubecontainer.ProbeUnknown, kubecontainer.ProbeSuccess, kubecontainer.ProbeFailure}
+			probes[c.ID] = kubecontainer.ContainerProbeResults{Liveness: choose(r, results...), Startup: choose(r, results...)}
 		}
 	}
 	return probes
@@ -191,7 +193,7 @@ func FuzzComputePodActions(f *testing.F) {
 	})
 }
 
-func derefAll(status *PodStatus) []any {
+func derefAll(status *kubecontainer.PodStatus) []any {
 	var all []any
 	for _, sb := range status.Sandboxes {
 		all = append(all, *sb)
@@ -206,7 +208,7 @@ func derefAll(status *PodStatus) []any {
 // started once, non-negative restart counts (the CRI attempt is unsigned),
 // back-offs within the maximum, and only the runtime's own containers
 // killed.
-func checkPlan(t *testing.T, pod *corev1.Pod, status *PodStatus, got PodActions) {
+func checkPlan(t *testing.T, pod *corev1.Pod, status *kubecontainer.PodStatus, got PodActions) {
 	t.Helper()
 	for _, list := range []struct {
 		what  string
@@ -244,7 +246,7 @@ func checkPlan(t *testing.T, pod *corev1.Pod, status *PodStatus, got PodActions)
 		}
 	}
 	for id := range got.ContainersToKill {
-		if !slices.ContainsFunc(status.Containers, func(c *ContainerStatus) bool { return c.ID == id }) {
+		if !slices.ContainsFunc(status.Containers, func(c *kubecontainer.ContainerStatus) bool { return c.ID == id }) {
 			t.Errorf("plan kills container %v the runtime does not have", id)
 		}
 	}

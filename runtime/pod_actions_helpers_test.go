@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
@@ -31,12 +32,12 @@ func basePod() *corev1.Pod {
 	}
 }
 
-func running(name, sandboxID string, restartCount int, pod *corev1.Pod) *ContainerStatus {
-	return &ContainerStatus{
-		ID:           ContainerID{Type: "containerd", ID: name + "-" + string(rune('0'+restartCount))},
+func running(name, sandboxID string, restartCount int, pod *corev1.Pod) *kubecontainer.ContainerStatus {
+	return &kubecontainer.ContainerStatus{
+		ID:           kubecontainer.ContainerID{Type: "containerd", ID: name + "-" + string(rune('0'+restartCount))},
 		Name:         name,
 		SandboxID:    sandboxID,
-		State:        ContainerRunning,
+		State:        kubecontainer.ContainerRunning,
 		CreatedAt:    testNow.Add(-time.Hour),
 		StartedAt:    testNow.Add(-time.Hour),
 		Hash:         HashContainer(podutil.ContainerByName(pod, name)),
@@ -46,8 +47,8 @@ func running(name, sandboxID string, restartCount int, pod *corev1.Pod) *Contain
 
 // exited makes c a container that ran for two seconds and finished
 // finishedAgo before testNow.
-func exited(c *ContainerStatus, exitCode int32, finishedAgo time.Duration) *ContainerStatus {
-	c.State = ContainerExited
+func exited(c *kubecontainer.ContainerStatus, exitCode int32, finishedAgo time.Duration) *kubecontainer.ContainerStatus {
+	c.State = kubecontainer.ContainerExited
 	c.ExitCode = exitCode
 	c.FinishedAt = testNow.Add(-finishedAgo)
 	c.StartedAt = c.FinishedAt.Add(-2 * time.Second)
@@ -61,25 +62,27 @@ func sidecarSpec(name string) corev1.Container {
 }
 
 // baseStatus is the runtime's record of basePod running happily.
-func baseStatus(pod *corev1.Pod) *PodStatus {
-	return &PodStatus{
+func baseStatus(pod *corev1.Pod) *kubecontainer.PodStatus {
+	return &kubecontainer.PodStatus{
 		UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
-		Sandboxes: []*SandboxStatus{{ID: "sb1", State: SandboxReady, IPs: []string{"10.0.0.5"}, CreatedAt: testNow.Add(-time.Hour)}},
-		Containers: []*ContainerStatus{
+		Sandboxes: []*kubecontainer.SandboxStatus{{ID: "sb1", State: kubecontainer.SandboxReady, IPs: []string{"10.0.0.5"}, CreatedAt: testNow.Add(-time.Hour)}},
+		Containers: []*kubecontainer.ContainerStatus{
 			running("app", "sb1", 0, pod),
 			running("sidecar", "sb1", 0, pod),
 		},
 	}
 }
 
-func noKills() map[ContainerID]ContainerToKill { return map[ContainerID]ContainerToKill{} }
+func noKills() map[kubecontainer.ContainerID]ContainerToKill {
+	return map[kubecontainer.ContainerID]ContainerToKill{}
+}
 
 // podActionsCase mutates basePod and its runtime state, and names the
 // whole plan ComputePodActions must make of them.
 type podActionsCase struct {
 	mutatePod    func(*corev1.Pod)
-	mutateStatus func(*corev1.Pod, *PodStatus)
-	probes       ProbeResults
+	mutateStatus func(*corev1.Pod, *kubecontainer.PodStatus)
+	probes       kubecontainer.ProbeResults
 	want         PodActions
 }
 

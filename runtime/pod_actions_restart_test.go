@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func restartOnExitCodes(codes ...int32) []corev1.ContainerRestartRule {
@@ -25,7 +27,7 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
 			},
-			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 1, time.Second) },
+			mutateStatus: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { exited(s.Containers[0], 1, time.Second) },
 			want:         PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
 		},
 		"a container's OnFailure restarts it under the pod's Never": {
@@ -33,7 +35,7 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
 			},
-			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 1, time.Second) },
+			mutateStatus: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { exited(s.Containers[0], 1, time.Second) },
 			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
 				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
 		},
@@ -43,7 +45,7 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
 				p.Spec.Containers[0].RestartPolicyRules = restartOnExitCodes(42)
 			},
-			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 42, time.Second) },
+			mutateStatus: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { exited(s.Containers[0], 42, time.Second) },
 			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
 				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
 		},
@@ -52,15 +54,15 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
 				p.Spec.Containers[0].RestartPolicyRules = restartOnExitCodes(42)
 			},
-			mutateStatus: func(_ *corev1.Pod, s *PodStatus) { exited(s.Containers[0], 1, time.Second) },
+			mutateStatus: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { exited(s.Containers[0], 1, time.Second) },
 			want:         PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
 		},
 		"a failed liveness probe does not restart a container whose policy is Never": {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
 			},
-			probes: ProbeResults{{Type: "containerd", ID: "app-0"}: {Liveness: ProbeFailure}},
-			want: PodActions{SandboxID: "sb1", ContainersToKill: map[ContainerID]ContainerToKill{
+			probes: kubecontainer.ProbeResults{{Type: "containerd", ID: "app-0"}: {Liveness: kubecontainer.ProbeFailure}},
+			want: PodActions{SandboxID: "sb1", ContainersToKill: map[kubecontainer.ContainerID]ContainerToKill{
 				{Type: "containerd", ID: "app-0"}: {Name: "app", Message: "Container app failed liveness probe", Reason: KillReasonLivenessProbe},
 			}},
 		},
@@ -69,8 +71,8 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyOnFailure)}}
 			},
-			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
-				s.Containers = []*ContainerStatus{exited(running("init1", "sb1", 0, p), 1, time.Second)}
+			mutateStatus: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				s.Containers = []*kubecontainer.ContainerStatus{exited(running("init1", "sb1", 0, p), 1, time.Second)}
 			},
 			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills(),
 				InitContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1, Backoff: InitialRestartBackoff}}},
@@ -79,8 +81,8 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "init1", Image: "busybox:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyNever)}}
 			},
-			mutateStatus: func(p *corev1.Pod, s *PodStatus) {
-				s.Containers = []*ContainerStatus{exited(running("init1", "sb1", 0, p), 1, time.Second)}
+			mutateStatus: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				s.Containers = []*kubecontainer.ContainerStatus{exited(running("init1", "sb1", 0, p), 1, time.Second)}
 			},
 			want: PodActions{SandboxID: "sb1", ContainersToKill: noKills()},
 		},
@@ -89,8 +91,8 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
 			},
-			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
-				s.Sandboxes[0].State = SandboxNotReady
+			mutateStatus: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
+				s.Sandboxes[0].State = kubecontainer.SandboxNotReady
 				exited(s.Containers[0], 1, time.Second)
 				exited(s.Containers[1], 0, time.Second)
 			},
@@ -99,8 +101,8 @@ func TestComputePodActionsWithContainerRestartPolicies(t *testing.T) {
 		},
 		"a dead sandbox of a Never pod whose containers may not restart stays dead": {
 			mutatePod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			mutateStatus: func(_ *corev1.Pod, s *PodStatus) {
-				s.Sandboxes[0].State = SandboxNotReady
+			mutateStatus: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
+				s.Sandboxes[0].State = kubecontainer.SandboxNotReady
 				exited(s.Containers[0], 1, time.Second)
 				exited(s.Containers[1], 0, time.Second)
 			},
@@ -129,7 +131,7 @@ func TestThePlanRestartsExactlyWhatShouldRestartSays(t *testing.T) {
 
 					actions := ComputePodActions(pod, status, nil, testNow)
 					planned := len(actions.ContainersToStart) > 0 || len(actions.ContainersInBackOff) > 0
-					if want := ShouldRestart(pod, &pod.Spec.Containers[0], status.Containers[0]); planned != want {
+					if want := kubecontainer.ShouldRestart(pod, &pod.Spec.Containers[0], status.Containers[0]); planned != want {
 						t.Errorf("pod %s, container %v, rules %v, exit %d: planned a restart %t, ShouldRestart %t",
 							podPolicy, ptr.Deref(containerPolicy, "-"), rules != nil, code, planned, want)
 					}

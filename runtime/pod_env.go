@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // PodEnv is what the rest of nodelet has prepared for a pod before the
@@ -37,18 +39,10 @@ type PodEnv struct {
 	// HostIPs are the node's IPs, primary first: status.hostIP(s) in env,
 	// and the pod's own IPs when it uses the host's network.
 	HostIPs []string
-	// Objects are the ConfigMaps and Secrets the env and envFrom of the
-	// containers to start refer to.
-	Objects EnvObjects
-	// ServiceEnv are the variables that tell containers where services are
-	// (KUBERNETES_SERVICE_HOST and the rest), enableServiceLinks honoured.
-	ServiceEnv map[string]string
-	// NodeAllocatable stands in for the limits a container leaves unset,
-	// in resourceFieldRefs; nil when the Node could not be read.
-	NodeAllocatable corev1.ResourceList
-	// PullSecrets are the pod's imagePullSecrets that could be read; the
-	// registry credentials in them go with the pulls of the pod's images.
-	PullSecrets []corev1.Secret
+	// EnvSources are what the containers to start draw on from the API
+	// server (package podenv): ConfigMaps, Secrets, the service
+	// variables, the node's allocatable and the pull secrets.
+	kubecontainer.EnvSources
 
 	// podIPs are the pod's IPs, which SyncPod fills in once the sandbox
 	// exists, for status.podIP(s) in env and the pod's hosts file.
@@ -63,7 +57,7 @@ type PodEnv struct {
 // the new sandbox's, else the kept one's as last read. As in the kubelet, no
 // container starts when a new sandbox's IPs cannot be read; the next sync
 // finds them on the kept sandbox.
-func (m *Manager) withPodIPs(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, created bool, sandboxID string, env *PodEnv) (*PodEnv, error) {
+func (m *Manager) withPodIPs(ctx context.Context, pod *corev1.Pod, podStatus *kubecontainer.PodStatus, created bool, sandboxID string, env *PodEnv) (*PodEnv, error) {
 	var withIPs PodEnv
 	if env != nil {
 		withIPs = *env

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crierrors "k8s.io/cri-api/pkg/errors"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // GetPodStatus reads everything the runtime holds for one pod, straight
@@ -16,8 +18,8 @@ import (
 // independent and made at once, so the read costs two round trips to the
 // runtime rather than one per call: it lies on the path of every start,
 // between the last container started and the status that says so.
-func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, error) {
-	selector := map[string]string{LabelPodUID: string(uid)}
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error) {
+	selector := map[string]string{kubecontainer.LabelPodUID: string(uid)}
 	var (
 		sandboxes  []*runtimeapi.PodSandbox
 		containers []*runtimeapi.Container
@@ -42,8 +44,8 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 	m.readySandboxes.keepListed(uid, sandboxes)
 	// Each object's slot is filled by its own call; nil is one gone
 	// between the list and its status.
-	sandboxStatuses := make([]*SandboxStatus, len(sandboxes))
-	containerStatuses := make([]*ContainerStatus, len(containers))
+	sandboxStatuses := make([]*kubecontainer.SandboxStatus, len(sandboxes))
+	containerStatuses := make([]*kubecontainer.ContainerStatus, len(containers))
 	reads, readCtx := errgroup.WithContext(ctx)
 	for i, sb := range sandboxes {
 		reads.Go(func() (err error) {
@@ -61,7 +63,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 		return nil, err
 	}
 
-	status := &PodStatus{UID: uid}
+	status := &kubecontainer.PodStatus{UID: uid}
 	for i, sb := range sandboxes {
 		// A sandbox names its pod even when it went in between.
 		id, _ := identityFromLabels(sb.Labels)
@@ -86,7 +88,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, 
 // sandboxStatus is one listed sandbox as GetPodStatus reports it: a ready
 // one from its status call (once: readySandboxes), the only one with a
 // network worth reading; nil when it went in between.
-func (m *Manager) sandboxStatus(ctx context.Context, uid types.UID, sb *runtimeapi.PodSandbox) (*SandboxStatus, error) {
+func (m *Manager) sandboxStatus(ctx context.Context, uid types.UID, sb *runtimeapi.PodSandbox) (*kubecontainer.SandboxStatus, error) {
 	if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return sandboxFromList(sb), nil
 	}
@@ -115,7 +117,7 @@ func (m *Manager) sandboxStatus(ctx context.Context, uid types.UID, sb *runtimea
 
 // containerStatus is one listed container as GetPodStatus reports it, its
 // exit settled; nil when it went in between.
-func (m *Manager) containerStatus(ctx context.Context, uid types.UID, c *runtimeapi.Container) (*ContainerStatus, error) {
+func (m *Manager) containerStatus(ctx context.Context, uid types.UID, c *runtimeapi.Container) (*kubecontainer.ContainerStatus, error) {
 	resp, err := m.runtime.ContainerStatus(ctx, c.Id, false)
 	if crierrors.IsNotFound(err) {
 		return nil, nil

@@ -14,6 +14,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // rendezvousRuntime holds each call of a round until all of the round's
@@ -76,7 +78,7 @@ func (r *rendezvousRuntime) ContainerStatus(ctx context.Context, id string, verb
 
 func TestGetPodStatusMakesTheCallsOfEachRoundAtOnce(t *testing.T) {
 	e := newSyncTestEnv(t)
-	labels := map[string]string{LabelPodUID: "uid-1", LabelPodName: "web", LabelPodNamespace: "default"}
+	labels := map[string]string{kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "default"}
 	now := e.clock.Now()
 	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{{PodSandboxStatus: runtimeapi.PodSandboxStatus{
 		Id:        "sandbox-1",
@@ -94,7 +96,7 @@ func TestGetPodStatusMakesTheCallsOfEachRoundAtOnce(t *testing.T) {
 			State:     runtimeapi.ContainerState_CONTAINER_RUNNING,
 			CreatedAt: now.Add(-time.Minute).UnixNano(),
 			StartedAt: now.Add(-time.Minute).UnixNano(),
-			Labels:    map[string]string{LabelPodUID: "uid-1", LabelContainerName: name},
+			Labels:    map[string]string{kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelContainerName: name},
 		}})
 	}
 	e.runtime.SetFakeContainers(containers)
@@ -113,7 +115,7 @@ func TestGetPodStatusMakesTheCallsOfEachRoundAtOnce(t *testing.T) {
 	}
 	names := map[string]bool{}
 	for _, c := range status.Containers {
-		names[c.Name] = c.State == ContainerRunning
+		names[c.Name] = c.State == kubecontainer.ContainerRunning
 	}
 	if len(status.Containers) != 2 || !names["app"] || !names["helper"] {
 		t.Errorf("containers = %+v, want app and helper running", status.Containers)
@@ -132,7 +134,7 @@ func TestAReadySandboxsStatusIsReadOnce(t *testing.T) {
 			Metadata:  &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
 			State:     state,
 			CreatedAt: now.Add(-time.Minute).UnixNano(),
-			Labels:    map[string]string{LabelPodUID: "uid-1", LabelPodName: "web", LabelPodNamespace: "default"},
+			Labels:    map[string]string{kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "default"},
 			Network:   &runtimeapi.PodSandboxNetworkStatus{Ip: "10.244.0.5"},
 		}}
 	}
@@ -145,7 +147,7 @@ func TestAReadySandboxsStatusIsReadOnce(t *testing.T) {
 		}
 		return n
 	}
-	read := func(want SandboxState) {
+	read := func(want kubecontainer.SandboxState) {
 		t.Helper()
 		status, err := e.m.GetPodStatus(context.Background(), "uid-1")
 		if err != nil {
@@ -153,26 +155,26 @@ func TestAReadySandboxsStatusIsReadOnce(t *testing.T) {
 		}
 		// A sandbox not ready has no network worth reading.
 		if len(status.Sandboxes) != 1 || status.Sandboxes[0].State != want ||
-			(want == SandboxReady) != slices.Equal(status.Sandboxes[0].IPs, []string{"10.244.0.5"}) {
+			(want == kubecontainer.SandboxReady) != slices.Equal(status.Sandboxes[0].IPs, []string{"10.244.0.5"}) {
 			t.Fatalf("sandboxes = %+v, want one %s, with its IP when ready", status.Sandboxes, want)
 		}
 	}
 
 	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{sandbox("sandbox-1", runtimeapi.PodSandboxState_SANDBOX_READY)})
-	read(SandboxReady)
-	read(SandboxReady)
+	read(kubecontainer.SandboxReady)
+	read(kubecontainer.SandboxReady)
 	if got := statusCalls(); got != 1 {
 		t.Errorf("PodSandboxStatus called %d times for two reads of a ready sandbox, want 1", got)
 	}
 	// Stopped: the list says so, and the status known of it goes.
 	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{sandbox("sandbox-1", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)})
-	read(SandboxNotReady)
+	read(kubecontainer.SandboxNotReady)
 	if _, ok := e.m.readySandboxes.get("sandbox-1"); ok {
 		t.Error("the status of a sandbox listed not ready is still kept")
 	}
 	// A new sandbox is a new ID: its status is read.
 	e.runtime.SetFakeSandboxes([]*critest.FakePodSandbox{sandbox("sandbox-2", runtimeapi.PodSandboxState_SANDBOX_READY)})
-	read(SandboxReady)
+	read(kubecontainer.SandboxReady)
 	if got := statusCalls(); got != 2 {
 		t.Errorf("PodSandboxStatus called %d times in all, want 2: once per ready sandbox", got)
 	}

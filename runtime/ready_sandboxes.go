@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // readySandboxes keeps what the runtime's status call said of each ready
@@ -22,11 +24,11 @@ type readySandboxes struct {
 
 type readySandbox struct {
 	pod    types.UID
-	status SandboxStatus
+	status kubecontainer.SandboxStatus
 }
 
 // get returns a copy of the sandbox's status, if known.
-func (r *readySandboxes) get(id string) (*SandboxStatus, bool) {
+func (r *readySandboxes) get(id string) (*kubecontainer.SandboxStatus, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	entry, ok := r.byID[id]
@@ -39,8 +41,8 @@ func (r *readySandboxes) get(id string) (*SandboxStatus, bool) {
 
 // set keeps status, the pod's sandbox as its status call answered, if
 // ready.
-func (r *readySandboxes) set(pod types.UID, status *SandboxStatus) {
-	if status.State != SandboxReady {
+func (r *readySandboxes) set(pod types.UID, status *kubecontainer.SandboxStatus) {
+	if status.State != kubecontainer.SandboxReady {
 		r.forget(status.ID)
 		return
 	}

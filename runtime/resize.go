@@ -9,9 +9,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
@@ -21,55 +21,15 @@ import (
 // applied, see Config.Resized).
 const AnnotationResources = "nodelet.dev/resources"
 
-// ResizeValues are the four values of a container's resources a resize
-// compares and applies, as the kubelet does: CPU in millicores, memory in
-// bytes; zero is unset.
-type ResizeValues struct {
-	CPURequest    int64 `json:"cpuRequest,omitempty"`
-	CPULimit      int64 `json:"cpuLimit,omitempty"`
-	MemoryRequest int64 `json:"memoryRequest,omitempty"`
-	MemoryLimit   int64 `json:"memoryLimit,omitempty"`
-}
-
-// ResizeValuesOf reads the values of a container's resources.
-func ResizeValuesOf(r corev1.ResourceRequirements) ResizeValues {
-	return ResizeValues{
-		CPURequest:    r.Requests.Cpu().MilliValue(),
-		CPULimit:      r.Limits.Cpu().MilliValue(),
-		MemoryRequest: r.Requests.Memory().Value(),
-		MemoryLimit:   r.Limits.Memory().Value(),
-	}
-}
-
-// Requirements are the values as the Pod API writes resources, the unset
-// ones left out.
-func (v ResizeValues) Requirements() corev1.ResourceRequirements {
-	var r corev1.ResourceRequirements
-	add := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
-		if q.IsZero() {
-			return
-		}
-		if *list == nil {
-			*list = corev1.ResourceList{}
-		}
-		(*list)[name] = *q
-	}
-	add(&r.Requests, corev1.ResourceCPU, resource.NewMilliQuantity(v.CPURequest, resource.DecimalSI))
-	add(&r.Requests, corev1.ResourceMemory, resource.NewQuantity(v.MemoryRequest, resource.BinarySI))
-	add(&r.Limits, corev1.ResourceCPU, resource.NewMilliQuantity(v.CPULimit, resource.DecimalSI))
-	add(&r.Limits, corev1.ResourceMemory, resource.NewQuantity(v.MemoryLimit, resource.BinarySI))
-	return r
-}
-
-func encodeResizeValues(v ResizeValues) string {
+func encodeResizeValues(v kubecontainer.ResizeValues) string {
 	data, _ := json.Marshal(v) // four integers always encode
 	return string(data)
 }
 
-func decodeResizeValues(s string) (ResizeValues, bool) {
-	var v ResizeValues
+func decodeResizeValues(s string) (kubecontainer.ResizeValues, bool) {
+	var v kubecontainer.ResizeValues
 	if s == "" || json.Unmarshal([]byte(s), &v) != nil {
-		return ResizeValues{}, false
+		return kubecontainer.ResizeValues{}, false
 	}
 	return v, true
 }
@@ -78,13 +38,13 @@ func decodeResizeValues(s string) (ResizeValues, bool) {
 // place through CRI UpdateContainerResources.
 type ContainerToUpdate struct {
 	Name string
-	ID   ContainerID
+	ID   kubecontainer.ContainerID
 	// Init and Index find its spec: pod.Spec.InitContainers (a sidecar)
 	// or pod.Spec.Containers.
 	Init  bool
 	Index int
 	// Desired are the pod's allocation; Current what it runs with.
-	Desired, Current ResizeValues
+	Desired, Current kubecontainer.ResizeValues
 }
 
 // resizeRestartMessage is the kubelet's message for a container killed
@@ -100,11 +60,11 @@ const resizeRestartMessage = "Container %s resize requires restart"
 // increases. It reports whether the container is kept running. A
 // container whose resources are unknown (made before nodelet recorded
 // them) is kept as it is.
-func planResize(pod *corev1.Pod, container *corev1.Container, init bool, index int, latest *ContainerStatus, actions *PodActions) (keep bool) {
-	if latest.State != ContainerRunning || latest.Actuated == nil {
+func planResize(pod *corev1.Pod, container *corev1.Container, init bool, index int, latest *kubecontainer.ContainerStatus, actions *PodActions) (keep bool) {
+	if latest.State != kubecontainer.ContainerRunning || latest.Actuated == nil {
 		return true
 	}
-	desired, current := ResizeValuesOf(container.Resources), *latest.Actuated
+	desired, current := kubecontainer.ResizeValuesOf(container.Resources), *latest.Actuated
 	if desired == current {
 		return true
 	}
@@ -160,11 +120,11 @@ func planResize(pod *corev1.Pod, container *corev1.Container, init bool, index i
 // regular containers and sidecars) runs with other resources than the
 // pod's allocation: a resize the node accepted is not applied yet. pod is
 // the pod as allocated.
-func ResizeInProgress(pod *corev1.Pod, status *PodStatus) bool {
+func ResizeInProgress(pod *corev1.Pod, status *kubecontainer.PodStatus) bool {
 	differs := func(container *corev1.Container) bool {
 		latest := status.LatestContainer(container.Name)
-		return latest != nil && latest.State == ContainerRunning && latest.Actuated != nil &&
-			*latest.Actuated != ResizeValuesOf(container.Resources)
+		return latest != nil && latest.State == kubecontainer.ContainerRunning && latest.Actuated != nil &&
+			*latest.Actuated != kubecontainer.ResizeValuesOf(container.Resources)
 	}
 	for i := range pod.Spec.InitContainers {
 		if c := &pod.Spec.InitContainers[i]; podutil.IsSidecar(c) && differs(c) {
@@ -189,7 +149,7 @@ type ResizeRecord interface {
 }
 
 // actuated are the resources the instance was created with, if recorded.
-func (info containerAnnotations) actuated() *ResizeValues {
+func (info containerAnnotations) actuated() *kubecontainer.ResizeValues {
 	if !info.HasResources {
 		return nil
 	}
@@ -199,12 +159,12 @@ func (info containerAnnotations) actuated() *ResizeValues {
 
 // withResized has cs's actuated resources be what a resize applied to it
 // since it was created, if one did.
-func (m *Manager) withResized(uid types.UID, cs *ContainerStatus) {
+func (m *Manager) withResized(uid types.UID, cs *kubecontainer.ContainerStatus) {
 	if m.config.Resizes == nil {
 		return
 	}
 	if r, ok := m.config.Resizes.Resized(uid, cs.ID.ID); ok {
-		v := ResizeValuesOf(r)
+		v := kubecontainer.ResizeValuesOf(r)
 		cs.Actuated = &v
 	}
 }

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
@@ -31,7 +32,7 @@ const ReasonResizeError = corev1.PodReasonError
 
 // syncResize is SyncPod's resize step: it applies the resize the plan
 // holds, if any, and adds its failure to the result and to errs.
-func (m *Manager) syncResize(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, actions PodActions, env *PodEnv, result *SyncResult, errs []error) []error {
+func (m *Manager) syncResize(ctx context.Context, pod *corev1.Pod, podStatus *kubecontainer.PodStatus, actions PodActions, env *PodEnv, result *SyncResult, errs []error) []error {
 	if !actions.UpdatePodResources && len(actions.ContainersToUpdate) == 0 {
 		return errs
 	}
@@ -53,7 +54,7 @@ func (m *Manager) syncResize(ctx context.Context, pod *corev1.Pod, podStatus *Po
 // pod has. The first failure stops it; the next sync tries again from
 // what is then applied. What the containers' updates applied is recorded
 // once, at the end, whatever happened.
-func (m *Manager) resizePod(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, actions PodActions, podCgroups PodCgroups) error {
+func (m *Manager) resizePod(ctx context.Context, pod *corev1.Pod, podStatus *kubecontainer.PodStatus, actions PodActions, podCgroups PodCgroups) error {
 	applied := map[string]corev1.ResourceRequirements{}
 	defer func() {
 		if m.config.Resizes == nil || len(applied) == 0 {
@@ -134,7 +135,7 @@ func (m *Manager) resizeResource(ctx context.Context, pod *corev1.Pod, name core
 		// (memory before CPU), else what it ran with.
 		current := u.Current
 		if prev, ok := applied[u.ID.ID]; ok {
-			current = ResizeValuesOf(prev)
+			current = kubecontainer.ResizeValuesOf(prev)
 		}
 		values := withResource(current, u.Desired, name)
 		if err := m.updateContainer(ctx, pod, name, u, values); err != nil {
@@ -156,7 +157,7 @@ func (m *Manager) resizeResource(ctx context.Context, pod *corev1.Pod, name core
 
 // withResource is current with one resource (its request and limit) as
 // desired has it.
-func withResource(current, desired ResizeValues, name corev1.ResourceName) ResizeValues {
+func withResource(current, desired kubecontainer.ResizeValues, name corev1.ResourceName) kubecontainer.ResizeValues {
 	switch name {
 	case corev1.ResourceMemory:
 		current.MemoryLimit, current.MemoryRequest = desired.MemoryLimit, desired.MemoryRequest
@@ -169,7 +170,7 @@ func withResource(current, desired ResizeValues, name corev1.ResourceName) Resiz
 // updateContainer gives a running container the resources values through
 // CRI: one resource changed, the other as the container has it, so that
 // the runtime never sees both move at once.
-func (m *Manager) updateContainer(ctx context.Context, pod *corev1.Pod, name corev1.ResourceName, u ContainerToUpdate, values ResizeValues) error {
+func (m *Manager) updateContainer(ctx context.Context, pod *corev1.Pod, name corev1.ResourceName, u ContainerToUpdate, values kubecontainer.ResizeValues) error {
 	spec := &pod.Spec.Containers[u.Index]
 	if u.Init {
 		spec = &pod.Spec.InitContainers[u.Index]

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
 )
 
@@ -48,10 +49,10 @@ func (l *resizeLog) SetPodConfig(_ *corev1.Pod, c *cgroups.ResourceConfig) error
 // container and shrinks after it; the CPU update keeps the memory the
 // memory update gave.
 func TestResizePodOrder(t *testing.T) {
-	small := ResizeValues{CPURequest: 100, CPULimit: 200, MemoryRequest: 32 << 20, MemoryLimit: 64 << 20}
-	big := ResizeValues{CPURequest: 200, CPULimit: 400, MemoryRequest: 64 << 20, MemoryLimit: 128 << 20}
+	small := kubecontainer.ResizeValues{CPURequest: 100, CPULimit: 200, MemoryRequest: 32 << 20, MemoryLimit: 64 << 20}
+	big := kubecontainer.ResizeValues{CPURequest: 200, CPULimit: 400, MemoryRequest: 64 << 20, MemoryLimit: 128 << 20}
 	tests := map[string]struct {
-		from, to ResizeValues
+		from, to kubecontainer.ResizeValues
 		want     []string
 	}{
 		"growing": {from: small, to: big, want: []string{

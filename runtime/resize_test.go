@@ -5,22 +5,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // sizedAs gives the pod's container app the resources r (its allocation).
-func sizedAs(r ResizeValues) func(*corev1.Pod) {
+func sizedAs(r kubecontainer.ResizeValues) func(*corev1.Pod) {
 	return func(pod *corev1.Pod) { pod.Spec.Containers[0].Resources = r.Requirements() }
 }
 
 // runningWith has the runtime's app run with the resources r.
-func runningWith(r ResizeValues) func(*corev1.Pod, *PodStatus) {
-	return func(_ *corev1.Pod, status *PodStatus) { status.Containers[0].Actuated = &r }
+func runningWith(r kubecontainer.ResizeValues) func(*corev1.Pod, *kubecontainer.PodStatus) {
+	return func(_ *corev1.Pod, status *kubecontainer.PodStatus) { status.Containers[0].Actuated = &r }
 }
 
 func TestComputePodActionsResize(t *testing.T) {
-	small := ResizeValues{CPURequest: 100, CPULimit: 200, MemoryRequest: 64 << 20, MemoryLimit: 128 << 20}
-	appID := ContainerID{Type: "containerd", ID: "app-0"}
-	update := func(desired ResizeValues) ContainerToUpdate {
+	small := kubecontainer.ResizeValues{CPURequest: 100, CPULimit: 200, MemoryRequest: 64 << 20, MemoryLimit: 128 << 20}
+	appID := kubecontainer.ContainerID{Type: "containerd", ID: "app-0"}
+	update := func(desired kubecontainer.ResizeValues) ContainerToUpdate {
 		return ContainerToUpdate{Name: "app", ID: appID, Index: 0, Desired: desired, Current: small}
 	}
 	bigger := small
@@ -63,7 +65,7 @@ func TestComputePodActionsResize(t *testing.T) {
 		"a RestartContainer policy for a changed resource restarts the container": {
 			mutatePod: restartOnMemory, mutateStatus: runningWith(small),
 			want: PodActions{SandboxID: "sb1", UpdatePodResources: true,
-				ContainersToKill:  map[ContainerID]ContainerToKill{appID: {Name: "app", Message: "Container app resize requires restart"}},
+				ContainersToKill:  map[kubecontainer.ContainerID]ContainerToKill{appID: {Name: "app", Message: "Container app resize requires restart"}},
 				ContainersToStart: []ContainerToStart{{Index: 0, RestartCount: 1}}},
 		},
 		"a RestartContainer policy for a resource that did not change does not": {
@@ -81,9 +83,9 @@ func TestComputePodActionsResize(t *testing.T) {
 func TestResizeUpdatesPutDecreasesFirst(t *testing.T) {
 	pod := basePod()
 	status := baseStatus(pod)
-	current := ResizeValues{CPURequest: 500, CPULimit: 500}
-	pod.Spec.Containers[0].Resources = ResizeValues{CPURequest: 800, CPULimit: 800}.Requirements()
-	pod.Spec.Containers[1].Resources = ResizeValues{CPURequest: 200, CPULimit: 200}.Requirements()
+	current := kubecontainer.ResizeValues{CPURequest: 500, CPULimit: 500}
+	pod.Spec.Containers[0].Resources = kubecontainer.ResizeValues{CPURequest: 800, CPULimit: 800}.Requirements()
+	pod.Spec.Containers[1].Resources = kubecontainer.ResizeValues{CPURequest: 200, CPULimit: 200}.Requirements()
 	status.Containers[0].Actuated, status.Containers[1].Actuated = &current, &current
 	got := ComputePodActions(pod, status, nil, testNow).ContainersToUpdate[corev1.ResourceCPU]
 	if len(got) != 2 || got[0].Name != "sidecar" || got[1].Name != "app" {
@@ -92,17 +94,17 @@ func TestResizeUpdatesPutDecreasesFirst(t *testing.T) {
 }
 
 func TestResizeInProgress(t *testing.T) {
-	applied := ResizeValues{CPURequest: 100, MemoryLimit: 128 << 20}
+	applied := kubecontainer.ResizeValues{CPURequest: 100, MemoryLimit: 128 << 20}
 	tests := map[string]struct {
-		allocated ResizeValues
-		actuated  *ResizeValues
-		state     ContainerState
+		allocated kubecontainer.ResizeValues
+		actuated  *kubecontainer.ResizeValues
+		state     kubecontainer.ContainerState
 		want      bool
 	}{
-		"running with its allocation":           {allocated: applied, actuated: &applied, state: ContainerRunning},
-		"running with less than its allocation": {allocated: ResizeValues{CPURequest: 200, MemoryLimit: 128 << 20}, actuated: &applied, state: ContainerRunning, want: true},
-		"exited: nothing to resize":             {allocated: ResizeValues{CPURequest: 200}, actuated: &applied, state: ContainerExited},
-		"unknown resources":                     {allocated: ResizeValues{CPURequest: 200}, state: ContainerRunning},
+		"running with its allocation":           {allocated: applied, actuated: &applied, state: kubecontainer.ContainerRunning},
+		"running with less than its allocation": {allocated: kubecontainer.ResizeValues{CPURequest: 200, MemoryLimit: 128 << 20}, actuated: &applied, state: kubecontainer.ContainerRunning, want: true},
+		"exited: nothing to resize":             {allocated: kubecontainer.ResizeValues{CPURequest: 200}, actuated: &applied, state: kubecontainer.ContainerExited},
+		"unknown resources":                     {allocated: kubecontainer.ResizeValues{CPURequest: 200}, state: kubecontainer.ContainerRunning},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -124,8 +126,8 @@ func TestResizeValuesRoundTrip(t *testing.T) {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 	}
-	v := ResizeValuesOf(r)
-	if got := ResizeValuesOf(v.Requirements()); got != v {
+	v := kubecontainer.ResizeValuesOf(r)
+	if got := kubecontainer.ResizeValuesOf(v.Requirements()); got != v {
 		t.Errorf("values read back as %+v, want %+v", got, v)
 	}
 	if got, ok := decodeResizeValues(encodeResizeValues(v)); !ok || got != v {

@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/nodelet/nodelet/internal/resources/admission"
 )
 
 // sandboxRuntimeHandler is the runtime handler a new sandbox of the pod
@@ -23,7 +21,7 @@ func (m *Manager) sandboxRuntimeHandler(ctx context.Context, pod *corev1.Pod) (s
 		klog.FromContext(ctx).V(2).Info("Running pod with runtime handler", "pod", klog.KObj(pod), "runtimeHandler", handler)
 	}
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		if err := admission.CheckUserNamespace(pod, handler, m.runtimeHandlers(ctx)); err != nil {
+		if err := checkUserNamespace(pod, handler, m.runtimeHandlers(ctx)); err != nil {
 			return "", err
 		}
 	}
@@ -33,15 +31,15 @@ func (m *Manager) sandboxRuntimeHandler(ctx context.Context, pod *corev1.Pod) (s
 // runtimeHandlers are the handlers the runtime lists in its status, with
 // what they support; none when it lists none (containerd 1.6) or cannot
 // be asked.
-func (m *Manager) runtimeHandlers(ctx context.Context) []admission.RuntimeHandler {
+func (m *Manager) runtimeHandlers(ctx context.Context) []runtimeHandler {
 	resp, err := m.runtime.Status(ctx, false)
 	if err != nil {
 		klog.FromContext(ctx).Info("Failed to read the runtime's handlers", "err", err.Error())
 		return nil
 	}
-	var handlers []admission.RuntimeHandler
+	var handlers []runtimeHandler
 	for _, h := range resp.GetRuntimeHandlers() {
-		handlers = append(handlers, admission.RuntimeHandler{Name: h.GetName(), UserNamespaces: h.GetFeatures().GetUserNamespaces()})
+		handlers = append(handlers, runtimeHandler{Name: h.GetName(), UserNamespaces: h.GetFeatures().GetUserNamespaces()})
 	}
 	return handlers
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func sandboxTestPod() *corev1.Pod {
@@ -58,10 +60,10 @@ func TestGenerateSandboxConfig(t *testing.T) {
 				Options:  []string{"ndots:1"},
 			},
 			Labels: map[string]string{
-				"app":             "web",
-				LabelPodName:      "web",
-				LabelPodNamespace: "default",
-				LabelPodUID:       "uid-1",
+				"app":                           "web",
+				kubecontainer.LabelPodName:      "web",
+				kubecontainer.LabelPodNamespace: "default",
+				kubecontainer.LabelPodUID:       "uid-1",
 			},
 			Annotations: map[string]string{"note": "hello"},
 			Linux: &runtimeapi.LinuxPodSandboxConfig{
@@ -132,7 +134,7 @@ func TestGenerateSandboxConfig(t *testing.T) {
 				c.Metadata.Name = name
 				c.Hostname = strings.Repeat("a", 62)
 				c.LogDirectory = filepath.Join(logDir, "default_"+name+"_uid-1")
-				c.Labels[LabelPodName] = name
+				c.Labels[kubecontainer.LabelPodName] = name
 			},
 		},
 		"a host-network pod keeps the node's hostname and network": {

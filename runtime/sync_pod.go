@@ -13,6 +13,7 @@ import (
 	crierrors "k8s.io/cri-api/pkg/errors"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/pod/podstart"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
@@ -25,7 +26,7 @@ type SyncResult struct {
 	SandboxError error
 	// ContainerErrors are start failures by container name, shown as the
 	// containers' waiting reasons until a later start succeeds.
-	ContainerErrors map[string]*ContainerError
+	ContainerErrors map[string]*kubecontainer.ContainerError
 	// Started names the containers started by this sync.
 	Started []string
 	// ImagePullTime is the time spent making images present, which the pod
@@ -52,9 +53,9 @@ type SyncResult struct {
 // Each container's postStart hook runs right after its start. SyncPod goes
 // on after a failed step where later steps still make sense, and reports
 // every failure in the result.
-func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, actions PodActions, env *PodEnv) SyncResult {
+func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *kubecontainer.PodStatus, actions PodActions, env *PodEnv) SyncResult {
 	log := klog.FromContext(ctx)
-	result := SyncResult{ContainerErrors: map[string]*ContainerError{}}
+	result := SyncResult{ContainerErrors: map[string]*kubecontainer.ContainerError{}}
 	var errs []error
 
 	// Step 1: kill the pod.
@@ -151,7 +152,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		pidTarget, err := targetContainerID(podStatus, ec.TargetContainerName)
 		if err != nil {
 			m.recorder.Eventf(containerRef(pod, container), corev1.EventTypeWarning, "Failed", "Error: %v", err)
-			result.ContainerErrors[container.Name] = &ContainerError{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+			result.ContainerErrors[container.Name] = &kubecontainer.ContainerError{Reason: kubecontainer.ReasonCreateContainerConfigError, Message: err.Error()}
 			errs = append(errs, fmt.Errorf("starting ephemeral container %q of pod %s: %w", container.Name, klog.KObj(pod), err))
 			continue
 		}
@@ -210,7 +211,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *corev1.Pod, config *ru
 // startContainer pulls the image, then creates and starts one container,
 // recording the kubelet's events along the way. pidTarget is the container
 // whose process namespace an ephemeral container joins, if any.
-func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, target containerTarget, container *corev1.Container, plan ContainerToStart, pidTarget string) (time.Duration, *ContainerError) {
+func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, target containerTarget, container *corev1.Container, plan ContainerToStart, pidTarget string) (time.Duration, *kubecontainer.ContainerError) {
 	ref := containerRef(pod, container)
 
 	pullStart := m.clock.Now()
@@ -227,23 +228,23 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, target co
 
 // createAndStart creates and starts a container whose image is present,
 // then runs its postStart hook: a hook that fails kills the container.
-func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target containerTarget, container *corev1.Container, ref *corev1.ObjectReference, plan ContainerToStart, imageRef, pidTarget string) *ContainerError {
+func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target containerTarget, container *corev1.Container, ref *corev1.ObjectReference, plan ContainerToStart, imageRef, pidTarget string) *kubecontainer.ContainerError {
 	sandboxConfig := target.sandboxConfig
 	config, err := m.generateContainerConfig(pod, container, plan, imageRef, target.env)
 	if err != nil {
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %v", err)
-		return &ContainerError{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+		return &kubecontainer.ContainerError{Reason: kubecontainer.ReasonCreateContainerConfigError, Message: err.Error()}
 	}
 	joinProcessNamespace(config, pidTarget)
 	if err := ensureDir(containerLogDir(sandboxConfig.LogDirectory, container.Name)); err != nil {
-		return &ContainerError{Reason: ReasonCreateContainerConfigError, Message: err.Error()}
+		return &kubecontainer.ContainerError{Reason: kubecontainer.ReasonCreateContainerConfigError, Message: err.Error()}
 	}
 
 	id, err := m.runtime.CreateContainer(ctx, target.sandboxID, config, sandboxConfig)
 	if err != nil {
 		msg := grpcMessage(err)
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", msg)
-		return &ContainerError{Reason: ReasonCreateContainerError, Message: msg}
+		return &kubecontainer.ContainerError{Reason: kubecontainer.ReasonCreateContainerError, Message: msg}
 	}
 	m.recorder.Eventf(ref, corev1.EventTypeNormal, "Created", "Container created")
 	podstart.MarkStep(ctx, podstart.StepContainerCreated, container.Name)
@@ -251,7 +252,7 @@ func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target co
 	if err := m.runtime.StartContainer(ctx, id); err != nil {
 		msg := grpcMessage(err)
 		m.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %s", msg)
-		return &ContainerError{Reason: ReasonRunContainerError, Message: msg}
+		return &kubecontainer.ContainerError{Reason: kubecontainer.ReasonRunContainerError, Message: msg}
 	}
 	m.recorder.Eventf(ref, corev1.EventTypeNormal, "Started", "Container started")
 	podstart.MarkStep(ctx, podstart.StepContainerStarted, container.Name)
@@ -259,7 +260,7 @@ func (m *Manager) createAndStart(ctx context.Context, pod *corev1.Pod, target co
 	m.linkContainerLog(ctx, pod, container.Name, id, sandboxConfig.LogDirectory, config.LogPath)
 
 	if container.Lifecycle != nil && container.Lifecycle.PostStart != nil {
-		if cerr := m.runPostStartHook(ctx, pod, container, ContainerID{Type: m.runtimeName, ID: id}, target.podIP); cerr != nil {
+		if cerr := m.runPostStartHook(ctx, pod, container, kubecontainer.ContainerID{Type: m.runtimeName, ID: id}, target.podIP); cerr != nil {
 			return cerr
 		}
 	}
@@ -280,7 +281,7 @@ func joinProcessNamespace(config *runtimeapi.ContainerConfig, targetID string) {
 
 // targetContainerID is the runtime ID of the container an ephemeral
 // container targets ("" for none).
-func targetContainerID(status *PodStatus, name string) (string, error) {
+func targetContainerID(status *kubecontainer.PodStatus, name string) (string, error) {
 	if name == "" {
 		return "", nil
 	}
@@ -298,7 +299,7 @@ func targetContainerID(status *PodStatus, name string) (string, error) {
 // nil for a runtime pod whose Pod is gone: the grace period then comes from
 // the containers' annotations. gracePeriodOverride, when set, replaces the
 // pod's grace period.
-func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *PodStatus, gracePeriodOverride *int64) error {
+func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *kubecontainer.PodStatus, gracePeriodOverride *int64) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -316,7 +317,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 	podIP := firstIP(podStatus.IPs())
 	for _, c := range running {
 		wg.Add(1)
-		go func(c *ContainerStatus) {
+		go func(c *kubecontainer.ContainerStatus) {
 			defer wg.Done()
 			kill := containerKill{ID: c.ID, Name: c.Name, GracePeriodOverride: gracePeriodOverride}
 			if pod == nil && kill.GracePeriodOverride == nil {
@@ -335,7 +336,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, podStatus *PodSt
 		return errors.Join(errs...)
 	}
 	for _, sb := range podStatus.Sandboxes {
-		if sb.State != SandboxReady {
+		if sb.State != kubecontainer.SandboxReady {
 			continue
 		}
 		err := m.runtime.StopPodSandbox(ctx, sb.ID)
@@ -353,7 +354,7 @@ const minimumGracePeriodSeconds = 2
 
 // containerKill is one container to stop, and why.
 type containerKill struct {
-	ID   ContainerID
+	ID   kubecontainer.ContainerID
 	Name string
 	// Message is the Killing event's; empty means "Stopping container NAME".
 	Message string

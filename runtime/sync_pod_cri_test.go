@@ -25,6 +25,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 type recordingRuntime struct {
@@ -150,7 +152,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	if sandbox.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Errorf("sandbox state = %v, want ready", sandbox.State)
 	}
-	wantSandboxLabels := map[string]string{"app": "web", LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "uid-1"}
+	wantSandboxLabels := map[string]string{"app": "web", kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "default", kubecontainer.LabelPodUID: "uid-1"}
 	if diff := cmp.Diff(wantSandboxLabels, sandbox.Labels); diff != "" {
 		t.Errorf("sandbox labels mismatch (-want +got):\n%s", diff)
 	}
@@ -162,7 +164,7 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.PodSandboxId != sandbox.Id {
 		t.Errorf("container state = %v in sandbox %s, want running in %s", c.State, c.PodSandboxId, sandbox.Id)
 	}
-	wantContainerLabels := map[string]string{LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "uid-1", LabelContainerName: "app"}
+	wantContainerLabels := map[string]string{kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "default", kubecontainer.LabelPodUID: "uid-1", kubecontainer.LabelContainerName: "app"}
 	if diff := cmp.Diff(wantContainerLabels, c.Labels); diff != "" {
 		t.Errorf("container labels mismatch (-want +got):\n%s", diff)
 	}
@@ -210,24 +212,24 @@ func TestSyncPodCreatesSandboxAndContainer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetPodStatus() error = %v", err)
 	}
-	want := &PodStatus{
+	want := &kubecontainer.PodStatus{
 		UID: "uid-1", Name: "web", Namespace: "default",
-		Sandboxes: []*SandboxStatus{{ID: sandbox.Id, State: SandboxReady, IPs: critest.FakePodSandboxIPs}},
-		Containers: []*ContainerStatus{{
-			ID:        ContainerID{Type: critest.FakeRuntimeName, ID: c.Id},
+		Sandboxes: []*kubecontainer.SandboxStatus{{ID: sandbox.Id, State: kubecontainer.SandboxReady, IPs: critest.FakePodSandboxIPs}},
+		Containers: []*kubecontainer.ContainerStatus{{
+			ID:        kubecontainer.ContainerID{Type: critest.FakeRuntimeName, ID: c.Id},
 			Name:      "app",
 			SandboxID: sandbox.Id,
-			State:     ContainerRunning,
+			State:     kubecontainer.ContainerRunning,
 			Image:     "busybox:1",
 			ImageRef:  "busybox:1",
 			Hash:      HashContainer(&pod.Spec.Containers[0]),
 
 			TerminationGracePeriod: 30 * time.Second,
-			Actuated:               &ResizeValues{},
+			Actuated:               &kubecontainer.ResizeValues{},
 		}},
 	}
-	ignoreTimes := cmpopts.IgnoreFields(ContainerStatus{}, "CreatedAt", "StartedAt")
-	if diff := cmp.Diff(want, after, ignoreTimes, cmpopts.IgnoreFields(SandboxStatus{}, "CreatedAt")); diff != "" {
+	ignoreTimes := cmpopts.IgnoreFields(kubecontainer.ContainerStatus{}, "CreatedAt", "StartedAt")
+	if diff := cmp.Diff(want, after, ignoreTimes, cmpopts.IgnoreFields(kubecontainer.SandboxStatus{}, "CreatedAt")); diff != "" {
 		t.Errorf("GetPodStatus() mismatch (-want +got):\n%s", diff)
 	}
 
@@ -253,12 +255,12 @@ func TestSyncPodReportsContainerConfigErrors(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "missing", Image: "nginx:1", ImagePullPolicy: corev1.PullNever})
 
-	status := &PodStatus{UID: pod.UID}
+	status := &kubecontainer.PodStatus{UID: pod.UID}
 	result := e.m.SyncPod(ctx, pod, status, ComputePodActions(pod, status, nil, e.clock.Now()), &PodEnv{})
 
-	want := map[string]*ContainerError{
-		"app":     {Reason: ReasonCreateContainerConfigError, Message: `cannot find volume "data" to mount into container "app"`},
-		"missing": {Reason: ReasonErrImageNeverPull, Message: `Container image "nginx:1" is not present with pull policy of Never`},
+	want := map[string]*kubecontainer.ContainerError{
+		"app":     {Reason: kubecontainer.ReasonCreateContainerConfigError, Message: `cannot find volume "data" to mount into container "app"`},
+		"missing": {Reason: kubecontainer.ReasonErrImageNeverPull, Message: `Container image "nginx:1" is not present with pull policy of Never`},
 	}
 	if diff := cmp.Diff(want, result.ContainerErrors); diff != "" {
 		t.Errorf("container errors mismatch (-want +got):\n%s", diff)

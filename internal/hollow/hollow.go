@@ -32,6 +32,7 @@ import (
 
 	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 	"github.com/nodelet/nodelet/controllers"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/node/nodeclient"
 	"github.com/nodelet/nodelet/internal/pleg"
@@ -39,7 +40,6 @@ import (
 	"github.com/nodelet/nodelet/internal/prober"
 	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
-	"github.com/nodelet/nodelet/internal/volume"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 	"github.com/nodelet/nodelet/runtime/runtimeclass"
 )
@@ -167,7 +167,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 		RuntimeClasses:  runtimeclass.Resolver{Client: clientset},
 		Resizes:         allocations,
 		// No bind mounts: the sub path is handed over as it is.
-		PrepareSubPath: func(sub volume.SubPath) (string, error) {
+		PrepareSubPath: func(sub kubecontainer.SubPath) (string, error) {
 			return filepath.Join(sub.VolumePath, sub.Path), nil
 		},
 	}, recorder, clk, log.WithName("runtime"))
@@ -223,7 +223,7 @@ func New(ctx context.Context, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("hollow node %s: setting up the Service informer: %w", opts.NodeName, err)
 	}
 	probes := prober.NewManager(prober.Options{
-		Runner:   runtimeService,
+		Runner:   noderuntime.ExecRunner(runtimeService),
 		Recorder: recorder,
 		Clock:    clk,
 		Log:      log.WithName("prober"),

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // Cache holds the runtime's record of each pod as the PLEG last read it,
@@ -26,7 +26,7 @@ type Cache struct {
 }
 
 type cachedPod struct {
-	status   *noderuntime.PodStatus
+	status   *kubecontainer.PodStatus
 	modified time.Time
 	// outdatedAt is when the PLEG last saw the runtime differ from this
 	// pod's record without reading it again (Outdate): a record read
@@ -42,7 +42,7 @@ func NewCache() *Cache {
 }
 
 // Set records a pod's status as read from the runtime at (or after) t.
-func (c *Cache) Set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
+func (c *Cache) Set(uid types.UID, status *kubecontainer.PodStatus, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok := c.pods[uid]
@@ -55,7 +55,7 @@ func (c *Cache) Set(uid types.UID, status *noderuntime.PodStatus, t time.Time) {
 
 // Settle notes that a reconcile found nothing left to do on status, the
 // pod's record it read. A record stored since is not settled.
-func (c *Cache) Settle(uid types.UID, status *noderuntime.PodStatus) {
+func (c *Cache) Settle(uid types.UID, status *kubecontainer.PodStatus) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if entry, ok := c.pods[uid]; ok && entry.status == status {
@@ -66,7 +66,7 @@ func (c *Cache) Settle(uid types.UID, status *noderuntime.PodStatus) {
 
 // settledOn reports whether the pod's record is settled and holds the
 // objects listed holds, in the same states.
-func (c *Cache) settledOn(uid types.UID, listed *noderuntime.PodStatus) bool {
+func (c *Cache) settledOn(uid types.UID, listed *kubecontainer.PodStatus) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	entry, ok := c.pods[uid]
@@ -117,7 +117,7 @@ func (c *Cache) Outdate(uid types.UID, t time.Time) {
 
 // GetFresh returns the pod's record if it reflects the runtime after the
 // last Invalidate of the pod.
-func (c *Cache) GetFresh(uid types.UID) (*noderuntime.PodStatus, bool) {
+func (c *Cache) GetFresh(uid types.UID) (*kubecontainer.PodStatus, bool) {
 	c.mu.RLock()
 	minTime := c.minTimes[uid]
 	c.mu.RUnlock()
@@ -144,7 +144,7 @@ func (c *Cache) UpdateTime(t time.Time) {
 
 // Latest returns the pod's record however old it is, for comparisons only:
 // what a reconcile decides on comes from GetFresh.
-func (c *Cache) Latest(uid types.UID) (*noderuntime.PodStatus, bool) {
+func (c *Cache) Latest(uid types.UID) (*kubecontainer.PodStatus, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	entry, ok := c.pods[uid]
@@ -153,7 +153,7 @@ func (c *Cache) Latest(uid types.UID) (*noderuntime.PodStatus, bool) {
 
 // GetNewerThan returns the pod's record if it reflects the runtime at a
 // time after minTime. A pod the runtime does not hold has an empty record.
-func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*noderuntime.PodStatus, bool) {
+func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*kubecontainer.PodStatus, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	entry, ok := c.pods[uid]
@@ -163,17 +163,17 @@ func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*noderuntime.Pod
 		return nil, false
 	}
 	if !ok {
-		return &noderuntime.PodStatus{UID: uid}, true
+		return &kubecontainer.PodStatus{UID: uid}, true
 	}
 	return entry.status, true
 }
 
 // ByName returns the records of runtime pods carrying the given name,
 // whatever their UID.
-func (c *Cache) ByName(namespace, name string) []*noderuntime.PodStatus {
+func (c *Cache) ByName(namespace, name string) []*kubecontainer.PodStatus {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var out []*noderuntime.PodStatus
+	var out []*kubecontainer.PodStatus
 	for _, p := range c.pods {
 		if p.status.Namespace == namespace && p.status.Name == name {
 			out = append(out, p.status)

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // PodLifecycleEventType says what changed in a pod's runtime state.
@@ -40,7 +40,7 @@ func eventKey(e PodLifecycleEvent) types.NamespacedName {
 
 // generateEvents compares two relists and says what changed, pod by pod.
 // It is pure: same input, same events, in a stable order.
-func generateEvents(previous, current map[types.UID]*noderuntime.PodStatus) []PodLifecycleEvent {
+func generateEvents(previous, current map[types.UID]*kubecontainer.PodStatus) []PodLifecycleEvent {
 	var events []PodLifecycleEvent
 	uids := map[types.UID]bool{}
 	for uid := range previous {
@@ -61,7 +61,7 @@ func generateEvents(previous, current map[types.UID]*noderuntime.PodStatus) []Po
 	return events
 }
 
-func podEvents(previous, current *noderuntime.PodStatus) []PodLifecycleEvent {
+func podEvents(previous, current *kubecontainer.PodStatus) []PodLifecycleEvent {
 	pod := current
 	if pod == nil {
 		pod = previous
@@ -88,9 +88,9 @@ func podEvents(previous, current *noderuntime.PodStatus) []PodLifecycleEvent {
 		old, existed := oldContainers[id]
 		switch {
 		case existed && old == state:
-		case state == noderuntime.ContainerRunning:
+		case state == kubecontainer.ContainerRunning:
 			events = append(events, newEvent(ContainerStarted, id))
-		case state == noderuntime.ContainerExited:
+		case state == kubecontainer.ContainerExited:
 			events = append(events, newEvent(ContainerDied, id))
 		default:
 			events = append(events, newEvent(ContainerChanged, id))
@@ -110,12 +110,12 @@ func podEvents(previous, current *noderuntime.PodStatus) []PodLifecycleEvent {
 // and what a status read adds to a list (exit codes, IPs, start times) is
 // set before the state that shows it, so two such records differ in nothing
 // a sync decides on.
-func sameObjects(a, b *noderuntime.PodStatus) bool {
+func sameObjects(a, b *kubecontainer.PodStatus) bool {
 	return maps.Equal(sandboxStates(a), sandboxStates(b)) && maps.Equal(containerStates(a), containerStates(b))
 }
 
-func sandboxStates(pod *noderuntime.PodStatus) map[string]noderuntime.SandboxState {
-	states := map[string]noderuntime.SandboxState{}
+func sandboxStates(pod *kubecontainer.PodStatus) map[string]kubecontainer.SandboxState {
+	states := map[string]kubecontainer.SandboxState{}
 	if pod != nil {
 		for _, sb := range pod.Sandboxes {
 			states[sb.ID] = sb.State
@@ -124,8 +124,8 @@ func sandboxStates(pod *noderuntime.PodStatus) map[string]noderuntime.SandboxSta
 	return states
 }
 
-func containerStates(pod *noderuntime.PodStatus) map[string]noderuntime.ContainerState {
-	states := map[string]noderuntime.ContainerState{}
+func containerStates(pod *kubecontainer.PodStatus) map[string]kubecontainer.ContainerState {
+	states := map[string]kubecontainer.ContainerState{}
 	if pod != nil {
 		for _, c := range pod.Containers {
 			states[c.ID.ID] = c.State

@@ -3,19 +3,19 @@ package pleg
 import (
 	"k8s.io/apimachinery/pkg/types"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // runningCounts is what kubelet_running_pods and kubelet_running_containers
 // show after a relist: the pods with a ready sandbox, and the containers by
 // state in the kubelet's words.
-func runningCounts(pods map[types.UID]*noderuntime.PodStatus) (int, map[string]int) {
+func runningCounts(pods map[types.UID]*kubecontainer.PodStatus) (int, map[string]int) {
 	runningPods := 0
 	containers := map[string]int{}
 	for _, pod := range pods {
 		for _, sb := range pod.Sandboxes {
-			if sb.State == noderuntime.SandboxReady {
+			if sb.State == kubecontainer.SandboxReady {
 				runningPods++
 				break
 			}
@@ -27,13 +27,13 @@ func runningCounts(pods map[types.UID]*noderuntime.PodStatus) (int, map[string]i
 	return runningPods, containers
 }
 
-func containerStateLabel(state noderuntime.ContainerState) string {
+func containerStateLabel(state kubecontainer.ContainerState) string {
 	switch state {
-	case noderuntime.ContainerCreated:
+	case kubecontainer.ContainerCreated:
 		return kubeletmetrics.ContainerStateCreated
-	case noderuntime.ContainerRunning:
+	case kubecontainer.ContainerRunning:
 		return kubeletmetrics.ContainerStateRunning
-	case noderuntime.ContainerExited:
+	case kubecontainer.ContainerExited:
 		return kubeletmetrics.ContainerStateExited
 	default:
 		return kubeletmetrics.ContainerStateUnknown

@@ -9,22 +9,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func TestRunningCountsAreThePodsWithAReadySandboxAndTheContainersByState(t *testing.T) {
-	pods := map[types.UID]*noderuntime.PodStatus{
+	pods := map[types.UID]*kubecontainer.PodStatus{
 		"running": {
-			Sandboxes:  []*noderuntime.SandboxStatus{{State: noderuntime.SandboxReady}, {State: noderuntime.SandboxNotReady}},
-			Containers: []*noderuntime.ContainerStatus{{State: noderuntime.ContainerRunning}, {State: noderuntime.ContainerExited}},
+			Sandboxes:  []*kubecontainer.SandboxStatus{{State: kubecontainer.SandboxReady}, {State: kubecontainer.SandboxNotReady}},
+			Containers: []*kubecontainer.ContainerStatus{{State: kubecontainer.ContainerRunning}, {State: kubecontainer.ContainerExited}},
 		},
 		"starting": {
-			Sandboxes:  []*noderuntime.SandboxStatus{{State: noderuntime.SandboxReady}},
-			Containers: []*noderuntime.ContainerStatus{{State: noderuntime.ContainerCreated}},
+			Sandboxes:  []*kubecontainer.SandboxStatus{{State: kubecontainer.SandboxReady}},
+			Containers: []*kubecontainer.ContainerStatus{{State: kubecontainer.ContainerCreated}},
 		},
 		"finished": {
-			Sandboxes:  []*noderuntime.SandboxStatus{{State: noderuntime.SandboxNotReady}},
-			Containers: []*noderuntime.ContainerStatus{{State: noderuntime.ContainerExited}, {State: noderuntime.ContainerUnknown}},
+			Sandboxes:  []*kubecontainer.SandboxStatus{{State: kubecontainer.SandboxNotReady}},
+			Containers: []*kubecontainer.ContainerStatus{{State: kubecontainer.ContainerExited}, {State: kubecontainer.ContainerUnknown}},
 		},
 	}
 	runningPods, containers := runningCounts(pods)

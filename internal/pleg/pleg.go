@@ -20,15 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // Runtime is what the PLEG reads from the runtime.
 type Runtime interface {
-	ListPods(ctx context.Context) (map[types.UID]*noderuntime.PodStatus, error)
-	GetPodStatus(ctx context.Context, uid types.UID) (*noderuntime.PodStatus, error)
-	WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error
+	ListPods(ctx context.Context) (map[types.UID]*kubecontainer.PodStatus, error)
+	GetPodStatus(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error)
+	WatchContainerEvents(ctx context.Context, onEvent func(kubecontainer.PodIdentity)) error
 }
 
 // PLEG relists the runtime every period, diffs the result with the previous
@@ -55,7 +55,7 @@ type PLEG struct {
 	mu         sync.Mutex
 	lastRelist time.Time
 	lastResync time.Time
-	previous   map[types.UID]*noderuntime.PodStatus
+	previous   map[types.UID]*kubecontainer.PodStatus
 }
 
 const (
@@ -121,7 +121,7 @@ func (p *PLEG) Start(ctx context.Context) error {
 // the runtime says it has none.
 func (p *PLEG) watchEvents(ctx context.Context) {
 	for {
-		err := p.runtime.WatchContainerEvents(ctx, func(id noderuntime.PodIdentity) {
+		err := p.runtime.WatchContainerEvents(ctx, func(id kubecontainer.PodIdentity) {
 			p.evented.Store(true)
 			p.refresh(ctx, id)
 		})
@@ -144,7 +144,7 @@ func (p *PLEG) watchEvents(ctx context.Context) {
 
 // refresh updates the cache for one pod the runtime reported a container
 // event for and requeues the pod at once.
-func (p *PLEG) refresh(ctx context.Context, id noderuntime.PodIdentity) {
+func (p *PLEG) refresh(ctx context.Context, id kubecontainer.PodIdentity) {
 	timestamp := p.clock.Now()
 	if !p.leaveRead(id.UID, nil, timestamp) {
 		podStatus, err := p.runtime.GetPodStatus(ctx, id.UID)
@@ -167,7 +167,7 @@ func (p *PLEG) refresh(ctx context.Context, id noderuntime.PodIdentity) {
 // the change is known only by an event. A pod the cache has no named record
 // of (found at start, or made by someone else) is read by the PLEG: its
 // record names it to the reconciles of the Pods under its name.
-func (p *PLEG) leaveRead(uid types.UID, listed *noderuntime.PodStatus, t time.Time) bool {
+func (p *PLEG) leaveRead(uid types.UID, listed *kubecontainer.PodStatus, t time.Time) bool {
 	cached, ok := p.cache.Latest(uid)
 	if !ok || cached.Name == "" {
 		return false

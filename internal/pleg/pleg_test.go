@@ -16,58 +16,57 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg/plegtest"
-	noderuntime "github.com/nodelet/nodelet/runtime"
-
 	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
 var pod = plegtest.Pod
 
 var (
-	ready   = noderuntime.SandboxReady
-	run     = noderuntime.ContainerRunning
-	exitted = noderuntime.ContainerExited
+	ready   = kubecontainer.SandboxReady
+	run     = kubecontainer.ContainerRunning
+	exitted = kubecontainer.ContainerExited
 )
 
 func TestGenerateEvents(t *testing.T) {
-	sb := map[string]noderuntime.SandboxState{"s1": ready}
+	sb := map[string]kubecontainer.SandboxState{"s1": ready}
 	cases := map[string]struct {
-		previous, current map[types.UID]*noderuntime.PodStatus
+		previous, current map[types.UID]*kubecontainer.PodStatus
 		want              []PodLifecycleEvent
 	}{
 		"nothing changed": {
-			previous: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
-			current:  map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
+			previous: map[types.UID]*kubecontainer.PodStatus{"a": pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run})},
+			current:  map[types.UID]*kubecontainer.PodStatus{"a": pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run})},
 		},
 		"a new pod: its sandbox and container": {
-			current: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
+			current: map[types.UID]*kubecontainer.PodStatus{"a": pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run})},
 			want: []PodLifecycleEvent{
 				{ID: "a", Namespace: "ns", Name: "pod-a", Type: ContainerStarted, Data: "c1"},
 				{ID: "a", Namespace: "ns", Name: "pod-a", Type: SandboxChanged, Data: "s1"},
 			},
 		},
 		"a container died": {
-			previous: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})},
-			current:  map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted})},
+			previous: map[types.UID]*kubecontainer.PodStatus{"a": pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run})},
+			current:  map[types.UID]*kubecontainer.PodStatus{"a": pod("a", sb, map[string]kubecontainer.ContainerState{"c1": exitted})},
 			want:     []PodLifecycleEvent{{ID: "a", Namespace: "ns", Name: "pod-a", Type: ContainerDied, Data: "c1"}},
 		},
 		"a pod disappeared": {
-			previous: map[types.UID]*noderuntime.PodStatus{"a": pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted})},
-			current:  map[types.UID]*noderuntime.PodStatus{},
+			previous: map[types.UID]*kubecontainer.PodStatus{"a": pod("a", sb, map[string]kubecontainer.ContainerState{"c1": exitted})},
+			current:  map[types.UID]*kubecontainer.PodStatus{},
 			want: []PodLifecycleEvent{
 				{ID: "a", Namespace: "ns", Name: "pod-a", Type: ContainerRemoved, Data: "c1"},
 				{ID: "a", Namespace: "ns", Name: "pod-a", Type: SandboxChanged, Data: "s1"},
 			},
 		},
 		"only the changed pod of two": {
-			previous: map[types.UID]*noderuntime.PodStatus{
+			previous: map[types.UID]*kubecontainer.PodStatus{
 				"a": pod("a", sb, nil),
-				"b": pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
+				"b": pod("b", map[string]kubecontainer.SandboxState{"s2": ready}, nil),
 			},
-			current: map[types.UID]*noderuntime.PodStatus{
+			current: map[types.UID]*kubecontainer.PodStatus{
 				"a": pod("a", sb, nil),
-				"b": pod("b", map[string]noderuntime.SandboxState{"s2": noderuntime.SandboxNotReady}, nil),
+				"b": pod("b", map[string]kubecontainer.SandboxState{"s2": kubecontainer.SandboxNotReady}, nil),
 			},
 			want: []PodLifecycleEvent{{ID: "b", Namespace: "ns", Name: "pod-b", Type: SandboxChanged, Data: "s2"}},
 		},
@@ -84,9 +83,9 @@ func TestGenerateEvents(t *testing.T) {
 func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	rt := plegtest.NewRuntime(
-		pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run, "c2": run}),
-		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, nil),
-		pod("c", map[string]noderuntime.SandboxState{"s3": ready}, nil),
+		pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, map[string]kubecontainer.ContainerState{"c1": run, "c2": run}),
+		pod("b", map[string]kubecontainer.SandboxState{"s2": ready}, nil),
+		pod("c", map[string]kubecontainer.SandboxState{"s3": ready}, nil),
 	)
 	// Room for two events only: the third must be dropped, not block.
 	events := make(chan event.GenericEvent, 2)
@@ -123,17 +122,17 @@ func TestRelistSendsOneEventPerChangedPodWithoutBlocking(t *testing.T) {
 
 func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	sb := map[string]noderuntime.SandboxState{"s1": ready}
+	sb := map[string]kubecontainer.SandboxState{"s1": ready}
 	// a: the reconcile that started it read it already, IPs included.
-	readByReconcile := pod("a", sb, map[string]noderuntime.ContainerState{"c1": run})
+	readByReconcile := pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run})
 	readByReconcile.Sandboxes[0].IPs = []string{"10.0.0.5"}
 	// b: its record shows its container before it ran.
-	behind := pod("b", map[string]noderuntime.SandboxState{"s2": ready}, map[string]noderuntime.ContainerState{"c2": noderuntime.ContainerCreated})
+	behind := pod("b", map[string]kubecontainer.SandboxState{"s2": ready}, map[string]kubecontainer.ContainerState{"c2": kubecontainer.ContainerCreated})
 	// c: never read (nodelet just started, or someone else made it).
 	rt := plegtest.NewRuntime(
-		pod("a", sb, map[string]noderuntime.ContainerState{"c1": run}),
-		pod("b", map[string]noderuntime.SandboxState{"s2": ready}, map[string]noderuntime.ContainerState{"c2": run}),
-		pod("c", map[string]noderuntime.SandboxState{"s3": ready}, nil),
+		pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run}),
+		pod("b", map[string]kubecontainer.SandboxState{"s2": ready}, map[string]kubecontainer.ContainerState{"c2": run}),
+		pod("c", map[string]kubecontainer.SandboxState{"s3": ready}, nil),
 	)
 	cache := NewCache()
 	cache.Set("a", readByReconcile, clk.Now())
@@ -162,7 +161,7 @@ func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
 		t.Errorf("pod c's record = %v, %v; want the relist's read of it", got, ok)
 	}
 	// A read after the relist serves b again.
-	cache.Set("b", pod("b", map[string]noderuntime.SandboxState{"s2": ready}, map[string]noderuntime.ContainerState{"c2": run}), clk.Now().Add(time.Millisecond))
+	cache.Set("b", pod("b", map[string]kubecontainer.SandboxState{"s2": ready}, map[string]kubecontainer.ContainerState{"c2": run}), clk.Now().Add(time.Millisecond))
 	if got, ok := cache.GetFresh("b"); !ok || got.Containers[0].State != run {
 		t.Errorf("pod b's record after a new read = %v, %v; want it, its container running", got, ok)
 	}
@@ -174,11 +173,11 @@ func TestRelistReadsOnlyThePodsTheCacheDoesNotKnow(t *testing.T) {
 // never settled, does.
 func TestRelistSendsNoEventForAStateItsReconcileSettled(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	sb := func(id string) map[string]noderuntime.SandboxState {
-		return map[string]noderuntime.SandboxState{id: ready}
+	sb := func(id string) map[string]kubecontainer.SandboxState {
+		return map[string]kubecontainer.SandboxState{id: ready}
 	}
-	running := func(id string) map[string]noderuntime.ContainerState {
-		return map[string]noderuntime.ContainerState{id: run}
+	running := func(id string) map[string]kubecontainer.ContainerState {
+		return map[string]kubecontainer.ContainerState{id: run}
 	}
 	cache := NewCache()
 	// a and b were read by the reconciles that started them, which found
@@ -195,7 +194,7 @@ func TestRelistSendsNoEventForAStateItsReconcileSettled(t *testing.T) {
 	rt := plegtest.NewRuntime(
 		pod("a", sb("s1"), running("c1")),
 		// b's container exited after its reconcile's read.
-		pod("b", sb("s2"), map[string]noderuntime.ContainerState{"c2": exitted}),
+		pod("b", sb("s2"), map[string]kubecontainer.ContainerState{"c2": exitted}),
 		pod("c", sb("s3"), running("c3")),
 	)
 	clk.Step(time.Second)
@@ -232,17 +231,17 @@ func TestRelistSendsNoEventForAStateItsReconcileSettled(t *testing.T) {
 // record for fresh, sees nothing to do, and nothing looks at the pod again.
 func TestARecordLeftToItsReconcileStaysOutdatedThroughLaterRelists(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	sb := map[string]noderuntime.SandboxState{"s1": ready}
+	sb := map[string]kubecontainer.SandboxState{"s1": ready}
 	cache := NewCache()
 	// The reconcile that started the container read the pod.
-	cache.Set("a", pod("a", sb, map[string]noderuntime.ContainerState{"c1": run}), clk.Now())
-	rt := plegtest.NewRuntime(pod("a", sb, map[string]noderuntime.ContainerState{"c1": run}))
+	cache.Set("a", pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run}), clk.Now())
+	rt := plegtest.NewRuntime(pod("a", sb, map[string]kubecontainer.ContainerState{"c1": run}))
 	events := make(chan event.GenericEvent, 10)
 	pleg := New(rt, cache, events, time.Second, clk, logr.Discard())
 	pleg.Relist(context.Background(), false)
 
 	// The container exits; the next relist sees it and leaves the read.
-	rt.Set(pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted}))
+	rt.Set(pod("a", sb, map[string]kubecontainer.ContainerState{"c1": exitted}))
 	clk.Step(time.Second)
 	pleg.Relist(context.Background(), false)
 	// Later relists see no further change.
@@ -254,7 +253,7 @@ func TestARecordLeftToItsReconcileStaysOutdatedThroughLaterRelists(t *testing.T)
 		t.Errorf("GetFresh = %v (container %s) three relists after the exit was seen; want none until the pod is read again", got, got.Containers[0].State)
 	}
 	// A read that began after the exit was seen serves again.
-	cache.Set("a", pod("a", sb, map[string]noderuntime.ContainerState{"c1": exitted}), clk.Now())
+	cache.Set("a", pod("a", sb, map[string]kubecontainer.ContainerState{"c1": exitted}), clk.Now())
 	if got, ok := cache.GetFresh("a"); !ok || got.Containers[0].State != exitted {
 		t.Errorf("GetFresh after a new read = %v, %v; want it, its container exited", got, ok)
 	}
@@ -263,7 +262,7 @@ func TestARecordLeftToItsReconcileStaysOutdatedThroughLaterRelists(t *testing.T)
 func TestCacheInvalidationNeverMovesBack(t *testing.T) {
 	c := NewCache()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c.Set("a", &noderuntime.PodStatus{UID: "a", Name: "a"}, t0.Add(time.Second))
+	c.Set("a", &kubecontainer.PodStatus{UID: "a", Name: "a"}, t0.Add(time.Second))
 	c.Invalidate("a", t0.Add(2*time.Second))
 	// A relist that began before the sync's end invalidates as of its own start.
 	c.Invalidate("a", t0)
@@ -275,9 +274,9 @@ func TestCacheInvalidationNeverMovesBack(t *testing.T) {
 func TestPodCacheKeepsTheNewerRecord(t *testing.T) {
 	c := NewCache()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	newer := &noderuntime.PodStatus{UID: "a", Name: "newer"}
+	newer := &kubecontainer.PodStatus{UID: "a", Name: "newer"}
 	c.Set("a", newer, t0.Add(time.Second))
-	c.Set("a", &noderuntime.PodStatus{UID: "a", Name: "older"}, t0)
+	c.Set("a", &kubecontainer.PodStatus{UID: "a", Name: "older"}, t0)
 	got, ok := c.GetNewerThan("a", t0)
 	if !ok || got != newer {
 		t.Errorf("getNewerThan = %v, %v; want the newer record", got, ok)
@@ -338,14 +337,14 @@ func TestPLEGRelistsEveryPeriodWhenTheRuntimeHasNoEvents(t *testing.T) {
 }
 
 func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
-	truth := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run})
+	truth := pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, map[string]kubecontainer.ContainerState{"c1": run})
 	rt := plegtest.NewRuntime()
 	rt.SetTruth(truth)
 	containerEvents := rt.StreamContainerEvents()
 	events := make(chan event.GenericEvent, 10)
 	_, cache := startPLEG(t, rt, events)
 	// The clock never moves: only the container event can bring the pod.
-	containerEvents <- noderuntime.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
+	containerEvents <- kubecontainer.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
 	select {
 	case e := <-events:
 		if e.Object.GetName() != "pod-a" || e.Object.GetNamespace() != "ns" {
@@ -360,9 +359,9 @@ func TestPLEGRequeuesAPodOnItsContainerEventAtOnce(t *testing.T) {
 }
 
 func TestAContainerEventOutdatesAKnownPodsRecordWithoutReadingIt(t *testing.T) {
-	before := pod("a", map[string]noderuntime.SandboxState{"s1": ready}, nil)
+	before := pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, nil)
 	rt := plegtest.NewRuntime(before)
-	rt.SetTruth(pod("a", map[string]noderuntime.SandboxState{"s1": ready}, map[string]noderuntime.ContainerState{"c1": run}))
+	rt.SetTruth(pod("a", map[string]kubecontainer.SandboxState{"s1": ready}, map[string]kubecontainer.ContainerState{"c1": run}))
 	containerEvents := rt.StreamContainerEvents()
 	events := make(chan event.GenericEvent, 10)
 	clk, cache := startPLEG(t, rt, events)
@@ -380,7 +379,7 @@ func TestAContainerEventOutdatesAKnownPodsRecordWithoutReadingIt(t *testing.T) {
 	}
 
 	clk.Step(time.Millisecond)
-	containerEvents <- noderuntime.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
+	containerEvents <- kubecontainer.PodIdentity{UID: "a", Namespace: "ns", Name: "pod-a"}
 	select {
 	case e := <-events:
 		if e.Object.GetName() != "pod-a" {

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/action"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // outcome is what one run of a probe found, in the kubelet's words (they
@@ -45,7 +45,7 @@ const (
 // Unhealthy for a failure (every one, not only those that reach the
 // failure threshold) and for an error, ProbeWarning for a redirect not
 // followed. An error means no verdict.
-func (m *Manager) probe(ctx context.Context, t probeType, spec *corev1.Probe, pod *corev1.Pod, status *corev1.PodStatus, container *corev1.Container, id noderuntime.ContainerID) (noderuntime.ProbeResult, error) {
+func (m *Manager) probe(ctx context.Context, t probeType, spec *corev1.Probe, pod *corev1.Pod, status *corev1.PodStatus, container *corev1.Container, id kubecontainer.ContainerID) (kubecontainer.ProbeResult, error) {
 	var (
 		result outcome
 		output string
@@ -60,24 +60,24 @@ func (m *Manager) probe(ctx context.Context, t probeType, spec *corev1.Probe, po
 	switch {
 	case err != nil:
 		m.opts.Recorder.Eventf(ref, corev1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in %s state: %s", t, result, err)
-		return noderuntime.ProbeFailure, err
+		return kubecontainer.ProbeFailure, err
 	case result == outcomeSuccess:
-		return noderuntime.ProbeSuccess, nil
+		return kubecontainer.ProbeSuccess, nil
 	case result == outcomeWarning:
 		m.opts.Recorder.Eventf(ref, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", t, output)
-		return noderuntime.ProbeSuccess, nil
+		return kubecontainer.ProbeSuccess, nil
 	case result == outcomeFailure:
 		m.opts.Recorder.Eventf(ref, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", t, output)
 	}
-	return noderuntime.ProbeFailure, nil
+	return kubecontainer.ProbeFailure, nil
 }
 
 // runProbe runs the probe's handler once against the container.
-func (m *Manager) runProbe(ctx context.Context, spec *corev1.Probe, podIP string, container *corev1.Container, id noderuntime.ContainerID) (outcome, string, error) {
+func (m *Manager) runProbe(ctx context.Context, spec *corev1.Probe, podIP string, container *corev1.Container, id kubecontainer.ContainerID) (outcome, string, error) {
 	timeout := time.Duration(spec.TimeoutSeconds) * time.Second
 	switch {
 	case spec.Exec != nil:
-		command := noderuntime.ExpandStaticEnv(spec.Exec.Command, container.Env)
+		command := kubecontainer.ExpandContainerCommandOnlyStatic(spec.Exec.Command, container.Env)
 		return execProbe(ctx, m.opts.Runner, id.ID, command, timeout)
 	case spec.HTTPGet != nil:
 		req, err := action.NewHTTPGetRequest(ctx, spec.HTTPGet, container, podIP, "probe")

@@ -24,9 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
-	remote "k8s.io/cri-client/pkg"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/pod/action"
 )
 
 // serverAddr splits an httptest server's address into host and port.
@@ -83,7 +83,7 @@ func TestHTTPProbe(t *testing.T) {
 				Host: host, Port: intstr.FromInt32(tc.port), Path: tc.path,
 				HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "yes"}},
 			}}}
-			got, output, err := m.runProbe(context.Background(), spec, "", &corev1.Container{}, noderuntime.ContainerID{})
+			got, output, err := m.runProbe(context.Background(), spec, "", &corev1.Container{}, kubecontainer.ContainerID{})
 			if err != nil {
 				t.Fatalf("runProbe() error = %v", err)
 			}
@@ -96,7 +96,7 @@ func TestHTTPProbe(t *testing.T) {
 	t.Run("nothing listening", func(t *testing.T) {
 		closed := freePort(t)
 		spec := &corev1.Probe{TimeoutSeconds: 5, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(closed)}}}
-		got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", &corev1.Container{}, noderuntime.ContainerID{})
+		got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", &corev1.Container{}, kubecontainer.ContainerID{})
 		if err != nil || got != outcomeFailure || !strings.Contains(output, "connect: connection refused") {
 			t.Errorf("runProbe() = %s %q %v, want a failure saying the connection was refused", got, output, err)
 		}
@@ -134,17 +134,17 @@ func TestTCPProbe(t *testing.T) {
 	defer m.Stop()
 	container := &corev1.Container{Ports: []corev1.ContainerPort{{Name: "svc", ContainerPort: int32(l.Addr().(*net.TCPAddr).Port)}}}
 	spec := &corev1.Probe{TimeoutSeconds: 5, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("svc")}}}
-	if got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", container, noderuntime.ContainerID{}); got != outcomeSuccess || err != nil {
+	if got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", container, kubecontainer.ContainerID{}); got != outcomeSuccess || err != nil {
 		t.Errorf("runProbe() on a listening port = %s %q %v, want success", got, output, err)
 	}
 	closed := freePort(t)
 	spec.TCPSocket.Port = intstr.FromInt32(closed)
-	got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", container, noderuntime.ContainerID{})
+	got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", container, kubecontainer.ContainerID{})
 	if want := fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", closed); got != outcomeFailure || output != want || err != nil {
 		t.Errorf("runProbe() on a closed port = %s %q %v, want failure %q", got, output, err, want)
 	}
 	spec.TCPSocket.Port = intstr.FromString("nope")
-	if got, _, err := m.runProbe(context.Background(), spec, "127.0.0.1", container, noderuntime.ContainerID{}); got != outcomeUnknown || err == nil {
+	if got, _, err := m.runProbe(context.Background(), spec, "127.0.0.1", container, kubecontainer.ContainerID{}); got != outcomeUnknown || err == nil {
 		t.Errorf("runProbe() on an unknown port name = %s %v, want unknown with an error", got, err)
 	}
 }
@@ -191,7 +191,7 @@ func TestGRPCProbe(t *testing.T) {
 				timeout = 10
 			}
 			spec := &corev1.Probe{TimeoutSeconds: timeout, ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: tc.port, Service: tc.service}}}
-			got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", &corev1.Container{}, noderuntime.ContainerID{})
+			got, output, err := m.runProbe(context.Background(), spec, "127.0.0.1", &corev1.Container{}, kubecontainer.ContainerID{})
 			if err != nil || got != tc.wantOutcome || !strings.HasPrefix(output, tc.wantOutput) {
 				t.Errorf("runProbe() = %s %q %v, want %s %q", got, output, err, tc.wantOutcome, tc.wantOutput)
 			}
@@ -221,7 +221,7 @@ func TestExecProbe(t *testing.T) {
 	}{
 		"exit 0":          {wantOutcome: outcomeSuccess, wantOutput: "out"},
 		"a non-zero exit": {err: exitOne, wantOutcome: outcomeFailure, wantOutput: "out"},
-		"a timeout": {err: fmt.Errorf("%w: %q timed out after 1s", remote.ErrCommandTimedOut, "cat /ready"),
+		"a timeout": {err: fmt.Errorf("%w: %q timed out after 1s", action.ErrCommandTimedOut, "cat /ready"),
 			wantOutcome: outcomeFailure, wantOutput: `command timed out: "cat /ready" timed out after 1s`},
 		"no run at all": {err: errors.New("container is not running"), wantOutcome: outcomeUnknown, wantErr: true},
 	}
@@ -232,7 +232,7 @@ func TestExecProbe(t *testing.T) {
 			defer m.Stop()
 			container := &corev1.Container{Env: []corev1.EnvVar{{Name: "FILE", Value: "/ready"}}}
 			spec := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "$(FILE)"}}}}
-			got, output, err := m.runProbe(context.Background(), spec, "", container, noderuntime.ContainerID{ID: "c1"})
+			got, output, err := m.runProbe(context.Background(), spec, "", container, kubecontainer.ContainerID{ID: "c1"})
 			if got != tc.wantOutcome || output != tc.wantOutput || (err != nil) != tc.wantErr {
 				t.Errorf("runProbe() = %s %q %v, want %s %q (error: %v)", got, output, err, tc.wantOutcome, tc.wantOutput, tc.wantErr)
 			}
@@ -247,12 +247,12 @@ func TestProbeRecordsTheKubeletsEvents(t *testing.T) {
 	cases := map[string]struct {
 		probeType probeType
 		err       error
-		want      noderuntime.ProbeResult
+		want      kubecontainer.ProbeResult
 		wantEvent string
 	}{
-		"success":  {probeType: readiness, want: noderuntime.ProbeSuccess},
-		"failure":  {probeType: readiness, err: exitOne, want: noderuntime.ProbeFailure, wantEvent: "Warning Unhealthy Readiness probe failed: out"},
-		"an error": {probeType: startup, err: errors.New("no such container"), want: noderuntime.ProbeFailure, wantEvent: "Warning Unhealthy Startup probe errored and resulted in unknown state: no such container"},
+		"success":  {probeType: readiness, want: kubecontainer.ProbeSuccess},
+		"failure":  {probeType: readiness, err: exitOne, want: kubecontainer.ProbeFailure, wantEvent: "Warning Unhealthy Readiness probe failed: out"},
+		"an error": {probeType: startup, err: errors.New("no such container"), want: kubecontainer.ProbeFailure, wantEvent: "Warning Unhealthy Startup probe errored and resulted in unknown state: no such container"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -261,7 +261,7 @@ func TestProbeRecordsTheKubeletsEvents(t *testing.T) {
 			defer m.Stop()
 			pod := probedPod()
 			spec := exec()
-			got, _ := m.probe(context.Background(), tc.probeType, spec, pod, &corev1.PodStatus{}, &pod.Spec.Containers[0], noderuntime.ContainerID{ID: "c1"})
+			got, _ := m.probe(context.Background(), tc.probeType, spec, pod, &corev1.PodStatus{}, &pod.Spec.Containers[0], kubecontainer.ContainerID{ID: "c1"})
 			if got != tc.want {
 				t.Errorf("probe() = %s, want %s", got, tc.want)
 			}

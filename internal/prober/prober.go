@@ -5,7 +5,7 @@
 // kubelet's defaults, initial results and thresholds.
 //
 // Results are kept in memory by pod UID and container instance, and are a
-// plain value for whoever reads them (noderuntime.ProbeResults): the pod
+// plain value for whoever reads them (kubecontainer.ProbeResults): the pod
 // reconciler passes them to ComputePodActions (liveness and startup
 // failures restart containers) and to status generation (started and
 // ready). A result that changes calls OnChange, which requeues the pod at
@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/action"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // probeType is which of a container's probes a worker runs.
@@ -57,7 +57,8 @@ func (t probeType) String() string {
 
 // Options configure a Manager.
 type Options struct {
-	// Runner runs exec probes in containers; cri.RuntimeService is one.
+	// Runner runs exec probes in containers: the runtime's ExecRunner,
+	// whose timeouts are action.ErrCommandTimedOut.
 	Runner action.CommandRunner
 	// Recorder records the Unhealthy and ProbeWarning events.
 	Recorder record.EventRecorder
@@ -84,7 +85,7 @@ type Manager struct {
 	mu      sync.Mutex
 	pods    map[types.UID]*podEntry
 	workers map[workerKey]*worker
-	results map[types.UID]noderuntime.ProbeResults
+	results map[types.UID]kubecontainer.ProbeResults
 }
 
 // podEntry is what workers know of a pod: its spec and the status last
@@ -118,7 +119,7 @@ func NewManager(opts Options) *Manager {
 		cancel:    cancel,
 		pods:      map[types.UID]*podEntry{},
 		workers:   map[workerKey]*worker{},
-		results:   map[types.UID]noderuntime.ProbeResults{},
+		results:   map[types.UID]kubecontainer.ProbeResults{},
 	}
 }
 
@@ -214,10 +215,10 @@ func (m *Manager) CleanupPods(keep map[types.UID]bool) {
 }
 
 // Results returns a copy of the pod's probe results.
-func (m *Manager) Results(uid types.UID) noderuntime.ProbeResults {
+func (m *Manager) Results(uid types.UID) kubecontainer.ProbeResults {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(noderuntime.ProbeResults, len(m.results[uid]))
+	out := make(kubecontainer.ProbeResults, len(m.results[uid]))
 	for id, r := range m.results[uid] {
 		out[id] = r
 	}
@@ -227,13 +228,13 @@ func (m *Manager) Results(uid types.UID) noderuntime.ProbeResults {
 // StartedAndReady gives the started and ready flags of the pod's running
 // containers that have startup or readiness probes, from the results given
 // (which the caller read with Results).
-func (m *Manager) StartedAndReady(pod *corev1.Pod, rt *noderuntime.PodStatus, results noderuntime.ProbeResults) (started, ready map[string]bool) {
+func (m *Manager) StartedAndReady(pod *corev1.Pod, rt *kubecontainer.PodStatus, results kubecontainer.ProbeResults) (started, ready map[string]bool) {
 	return StartedAndReady(pod, rt, results, m.started)
 }
 
 // set records a worker's result for one container instance, and calls
 // OnChange if it changed. ProbeUnknown clears the result.
-func (m *Manager) set(pod *corev1.Pod, id noderuntime.ContainerID, t probeType, result noderuntime.ProbeResult) {
+func (m *Manager) set(pod *corev1.Pod, id kubecontainer.ContainerID, t probeType, result kubecontainer.ProbeResult) {
 	m.mu.Lock()
 	if _, live := m.pods[pod.UID]; !live {
 		// Removed meanwhile: a late result must not bring it back.
@@ -242,14 +243,14 @@ func (m *Manager) set(pod *corev1.Pod, id noderuntime.ContainerID, t probeType, 
 	}
 	results := m.results[pod.UID]
 	if results == nil {
-		results = noderuntime.ProbeResults{}
+		results = kubecontainer.ProbeResults{}
 		m.results[pod.UID] = results
 	}
 	entry := results[id]
 	field := resultField(&entry, t)
 	changed := *field != result
 	*field = result
-	if entry == (noderuntime.ContainerProbeResults{}) {
+	if entry == (kubecontainer.ContainerProbeResults{}) {
 		delete(results, id)
 	} else {
 		results[id] = entry
@@ -260,7 +261,7 @@ func (m *Manager) set(pod *corev1.Pod, id noderuntime.ContainerID, t probeType, 
 	}
 }
 
-func resultField(r *noderuntime.ContainerProbeResults, t probeType) *noderuntime.ProbeResult {
+func resultField(r *kubecontainer.ContainerProbeResults, t probeType) *kubecontainer.ProbeResult {
 	switch t {
 	case liveness:
 		return &r.Liveness
@@ -299,7 +300,7 @@ func (m *Manager) readyLocked(uid types.UID, status *corev1.PodStatus, name stri
 	if cs == nil || cs.State.Running == nil {
 		return true
 	}
-	return m.results[uid][noderuntime.ParseContainerID(cs.ContainerID)].Readiness == noderuntime.ProbeSuccess
+	return m.results[uid][kubecontainer.ParseContainerID(cs.ContainerID)].Readiness == kubecontainer.ProbeSuccess
 }
 
 // probedContainer is a container whose probes the prober runs.

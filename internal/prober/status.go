@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // StartedAndReady turns probe results into the started and ready flags of
@@ -20,7 +20,7 @@ import (
 // Containers without those probes, or not running, are left out: status
 // generation counts a running one without an entry as started and ready.
 // It is pure; proberStarted is when the prober started.
-func StartedAndReady(pod *corev1.Pod, rt *noderuntime.PodStatus, results noderuntime.ProbeResults, proberStarted time.Time) (started, ready map[string]bool) {
+func StartedAndReady(pod *corev1.Pod, rt *kubecontainer.PodStatus, results kubecontainer.ProbeResults, proberStarted time.Time) (started, ready map[string]bool) {
 	started, ready = map[string]bool{}, map[string]bool{}
 	if rt == nil {
 		return started, ready
@@ -37,16 +37,16 @@ func StartedAndReady(pod *corev1.Pod, rt *noderuntime.PodStatus, results noderun
 			continue
 		}
 		latest := rt.LatestContainer(c.Name)
-		if latest == nil || latest.State != noderuntime.ContainerRunning {
+		if latest == nil || latest.State != kubecontainer.ContainerRunning {
 			continue
 		}
 		result := results[latest.ID]
 		ranBefore := latest.StartedAt.Before(proberStarted.Add(-restartGrace))
 		if c.StartupProbe != nil {
 			switch result.Startup {
-			case noderuntime.ProbeSuccess:
+			case kubecontainer.ProbeSuccess:
 				started[c.Name] = true
-			case noderuntime.ProbeUnknown:
+			case kubecontainer.ProbeUnknown:
 				started[c.Name] = ranBefore && wasStarted(pod, c.Name, latest.ID)
 			default:
 				started[c.Name] = false
@@ -54,9 +54,9 @@ func StartedAndReady(pod *corev1.Pod, rt *noderuntime.PodStatus, results noderun
 		}
 		if c.ReadinessProbe != nil {
 			switch result.Readiness {
-			case noderuntime.ProbeSuccess:
+			case kubecontainer.ProbeSuccess:
 				ready[c.Name] = true
-			case noderuntime.ProbeUnknown:
+			case kubecontainer.ProbeUnknown:
 				ready[c.Name] = ranBefore && podWasReady
 			default:
 				ready[c.Name] = false
@@ -68,7 +68,7 @@ func StartedAndReady(pod *corev1.Pod, rt *noderuntime.PodStatus, results noderun
 
 // wasStarted reports whether the pod's status showed this very container
 // instance started.
-func wasStarted(pod *corev1.Pod, name string, id noderuntime.ContainerID) bool {
+func wasStarted(pod *corev1.Pod, name string, id kubecontainer.ContainerID) bool {
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name == name && cs.ContainerID == id.String() {

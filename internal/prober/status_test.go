@@ -17,16 +17,16 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/testutil/await"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 func TestStartedAndReady(t *testing.T) {
 	proberStarted := testNow
-	id := noderuntime.ContainerID{Type: "containerd", ID: "c1"}
-	runningSince := func(ago time.Duration) *noderuntime.PodStatus {
-		return &noderuntime.PodStatus{Containers: []*noderuntime.ContainerStatus{{
-			ID: id, Name: "app", State: noderuntime.ContainerRunning, StartedAt: testNow.Add(-ago),
+	id := kubecontainer.ContainerID{Type: "containerd", ID: "c1"}
+	runningSince := func(ago time.Duration) *kubecontainer.PodStatus {
+		return &kubecontainer.PodStatus{Containers: []*kubecontainer.ContainerStatus{{
+			ID: id, Name: "app", State: kubecontainer.ContainerRunning, StartedAt: testNow.Add(-ago),
 		}}}
 	}
 	withProbes := func(p *corev1.Pod) {
@@ -40,8 +40,8 @@ func TestStartedAndReady(t *testing.T) {
 	}
 	cases := map[string]struct {
 		mutatePod   func(*corev1.Pod)
-		rt          *noderuntime.PodStatus
-		results     noderuntime.ProbeResults
+		rt          *kubecontainer.PodStatus
+		results     kubecontainer.ProbeResults
 		wantStarted map[string]bool
 		wantReady   map[string]bool
 	}{
@@ -57,13 +57,13 @@ func TestStartedAndReady(t *testing.T) {
 		"probes that passed": {
 			mutatePod:   withProbes,
 			rt:          runningSince(time.Second),
-			results:     noderuntime.ProbeResults{id: {Startup: noderuntime.ProbeSuccess, Readiness: noderuntime.ProbeSuccess}},
+			results:     kubecontainer.ProbeResults{id: {Startup: kubecontainer.ProbeSuccess, Readiness: kubecontainer.ProbeSuccess}},
 			wantStarted: map[string]bool{"app": true}, wantReady: map[string]bool{"app": true},
 		},
 		"results of another instance do not count": {
 			mutatePod:   withProbes,
 			rt:          runningSince(time.Second),
-			results:     noderuntime.ProbeResults{{Type: "containerd", ID: "old"}: {Startup: noderuntime.ProbeSuccess, Readiness: noderuntime.ProbeSuccess}},
+			results:     kubecontainer.ProbeResults{{Type: "containerd", ID: "old"}: {Startup: kubecontainer.ProbeSuccess, Readiness: kubecontainer.ProbeSuccess}},
 			wantStarted: map[string]bool{"app": false}, wantReady: map[string]bool{"app": false},
 		},
 		"a container running since before nodelet keeps its state until probed": {
@@ -74,7 +74,7 @@ func TestStartedAndReady(t *testing.T) {
 		"a result overrides the state it kept": {
 			mutatePod:   wasReadyAndStarted,
 			rt:          runningSince(time.Hour),
-			results:     noderuntime.ProbeResults{id: {Readiness: noderuntime.ProbeFailure}},
+			results:     kubecontainer.ProbeResults{id: {Readiness: kubecontainer.ProbeFailure}},
 			wantStarted: map[string]bool{"app": true}, wantReady: map[string]bool{"app": false},
 		},
 		"a container started since nodelet did keeps nothing": {
@@ -86,16 +86,16 @@ func TestStartedAndReady(t *testing.T) {
 			mutatePod: func(p *corev1.Pod) {
 				p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), ReadinessProbe: exec()}}
 			},
-			rt: &noderuntime.PodStatus{Containers: []*noderuntime.ContainerStatus{
-				{ID: noderuntime.ContainerID{Type: "containerd", ID: "p1"}, Name: "proxy", State: noderuntime.ContainerRunning, StartedAt: testNow},
+			rt: &kubecontainer.PodStatus{Containers: []*kubecontainer.ContainerStatus{
+				{ID: kubecontainer.ContainerID{Type: "containerd", ID: "p1"}, Name: "proxy", State: kubecontainer.ContainerRunning, StartedAt: testNow},
 			}},
-			results:     noderuntime.ProbeResults{{Type: "containerd", ID: "p1"}: {Readiness: noderuntime.ProbeSuccess}},
+			results:     kubecontainer.ProbeResults{{Type: "containerd", ID: "p1"}: {Readiness: kubecontainer.ProbeSuccess}},
 			wantStarted: map[string]bool{}, wantReady: map[string]bool{"proxy": true},
 		},
 		"a container that is not running is left to status generation": {
 			mutatePod:   withProbes,
-			rt:          &noderuntime.PodStatus{Containers: []*noderuntime.ContainerStatus{{ID: id, Name: "app", State: noderuntime.ContainerExited}}},
-			results:     noderuntime.ProbeResults{id: {Readiness: noderuntime.ProbeSuccess}},
+			rt:          &kubecontainer.PodStatus{Containers: []*kubecontainer.ContainerStatus{{ID: id, Name: "app", State: kubecontainer.ContainerExited}}},
+			results:     kubecontainer.ProbeResults{id: {Readiness: kubecontainer.ProbeSuccess}},
 			wantStarted: map[string]bool{}, wantReady: map[string]bool{},
 		},
 	}
@@ -132,7 +132,7 @@ func TestManagerRunsWorkersUntilThePodIsRemoved(t *testing.T) {
 	pod := probedPod()
 	pod.Spec.Containers[0].ReadinessProbe = exec()
 	pod.Spec.Containers[0].ReadinessProbe.PeriodSeconds = 1
-	id := noderuntime.ContainerID{Type: "containerd", ID: "c1"}
+	id := kubecontainer.ContainerID{Type: "containerd", ID: "c1"}
 
 	// Before the container exists, the worker waits.
 	m.UpdatePod(pod, &corev1.PodStatus{Phase: corev1.PodPending})
@@ -145,7 +145,7 @@ func TestManagerRunsWorkersUntilThePodIsRemoved(t *testing.T) {
 	}))
 	clk.Step(time.Second)
 	await.Eventually(t, 10*time.Second, "readiness Success a period after the container ran", func(context.Context) error {
-		if got := m.Results(pod.UID)[id].Readiness; got != noderuntime.ProbeSuccess {
+		if got := m.Results(pod.UID)[id].Readiness; got != kubecontainer.ProbeSuccess {
 			return fmt.Errorf("readiness is %s", got)
 		}
 		return nil
@@ -169,7 +169,7 @@ func TestManagerRunsWorkersUntilThePodIsRemoved(t *testing.T) {
 		return nil
 	})
 	// A late result of a removed pod does not bring it back.
-	m.set(pod, id, readiness, noderuntime.ProbeSuccess)
+	m.set(pod, id, readiness, kubecontainer.ProbeSuccess)
 	if got := m.Results(pod.UID); len(got) != 0 {
 		t.Errorf("results after a late set = %v, want none", got)
 	}

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // restartGrace is how long before the prober started a container must have
@@ -31,14 +31,14 @@ type worker struct {
 	spec      corev1.Probe
 	// initial is the result of a new container instance before its first
 	// probe: readiness fails, liveness succeeds, startup is unknown.
-	initial noderuntime.ProbeResult
+	initial kubecontainer.ProbeResult
 
 	stopCh    chan struct{}
 	triggerCh chan struct{}
 
 	// Touched only by the worker's goroutine.
-	containerID noderuntime.ContainerID
-	lastResult  noderuntime.ProbeResult
+	containerID kubecontainer.ContainerID
+	lastResult  kubecontainer.ProbeResult
 	resultRun   int
 	// onHold stops probing until a new instance: after a liveness failure
 	// (the container is being restarted) or a startup verdict.
@@ -59,11 +59,11 @@ func newWorker(m *Manager, pod *corev1.Pod, container *corev1.Container, sidecar
 	}
 	switch t {
 	case readiness:
-		w.initial = noderuntime.ProbeFailure
+		w.initial = kubecontainer.ProbeFailure
 	case liveness:
-		w.initial = noderuntime.ProbeSuccess
+		w.initial = kubecontainer.ProbeSuccess
 	default:
-		w.initial = noderuntime.ProbeUnknown
+		w.initial = kubecontainer.ProbeUnknown
 	}
 	return w
 }
@@ -123,7 +123,7 @@ func (w *worker) run(ctx context.Context) {
 		ticker.Stop()
 		w.deleteMetrics()
 		if w.containerID.ID != "" {
-			w.m.set(w.pod, w.containerID, w.probeType, noderuntime.ProbeUnknown)
+			w.m.set(w.pod, w.containerID, w.probeType, kubecontainer.ProbeUnknown)
 		}
 		w.m.removeWorker(w.key, w)
 	}()
@@ -156,9 +156,9 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		return true
 	}
 
-	if id := noderuntime.ParseContainerID(c.ContainerID); id != w.containerID {
+	if id := kubecontainer.ParseContainerID(c.ContainerID); id != w.containerID {
 		if w.containerID.ID != "" {
-			w.m.set(pod, w.containerID, w.probeType, noderuntime.ProbeUnknown)
+			w.m.set(pod, w.containerID, w.probeType, kubecontainer.ProbeUnknown)
 		}
 		w.containerID = id
 		// A container that ran before nodelet started keeps its state until
@@ -167,25 +167,25 @@ func (w *worker) doProbe(ctx context.Context) bool {
 		ranBefore := c.State.Running != nil && c.State.Running.StartedAt.Time.Before(w.m.started.Add(-restartGrace))
 		switch {
 		case ranBefore && w.sidecar && w.probeType == startup && c.Started != nil && *c.Started:
-			w.m.set(pod, id, w.probeType, noderuntime.ProbeSuccess)
+			w.m.set(pod, id, w.probeType, kubecontainer.ProbeSuccess)
 		case !ranBefore:
 			w.m.set(pod, id, w.probeType, w.initial)
 		}
-		w.lastResult, w.resultRun, w.onHold = noderuntime.ProbeUnknown, 0, false
+		w.lastResult, w.resultRun, w.onHold = kubecontainer.ProbeUnknown, 0, false
 	}
 	if w.onHold {
 		return true
 	}
 
 	if c.State.Running == nil {
-		w.m.set(pod, w.containerID, w.probeType, noderuntime.ProbeFailure)
+		w.m.set(pod, w.containerID, w.probeType, kubecontainer.ProbeFailure)
 		// Go on only for a container that will run again.
 		return c.State.Terminated == nil || w.sidecar || podutil.ContainerShouldRestart(w.container, &pod.Spec, c.State.Terminated.ExitCode)
 	}
 	if pod.DeletionTimestamp != nil && w.probeType != readiness {
 		// A pod being deleted is not restarted for its probes: leave it
 		// healthy and stop.
-		w.m.set(pod, w.containerID, w.probeType, noderuntime.ProbeSuccess)
+		w.m.set(pod, w.containerID, w.probeType, kubecontainer.ProbeSuccess)
 		return false
 	}
 	now := w.m.opts.Clock.Now()
@@ -212,12 +212,12 @@ func (w *worker) doProbe(ctx context.Context) bool {
 	} else {
 		w.lastResult, w.resultRun = result, 1
 	}
-	if (result == noderuntime.ProbeFailure && w.resultRun < int(w.spec.FailureThreshold)) ||
-		(result == noderuntime.ProbeSuccess && w.resultRun < int(w.spec.SuccessThreshold)) {
+	if (result == kubecontainer.ProbeFailure && w.resultRun < int(w.spec.FailureThreshold)) ||
+		(result == kubecontainer.ProbeSuccess && w.resultRun < int(w.spec.SuccessThreshold)) {
 		return true
 	}
 	w.m.set(pod, w.containerID, w.probeType, result)
-	if (w.probeType == liveness && result == noderuntime.ProbeFailure) || w.probeType == startup {
+	if (w.probeType == liveness && result == kubecontainer.ProbeFailure) || w.probeType == startup {
 		// The container is restarted for a liveness failure, and a startup
 		// probe has said its last word: wait for the next instance.
 		w.onHold, w.resultRun = true, 0
@@ -228,16 +228,16 @@ func (w *worker) doProbe(ctx context.Context) bool {
 // recordMetrics counts a probe's result and times it, in the kubelet's
 // prober_probe_total and prober_probe_duration_seconds (which, as the
 // kubelet's, times only successful and unknown results).
-func (w *worker) recordMetrics(result noderuntime.ProbeResult, took time.Duration) {
+func (w *worker) recordMetrics(result kubecontainer.ProbeResult, took time.Duration) {
 	label := kubeletmetrics.ProbeResultUnknown
 	switch result {
-	case noderuntime.ProbeSuccess:
+	case kubecontainer.ProbeSuccess:
 		label = kubeletmetrics.ProbeResultSuccessful
-	case noderuntime.ProbeFailure:
+	case kubecontainer.ProbeFailure:
 		label = kubeletmetrics.ProbeResultFailed
 	}
 	kubeletmetrics.ProberResults.WithLabelValues(w.probeType.String(), label, w.container.Name, w.pod.Name, w.pod.Namespace, string(w.pod.UID)).Inc()
-	if result != noderuntime.ProbeFailure {
+	if result != kubecontainer.ProbeFailure {
 		kubeletmetrics.ProberDuration.WithLabelValues(w.probeType.String(), w.container.Name, w.pod.Name, w.pod.Namespace).Observe(took.Seconds())
 	}
 }

@@ -21,8 +21,8 @@ import (
 	utilexec "k8s.io/utils/exec"
 	"k8s.io/utils/ptr"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -122,14 +122,14 @@ func (e *workerEnv) setStatus(pod *corev1.Pod, status *corev1.PodStatus) {
 	e.m.pods[pod.UID] = &podEntry{pod: pod, status: status}
 }
 
-func (e *workerEnv) result(id string) noderuntime.ContainerProbeResults {
-	return e.m.Results("uid-1")[noderuntime.ContainerID{Type: "containerd", ID: id}]
+func (e *workerEnv) result(id string) kubecontainer.ContainerProbeResults {
+	return e.m.Results("uid-1")[kubecontainer.ContainerID{Type: "containerd", ID: id}]
 }
 
 func TestWorkerSetsTheKubeletsInitialResults(t *testing.T) {
-	cases := map[probeType]noderuntime.ContainerProbeResults{
-		readiness: {Readiness: noderuntime.ProbeFailure},
-		liveness:  {Liveness: noderuntime.ProbeSuccess},
+	cases := map[probeType]kubecontainer.ContainerProbeResults{
+		readiness: {Readiness: kubecontainer.ProbeFailure},
+		liveness:  {Liveness: kubecontainer.ProbeSuccess},
 		startup:   {},
 	}
 	for pt, want := range cases {
@@ -163,17 +163,17 @@ func TestWorkerAppliesThresholds(t *testing.T) {
 
 	steps := []struct {
 		err  error
-		want noderuntime.ProbeResult
+		want kubecontainer.ProbeResult
 	}{
-		{nil, noderuntime.ProbeFailure}, // one success is not enough
-		{nil, noderuntime.ProbeSuccess},
-		{exitOne, noderuntime.ProbeSuccess},
-		{exitOne, noderuntime.ProbeSuccess},
-		{exitOne, noderuntime.ProbeFailure}, // the third failure in a row
-		{nil, noderuntime.ProbeFailure},
-		{exitOne, noderuntime.ProbeFailure},
-		{nil, noderuntime.ProbeFailure},
-		{nil, noderuntime.ProbeSuccess},
+		{nil, kubecontainer.ProbeFailure}, // one success is not enough
+		{nil, kubecontainer.ProbeSuccess},
+		{exitOne, kubecontainer.ProbeSuccess},
+		{exitOne, kubecontainer.ProbeSuccess},
+		{exitOne, kubecontainer.ProbeFailure}, // the third failure in a row
+		{nil, kubecontainer.ProbeFailure},
+		{exitOne, kubecontainer.ProbeFailure},
+		{nil, kubecontainer.ProbeFailure},
+		{nil, kubecontainer.ProbeSuccess},
 	}
 	for i, step := range steps {
 		e.runner.errs = []error{step.err}
@@ -201,7 +201,7 @@ func TestWorkerRunsTheStartupProbeAloneUntilTheContainerStarted(t *testing.T) {
 		t.Fatalf("the liveness probe ran before the container started")
 	}
 	start.doProbe(context.Background())
-	if e.runner.count() != 1 || e.result("c1").Startup != noderuntime.ProbeSuccess {
+	if e.runner.count() != 1 || e.result("c1").Startup != kubecontainer.ProbeSuccess {
 		t.Fatalf("startup probe: %d runs, result %s; want one run and Success", e.runner.count(), e.result("c1").Startup)
 	}
 	// Its verdict is final for this instance.
@@ -227,7 +227,7 @@ func TestWorkerWaitsForANewInstanceAfterALivenessFailure(t *testing.T) {
 
 	e.runner.errs = []error{exitOne}
 	w.doProbe(context.Background())
-	if got := e.result("c1").Liveness; got != noderuntime.ProbeFailure {
+	if got := e.result("c1").Liveness; got != kubecontainer.ProbeFailure {
 		t.Fatalf("liveness = %s after a failure with threshold 1, want Failure", got)
 	}
 	if event := <-e.recorder.Events; event != "Warning Unhealthy Liveness probe failed: not yet" {
@@ -244,7 +244,7 @@ func TestWorkerWaitsForANewInstanceAfterALivenessFailure(t *testing.T) {
 	if e.runner.count() != 2 {
 		t.Errorf("the probe did not run on the new instance")
 	}
-	if old, now := e.result("c1"), e.result("c2"); old != (noderuntime.ContainerProbeResults{}) || now.Liveness != noderuntime.ProbeSuccess {
+	if old, now := e.result("c1"), e.result("c2"); old != (kubecontainer.ContainerProbeResults{}) || now.Liveness != kubecontainer.ProbeSuccess {
 		t.Errorf("results: old instance %+v, new %+v; want the old one gone and the new one Success", old, now)
 	}
 }
@@ -264,7 +264,7 @@ func TestWorkerOnAContainerThatIsNotRunning(t *testing.T) {
 	if w.doProbe(context.Background()) {
 		t.Error("doProbe() = true for a container that exited for good, want the worker to end")
 	}
-	if got := e.result("c1").Readiness; got != noderuntime.ProbeFailure {
+	if got := e.result("c1").Readiness; got != kubecontainer.ProbeFailure {
 		t.Errorf("readiness = %s, want Failure", got)
 	}
 }
@@ -279,7 +279,7 @@ func TestWorkerOfAPodBeingDeletedLeavesItHealthy(t *testing.T) {
 	if w.doProbe(context.Background()) {
 		t.Error("doProbe() = true, want the liveness worker of a pod being deleted to end")
 	}
-	if e.runner.count() != 0 || e.result("c1").Liveness != noderuntime.ProbeSuccess {
+	if e.runner.count() != 0 || e.result("c1").Liveness != kubecontainer.ProbeSuccess {
 		t.Errorf("%d probe runs, liveness %s; want none and Success", e.runner.count(), e.result("c1").Liveness)
 	}
 }
@@ -294,7 +294,7 @@ func TestWorkerKeepsTheStateOfContainersThatRanBeforeNodelet(t *testing.T) {
 	broken := errors.New("the runtime is not answering")
 	e.runner.errs = []error{broken, broken, broken}
 	w.doProbe(context.Background())
-	if got := e.result("c1"); got != (noderuntime.ContainerProbeResults{}) {
+	if got := e.result("c1"); got != (kubecontainer.ContainerProbeResults{}) {
 		t.Errorf("result = %+v, want none: no initial failure for a container nodelet found running", got)
 	}
 	if event := <-e.recorder.Events; event != "Warning Unhealthy Readiness probe errored and resulted in unknown state: the runtime is not answering" {

@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // probeMetricsHandler serves /metrics/probes, the probe results and
@@ -99,12 +99,12 @@ func cadvisorMetrics(containers []*runtimeapi.Container, stats []*runtimeapi.Con
 		out = append(out, m)
 	}
 	for _, c := range containers {
-		pod, namespace := c.Labels[noderuntime.LabelPodName], c.Labels[noderuntime.LabelPodNamespace]
-		if c.Labels[noderuntime.LabelPodUID] == "" {
+		pod, namespace := c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace]
+		if c.Labels[kubecontainer.LabelPodUID] == "" {
 			// Not one of nodelet's.
 			continue
 		}
-		labels := []string{c.Labels[noderuntime.LabelContainerName], c.Id, c.GetImage().GetImage(), c.Id, namespace, pod}
+		labels := []string{c.Labels[kubecontainer.LabelContainerName], c.Id, c.GetImage().GetImage(), c.Id, namespace, pod}
 		add(cadvisorStartTimeDesc, prometheus.GaugeValue, 0, float64(c.CreatedAt)/float64(time.Second), labels...)
 		s := byID[c.Id]
 		if s == nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 type metricsCollector []prometheus.Metric
@@ -29,7 +29,7 @@ func TestCadvisorMetricsHaveCadvisorsNamesAndLabels(t *testing.T) {
 	containers := []*runtimeapi.Container{
 		{
 			Id: "c-app", CreatedAt: at, Image: &runtimeapi.ImageSpec{Image: "registry/busybox:1"},
-			Labels: map[string]string{noderuntime.LabelPodUID: "uid-web", noderuntime.LabelPodName: "web", noderuntime.LabelPodNamespace: "ns", noderuntime.LabelContainerName: "app"},
+			Labels: map[string]string{kubecontainer.LabelPodUID: "uid-web", kubecontainer.LabelPodName: "web", kubecontainer.LabelPodNamespace: "ns", kubecontainer.LabelContainerName: "app"},
 		},
 		// Not nodelet's: left out.
 		{Id: "c-other", CreatedAt: at, Labels: map[string]string{}},

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // servePods lists the Pods bound to this node, as the kubelet's /pods.
@@ -56,12 +56,12 @@ func podFullName(namespace, name string) string {
 // the container to exec in or attach to.
 func (s *Server) runningContainer(ctx context.Context, namespace, podName string, uid types.UID, container string) (string, error) {
 	selector := map[string]string{
-		noderuntime.LabelPodNamespace:  namespace,
-		noderuntime.LabelPodName:       podName,
-		noderuntime.LabelContainerName: container,
+		kubecontainer.LabelPodNamespace:  namespace,
+		kubecontainer.LabelPodName:       podName,
+		kubecontainer.LabelContainerName: container,
 	}
 	if uid != "" {
-		selector[noderuntime.LabelPodUID] = string(uid)
+		selector[kubecontainer.LabelPodUID] = string(uid)
 	}
 	containers, err := s.cfg.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
@@ -86,7 +86,7 @@ func (s *Server) runningContainer(ctx context.Context, namespace, podName string
 func (s *Server) readySandbox(ctx context.Context, namespace, podName string, uid types.UID) (string, error) {
 	sandboxes, err := s.cfg.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-		LabelSelector: map[string]string{noderuntime.LabelPodUID: string(uid)},
+		LabelSelector: map[string]string{kubecontainer.LabelPodUID: string(uid)},
 	})
 	if err != nil {
 		return "", fmt.Errorf("listing the sandboxes of pod %s: %w", podFullName(namespace, podName), err)

@@ -48,8 +48,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodelet/nodelet/api/config/v1alpha1"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/testutil/await"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // The package's tests share one API server, started by the first test
@@ -529,10 +529,10 @@ func (ts *testServer) addPod(t *testing.T, oldLog, newLog string) *corev1.Pod {
 		t.Fatal(err)
 	}
 	labels := map[string]string{
-		noderuntime.LabelPodUID:        string(pod.UID),
-		noderuntime.LabelPodName:       pod.Name,
-		noderuntime.LabelPodNamespace:  pod.Namespace,
-		noderuntime.LabelContainerName: "app",
+		kubecontainer.LabelPodUID:        string(pod.UID),
+		kubecontainer.LabelPodName:       pod.Name,
+		kubecontainer.LabelPodNamespace:  pod.Namespace,
+		kubecontainer.LabelContainerName: "app",
 	}
 	ts.runtime.SetFakeContainers([]*critesting.FakeContainer{
 		{ContainerStatus: runtimeapi.ContainerStatus{Id: "c-old", State: runtimeapi.ContainerState_CONTAINER_EXITED,

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // statsProvider builds the node's stats summary from the runtime's stats
@@ -164,7 +164,7 @@ func podStatsFromCRI(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeap
 	pods := []statsapi.PodStats{}
 	for _, sb := range sandboxes {
 		md := sb.GetMetadata()
-		if sb.Labels[noderuntime.LabelPodUID] == "" {
+		if sb.Labels[kubecontainer.LabelPodUID] == "" {
 			continue
 		}
 		pod := statsapi.PodStats{
@@ -378,7 +378,7 @@ func (p *statsProvider) fillLogUsage(ctx context.Context, pods []statsapi.PodSta
 	type key struct{ uid, name string }
 	ids := map[key]string{}
 	for _, c := range containers {
-		ids[key{c.Labels[noderuntime.LabelPodUID], c.GetMetadata().GetName()}] = c.Id
+		ids[key{c.Labels[kubecontainer.LabelPodUID], c.GetMetadata().GetName()}] = c.Id
 	}
 	for i := range pods {
 		for j := range pods[i].Containers {

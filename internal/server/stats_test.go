@@ -19,7 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 var statsT0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
@@ -29,7 +29,7 @@ var statsT0 = time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 func statsRuntime() *critesting.FakeRuntimeService {
 	fake := critesting.NewFakeRuntimeService()
 	labels := func(uid, name string) map[string]string {
-		return map[string]string{noderuntime.LabelPodUID: uid, noderuntime.LabelPodName: name, noderuntime.LabelPodNamespace: "ns"}
+		return map[string]string{kubecontainer.LabelPodUID: uid, kubecontainer.LabelPodName: name, kubecontainer.LabelPodNamespace: "ns"}
 	}
 	fake.SetFakeSandboxes([]*critesting.FakePodSandbox{
 		{PodSandboxStatus: runtimeapi.PodSandboxStatus{
@@ -45,7 +45,7 @@ func statsRuntime() *critesting.FakeRuntimeService {
 	})
 	container := func(id, name string, state runtimeapi.ContainerState) *critesting.FakeContainer {
 		l := labels("uid-web", "web")
-		l[noderuntime.LabelContainerName] = name
+		l[kubecontainer.LabelContainerName] = name
 		return &critesting.FakeContainer{SandboxID: "sb-web", ContainerStatus: runtimeapi.ContainerStatus{
 			Id: id, State: state, CreatedAt: statsT0.Add(time.Second).UnixNano(),
 			Metadata: &runtimeapi.ContainerMetadata{Name: name}, Labels: l,

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func TestCheckHostPath(t *testing.T) {
@@ -101,7 +103,7 @@ func TestCheckHostPathUnderHostRoot(t *testing.T) {
 }
 
 func TestSubPathOnHost(t *testing.T) {
-	sp := SubPath{VolumeName: "v", Path: "a/b", PodDir: "/var/lib/nodelet/pods/uid", ContainerName: "c"}
+	sp := kubecontainer.SubPath{VolumeName: "v", Path: "a/b", PodDir: "/var/lib/nodelet/pods/uid", ContainerName: "c"}
 	tests := map[string]struct {
 		hostRoot, volumePath, want string
 	}{
@@ -114,11 +116,11 @@ func TestSubPathOnHost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sp := sp
 			sp.VolumePath = tc.volumePath
-			got := sp.OnHost(tc.hostRoot, "/var/lib/nodelet")
+			got := subPathOnHost(sp, tc.hostRoot, "/var/lib/nodelet")
 			want := sp
 			want.VolumePath = tc.want
 			if got != want {
-				t.Errorf("OnHost() = %+v, want %+v", got, want)
+				t.Errorf("subPathOnHost() = %+v, want %+v", got, want)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ package volume
 import (
 	"errors"
 	"time"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // Mounting is Linux only; these keep the package building elsewhere.
@@ -23,7 +25,7 @@ func mayHoldMounts(string) bool { return true }
 func MakeRShared(string) error { return errors.ErrUnsupported }
 
 // PrepareSubPath is Linux only.
-func PrepareSubPath(SubPath) (string, error) { return "", errors.ErrUnsupported }
+func PrepareSubPath(kubecontainer.SubPath) (string, error) { return "", errors.ErrUnsupported }
 
 func changeOwnership(string, ownership) (bool, error, error) {
 	return false, nil, errors.ErrUnsupported

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // maxSubPathResolutions bounds how often symlinks met on the way are
@@ -28,7 +30,7 @@ const maxSubPathResolutions = 16
 // fsGroup's access carries down). Symlinks that stay inside the volume are
 // followed, as the kubelet follows them; one that leads out is refused.
 // The mount goes when the pod's folder is torn down (TearDownPod).
-func PrepareSubPath(sp SubPath) (string, error) {
+func PrepareSubPath(sp kubecontainer.SubPath) (string, error) {
 	if !filepath.IsAbs(sp.PodDir) {
 		return "", fmt.Errorf("subPath %q of volume %s: no pod folder to bind it under", sp.Path, sp.VolumePath)
 	}
@@ -63,7 +65,7 @@ func PrepareSubPath(sp SubPath) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		target, err := bindSubPath(fd, sp.target())
+		target, err := bindSubPath(fd, subPathTarget(sp))
 		unix.Close(fd)
 		return target, err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // sameFile says whether a and b are one file (device and inode).
@@ -80,7 +82,7 @@ func TestPrepareSubPathBindsTheSubPathUnderThePodFolder(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			index++
-			sp := SubPath{VolumeName: "data", VolumePath: volume, Path: tc.subPath, PodDir: podDir, ContainerName: "app", MountIndex: index}
+			sp := kubecontainer.SubPath{VolumeName: "data", VolumePath: volume, Path: tc.subPath, PodDir: podDir, ContainerName: "app", MountIndex: index}
 			got, err := PrepareSubPath(sp)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("PrepareSubPath(%q) error = %v, want error: %t", tc.subPath, err, tc.wantErr)
@@ -89,8 +91,8 @@ func TestPrepareSubPathBindsTheSubPathUnderThePodFolder(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(outside, "sub")); err == nil {
 					t.Errorf("PrepareSubPath(%q) made a folder outside the volume", tc.subPath)
 				}
-				if mounts := mountsAt(t, sp.target()); len(mounts) != 0 {
-					t.Errorf("PrepareSubPath(%q) left mounts %v at %s", tc.subPath, mounts, sp.target())
+				if mounts := mountsAt(t, subPathTarget(sp)); len(mounts) != 0 {
+					t.Errorf("PrepareSubPath(%q) left mounts %v at %s", tc.subPath, mounts, subPathTarget(sp))
 				}
 				return
 			}
@@ -151,7 +153,7 @@ func TestOpenWithinDoesNotFollowASymlinkSwappedIn(t *testing.T) {
 func TestPrepareSubPathMountStaysOnWhatWasChecked(t *testing.T) {
 	requireRoot(t)
 	podDir, volume, outside := subPathFixture(t)
-	sp := SubPath{VolumeName: "data", VolumePath: volume, Path: "existing", PodDir: podDir, ContainerName: "app"}
+	sp := kubecontainer.SubPath{VolumeName: "data", VolumePath: volume, Path: "existing", PodDir: podDir, ContainerName: "app"}
 	target, err := PrepareSubPath(sp)
 	if err != nil {
 		t.Fatal(err)
@@ -176,14 +178,14 @@ func TestPrepareSubPathMountStaysOnWhatWasChecked(t *testing.T) {
 func TestPrepareSubPathTwiceKeepsOneMount(t *testing.T) {
 	requireRoot(t)
 	podDir, volume, _ := subPathFixture(t)
-	sp := SubPath{VolumeName: "data", VolumePath: volume, Path: "file.conf", PodDir: podDir, ContainerName: "app"}
+	sp := kubecontainer.SubPath{VolumeName: "data", VolumePath: volume, Path: "file.conf", PodDir: podDir, ContainerName: "app"}
 	for range 2 {
 		if _, err := PrepareSubPath(sp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if mounts := mountsAt(t, sp.target()); len(mounts) != 1 {
-		t.Errorf("mounts at %s = %v, want one", sp.target(), mounts)
+	if mounts := mountsAt(t, subPathTarget(sp)); len(mounts) != 1 {
+		t.Errorf("mounts at %s = %v, want one", subPathTarget(sp), mounts)
 	}
 }
 
@@ -194,7 +196,7 @@ func TestTearDownPodRemovesSubPathMountsAfterARestart(t *testing.T) {
 	e := newTestEnv(t, Options{})
 	pod := makePod(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	paths, _ := setUp(t, e, pod)
-	target, err := PrepareSubPath(SubPath{VolumeName: "data", VolumePath: paths["data"], Path: "logs", PodDir: e.m.PodDir(podUID), ContainerName: "app"})
+	target, err := PrepareSubPath(kubecontainer.SubPath{VolumeName: "data", VolumePath: paths["data"], Path: "logs", PodDir: e.m.PodDir(podUID), ContainerName: "app"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,18 +11,18 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // Pod is a runtime pod of namespace ns named pod-UID with the given
 // sandboxes and containers, by ID.
-func Pod(uid types.UID, sandboxes map[string]noderuntime.SandboxState, containers map[string]noderuntime.ContainerState) *noderuntime.PodStatus {
-	p := &noderuntime.PodStatus{UID: uid, Namespace: "ns", Name: "pod-" + string(uid)}
+func Pod(uid types.UID, sandboxes map[string]kubecontainer.SandboxState, containers map[string]kubecontainer.ContainerState) *kubecontainer.PodStatus {
+	p := &kubecontainer.PodStatus{UID: uid, Namespace: "ns", Name: "pod-" + string(uid)}
 	for id, state := range sandboxes {
-		p.Sandboxes = append(p.Sandboxes, &noderuntime.SandboxStatus{ID: id, State: state})
+		p.Sandboxes = append(p.Sandboxes, &kubecontainer.SandboxStatus{ID: id, State: state})
 	}
 	for id, state := range containers {
-		p.Containers = append(p.Containers, &noderuntime.ContainerStatus{ID: noderuntime.ContainerID{Type: "containerd", ID: id}, State: state})
+		p.Containers = append(p.Containers, &kubecontainer.ContainerStatus{ID: kubecontainer.ContainerID{Type: "containerd", ID: id}, State: state})
 	}
 	return p
 }
@@ -31,17 +31,17 @@ func Pod(uid types.UID, sandboxes map[string]noderuntime.SandboxState, container
 // (GetPodStatus) from what is true, counting both.
 type Runtime struct {
 	mu          sync.Mutex
-	listed      map[types.UID]*noderuntime.PodStatus
-	truth       map[types.UID]*noderuntime.PodStatus
+	listed      map[types.UID]*kubecontainer.PodStatus
+	truth       map[types.UID]*kubecontainer.PodStatus
 	directReads int
 	listCalls   int
 	// events, when set, is the runtime's container event stream.
-	events chan noderuntime.PodIdentity
+	events chan kubecontainer.PodIdentity
 }
 
 // NewRuntime is a runtime whose lists and direct reads both hold pods.
-func NewRuntime(pods ...*noderuntime.PodStatus) *Runtime {
-	f := &Runtime{listed: map[types.UID]*noderuntime.PodStatus{}, truth: map[types.UID]*noderuntime.PodStatus{}}
+func NewRuntime(pods ...*kubecontainer.PodStatus) *Runtime {
+	f := &Runtime{listed: map[types.UID]*kubecontainer.PodStatus{}, truth: map[types.UID]*kubecontainer.PodStatus{}}
 	for _, p := range pods {
 		f.listed[p.UID], f.truth[p.UID] = p, p
 	}
@@ -49,7 +49,7 @@ func NewRuntime(pods ...*noderuntime.PodStatus) *Runtime {
 }
 
 // Set changes what both lists and direct reads see of the pod.
-func (f *Runtime) Set(p *noderuntime.PodStatus) {
+func (f *Runtime) Set(p *kubecontainer.PodStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listed[p.UID], f.truth[p.UID] = p, p
@@ -57,7 +57,7 @@ func (f *Runtime) Set(p *noderuntime.PodStatus) {
 
 // SetTruth changes what direct reads see of the pod, leaving the lists
 // stale.
-func (f *Runtime) SetTruth(p *noderuntime.PodStatus) {
+func (f *Runtime) SetTruth(p *kubecontainer.PodStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.truth[p.UID] = p
@@ -66,37 +66,37 @@ func (f *Runtime) SetTruth(p *noderuntime.PodStatus) {
 // StreamContainerEvents gives the runtime a container event stream (to be
 // called before anything watches it); what is sent on the channel is
 // delivered to the watcher.
-func (f *Runtime) StreamContainerEvents() chan<- noderuntime.PodIdentity {
+func (f *Runtime) StreamContainerEvents() chan<- kubecontainer.PodIdentity {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.events = make(chan noderuntime.PodIdentity)
+	f.events = make(chan kubecontainer.PodIdentity)
 	return f.events
 }
 
-func (f *Runtime) ListPods(context.Context) (map[types.UID]*noderuntime.PodStatus, error) {
+func (f *Runtime) ListPods(context.Context) (map[types.UID]*kubecontainer.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listCalls++
-	out := map[types.UID]*noderuntime.PodStatus{}
+	out := map[types.UID]*kubecontainer.PodStatus{}
 	for uid, p := range f.listed {
 		out[uid] = p
 	}
 	return out, nil
 }
 
-func (f *Runtime) GetPodStatus(_ context.Context, uid types.UID) (*noderuntime.PodStatus, error) {
+func (f *Runtime) GetPodStatus(_ context.Context, uid types.UID) (*kubecontainer.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.directReads++
 	if p, ok := f.truth[uid]; ok {
 		return p, nil
 	}
-	return &noderuntime.PodStatus{UID: uid}, nil
+	return &kubecontainer.PodStatus{UID: uid}, nil
 }
 
 // WatchContainerEvents answers as containerd 1.6 does (no such method)
 // unless the runtime was given a stream.
-func (f *Runtime) WatchContainerEvents(ctx context.Context, onEvent func(noderuntime.PodIdentity)) error {
+func (f *Runtime) WatchContainerEvents(ctx context.Context, onEvent func(kubecontainer.PodIdentity)) error {
 	f.mu.Lock()
 	events := f.events
 	f.mu.Unlock()

@@ -21,17 +21,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	remote "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 )
 
 // CommandRunner runs a command in a running container and waits for it;
-// cri.RuntimeService implements it. A command that exits non-zero is an
-// error carrying its exit code (k8s.io/utils/exec.ExitError); one that runs
-// past timeout is remote.ErrCommandTimedOut. A zero timeout waits forever.
+// the runtime's ExecRunner is one over CRI. A command that exits non-zero
+// is an error carrying its exit code (k8s.io/utils/exec.ExitError); one
+// that runs past timeout is an error wrapping ErrCommandTimedOut. A zero
+// timeout waits forever.
 type CommandRunner interface {
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)
 }
+
+// ErrCommandTimedOut is what a CommandRunner's error wraps when the
+// command ran past its timeout. It is action's own, not the CRI client's
+// (which the runtime's ExecRunner turns into this), so that the prober
+// needs no CRI client.
+var ErrCommandTimedOut = errors.New("command timed out")
 
 // RunCommand runs cmd in the container and returns its output, stdout then
 // stderr (the runtime keeps them apart, so they cannot be interleaved).
@@ -51,7 +57,7 @@ func CommandOutcome(err error) (exited bool, code int, timedOut bool) {
 	if errors.As(err, &exitErr) {
 		return true, exitErr.ExitStatus(), false
 	}
-	return false, 0, errors.Is(err, remote.ErrCommandTimedOut)
+	return false, 0, errors.Is(err, ErrCommandTimedOut)
 }
 
 // userAgentVersion is the Kubernetes minor version nodelet follows: probes

@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	remote "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -115,7 +114,7 @@ func TestCommandOutcome(t *testing.T) {
 		"success":            {err: nil, wantExited: true},
 		"a non-zero exit":    {err: utilexec.CodeExitError{Err: errors.New("exited with 3"), Code: 3}, wantExited: true, wantCode: 3},
 		"a wrapped exit":     {err: fmt.Errorf("exec: %w", utilexec.CodeExitError{Err: errors.New("x"), Code: 1}), wantExited: true, wantCode: 1},
-		"a timeout":          {err: fmt.Errorf("%w: %q timed out after 1s", remote.ErrCommandTimedOut, "sleep 5"), wantTimedOut: true},
+		"a timeout":          {err: fmt.Errorf("%w: %q timed out after 1s", ErrCommandTimedOut, "sleep 5"), wantTimedOut: true},
 		"not run at all":     {err: errors.New("container not running")},
 		"an exit of zero ok": {err: utilexec.CodeExitError{Err: errors.New("odd"), Code: 0}, wantExited: true},
 	}

@@ -31,7 +31,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // Gatherer reads what containers start with. Safe for concurrent use.
@@ -54,11 +54,11 @@ type Gatherer struct {
 // unreachable, the Node authorizer not yet aware of the pod's binding):
 // those objects' errors are in env.Objects too, so the containers that
 // need them fail with them, and the caller should try again soon.
-func (g *Gatherer) Gather(ctx context.Context, pod *corev1.Pod, containers []*corev1.Container, env *noderuntime.PodEnv) error {
+func (g *Gatherer) Gather(ctx context.Context, pod *corev1.Pod, containers []*corev1.Container, env *kubecontainer.EnvSources) error {
 	var errs []error
 
 	configMaps, secrets := References(containers)
-	env.Objects = noderuntime.EnvObjects{
+	env.Objects = kubecontainer.EnvObjects{
 		ConfigMaps: map[string]*corev1.ConfigMap{},
 		Secrets:    map[string]*corev1.Secret{},
 		Errors:     map[string]error{},
@@ -68,7 +68,7 @@ func (g *Gatherer) Gather(ctx context.Context, pod *corev1.Pod, containers []*co
 		if found, err := g.get(ctx, pod.Namespace, name, cm); err != nil {
 			// The API server's words are what the user reads, as under
 			// the kubelet.
-			env.Objects.Errors[noderuntime.EnvObjectKey("configmap", name)] = err
+			env.Objects.Errors[kubecontainer.EnvObjectKey("configmap", name)] = err
 			errs = append(errs, fmt.Errorf("reading ConfigMap %s/%s: %w", pod.Namespace, name, err))
 		} else if found {
 			env.Objects.ConfigMaps[name] = cm
@@ -77,7 +77,7 @@ func (g *Gatherer) Gather(ctx context.Context, pod *corev1.Pod, containers []*co
 	for _, name := range secrets {
 		secret := &corev1.Secret{}
 		if found, err := g.get(ctx, pod.Namespace, name, secret); err != nil {
-			env.Objects.Errors[noderuntime.EnvObjectKey("secret", name)] = err
+			env.Objects.Errors[kubecontainer.EnvObjectKey("secret", name)] = err
 			errs = append(errs, fmt.Errorf("reading Secret %s/%s: %w", pod.Namespace, name, err))
 		} else if found {
 			env.Objects.Secrets[name] = secret

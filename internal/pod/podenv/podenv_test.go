@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func service(namespace, name, clusterIP string, ports ...corev1.ServicePort) corev1.Service {
@@ -191,7 +191,7 @@ func TestGather(t *testing.T) {
 		},
 	}
 
-	env := &noderuntime.PodEnv{}
+	env := &kubecontainer.EnvSources{}
 	err := g.Gather(context.Background(), pod, []*corev1.Container{&pod.Spec.Containers[0]}, env)
 	if err == nil || !strings.Contains(err.Error(), "reading ConfigMap shop/guarded") {
 		t.Errorf("Gather() error = %v, want the refused read", err)
@@ -205,7 +205,7 @@ func TestGather(t *testing.T) {
 	if _, ok := env.Objects.ConfigMaps["absent"]; ok {
 		t.Errorf("a ConfigMap that does not exist is in Objects")
 	}
-	if err := env.Objects.Errors[noderuntime.EnvObjectKey("configmap", "guarded")]; !apierrors.IsForbidden(err) {
+	if err := env.Objects.Errors[kubecontainer.EnvObjectKey("configmap", "guarded")]; !apierrors.IsForbidden(err) {
 		t.Errorf("error for ConfigMap guarded = %v, want the API server's Forbidden", err)
 	}
 	if len(env.Objects.Errors) != 1 {

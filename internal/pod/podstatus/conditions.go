@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // conditions generates the conditions nodelet owns, in the kubelet's
@@ -46,7 +46,7 @@ func (v statusView) readyToStartContainers() bool {
 		return false
 	}
 	for _, sb := range v.rt.Sandboxes[1:] {
-		if sb != nil && sb.State == noderuntime.SandboxReady {
+		if sb != nil && sb.State == kubecontainer.SandboxReady {
 			return false
 		}
 	}

@@ -10,19 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // statusView is one generation's read-only view of its inputs.
 type statusView struct {
 	pod *corev1.Pod
-	rt  *noderuntime.PodStatus
+	rt  *kubecontainer.PodStatus
 	in  *Input
 }
 
 // instances returns the newest and the previous instance of a container.
-func (v statusView) instances(name string) (newest, previous *noderuntime.ContainerStatus) {
+func (v statusView) instances(name string) (newest, previous *kubecontainer.ContainerStatus) {
 	for _, c := range v.rt.Containers {
 		if c == nil || c.Name != name {
 			continue
@@ -42,9 +42,9 @@ func (v statusView) containerStatuses(containers []corev1.Container, oldStatuses
 	if len(containers) == 0 {
 		return nil
 	}
-	defaultReason := noderuntime.ReasonContainerCreating
+	defaultReason := kubecontainer.ReasonContainerCreating
 	if len(v.pod.Spec.InitContainers) > 0 {
-		defaultReason = noderuntime.ReasonPodInitializing
+		defaultReason = kubecontainer.ReasonPodInitializing
 	}
 	statuses := make([]corev1.ContainerStatus, 0, len(containers))
 	for i := range containers {
@@ -105,7 +105,7 @@ func (v statusView) containerStatusWithoutInstance(container *corev1.Container, 
 }
 
 // instanceStatus converts one runtime instance of a container.
-func (v statusView) instanceStatus(container *corev1.Container, c *noderuntime.ContainerStatus, old *corev1.ContainerStatus) corev1.ContainerStatus {
+func (v statusView) instanceStatus(container *corev1.Container, c *kubecontainer.ContainerStatus, old *corev1.ContainerStatus) corev1.ContainerStatus {
 	id := c.ID.String()
 	image := c.Image
 	if image == "" {
@@ -132,14 +132,14 @@ func (v statusView) instanceStatus(container *corev1.Container, c *noderuntime.C
 	}
 
 	switch {
-	case c.State == noderuntime.ContainerRunning:
+	case c.State == kubecontainer.ContainerRunning:
 		status.State.Running = &corev1.ContainerStateRunning{StartedAt: apiTime(c.StartedAt)}
 		if old != nil && old.State.Terminated != nil && old.RestartCount >= status.RestartCount {
 			status.RestartCount = old.RestartCount + 1
 		}
-	case c.State == noderuntime.ContainerCreated:
+	case c.State == kubecontainer.ContainerCreated:
 		status.State.Waiting = &corev1.ContainerStateWaiting{}
-	case c.State == noderuntime.ContainerExited:
+	case c.State == kubecontainer.ContainerExited:
 		reason := c.Reason
 		if reason == "" {
 			// containerd's words when the runtime gives none.
@@ -163,7 +163,7 @@ func (v statusView) instanceStatus(container *corev1.Container, c *noderuntime.C
 			FinishedAt:  apiTime(c.FinishedAt),
 			ContainerID: id,
 		}
-	case c.State == noderuntime.ContainerUnknown && old != nil && old.State.Running != nil:
+	case c.State == kubecontainer.ContainerUnknown && old != nil && old.State.Running != nil:
 		// It ran, and now the runtime cannot tell: it is reported stopped,
 		// never as waiting, lest a run-once container look as if it never ran.
 		status.State.Terminated = &corev1.ContainerStateTerminated{
@@ -184,7 +184,7 @@ func (v statusView) instanceStatus(container *corev1.Container, c *noderuntime.C
 func (v statusView) applyWaitingReason(container *corev1.Container, status *corev1.ContainerStatus, isInit bool) {
 	newest, _ := v.instances(container.Name)
 	if isInit {
-		if newest != nil && newest.State == noderuntime.ContainerExited && newest.ExitCode == 0 {
+		if newest != nil && newest.State == kubecontainer.ContainerExited && newest.ExitCode == 0 {
 			return
 		}
 		// Its record is gone, but regular containers exist: it succeeded.
@@ -212,14 +212,14 @@ func (v statusView) applyWaitingReason(container *corev1.Container, status *core
 
 // shouldBeRestarted reports whether a container is due to be started
 // again, given its newest instance.
-func (v statusView) shouldBeRestarted(container *corev1.Container, newest *noderuntime.ContainerStatus) bool {
-	return noderuntime.ShouldRestart(v.pod, container, newest)
+func (v statusView) shouldBeRestarted(container *corev1.Container, newest *kubecontainer.ContainerStatus) bool {
+	return kubecontainer.ShouldRestart(v.pod, container, newest)
 }
 
 func (v statusView) anyRegularContainerCreated() bool {
 	for i := range v.pod.Spec.Containers {
 		newest, _ := v.instances(v.pod.Spec.Containers[i].Name)
-		if newest != nil && newest.State != noderuntime.ContainerUnknown {
+		if newest != nil && newest.State != kubecontainer.ContainerUnknown {
 			return true
 		}
 	}
@@ -227,8 +227,8 @@ func (v statusView) anyRegularContainerCreated() bool {
 }
 
 // activeSandbox is the newest sandbox if it is ready, else nil.
-func (v statusView) activeSandbox() *noderuntime.SandboxStatus {
-	if len(v.rt.Sandboxes) == 0 || v.rt.Sandboxes[0] == nil || v.rt.Sandboxes[0].State != noderuntime.SandboxReady {
+func (v statusView) activeSandbox() *kubecontainer.SandboxStatus {
+	if len(v.rt.Sandboxes) == 0 || v.rt.Sandboxes[0] == nil || v.rt.Sandboxes[0].State != kubecontainer.SandboxReady {
 		return nil
 	}
 	return v.rt.Sandboxes[0]
@@ -337,9 +337,9 @@ func findContainerStatus(statuses []corev1.ContainerStatus, name string) *corev1
 	return nil
 }
 
-func anyContainerRunning(rt *noderuntime.PodStatus) bool {
+func anyContainerRunning(rt *kubecontainer.PodStatus) bool {
 	for _, c := range rt.Containers {
-		if c != nil && c.State == noderuntime.ContainerRunning {
+		if c != nil && c.State == kubecontainer.ContainerRunning {
 			return true
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 var lifecycleNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -57,13 +57,13 @@ func TestGeneratePodStatusFailsThePodOnceItsContainersStopped(t *testing.T) {
 			Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
-	app := &noderuntime.ContainerStatus{
-		ID: noderuntime.ContainerID{Type: "containerd", ID: "c1"}, Name: "app", SandboxID: "sb1",
-		State: noderuntime.ContainerRunning, StartedAt: lifecycleNow.Add(-time.Minute),
+	app := &kubecontainer.ContainerStatus{
+		ID: kubecontainer.ContainerID{Type: "containerd", ID: "c1"}, Name: "app", SandboxID: "sb1",
+		State: kubecontainer.ContainerRunning, StartedAt: lifecycleNow.Add(-time.Minute),
 	}
-	rt := &noderuntime.PodStatus{
-		Sandboxes:  []*noderuntime.SandboxStatus{{ID: "sb1", State: noderuntime.SandboxNotReady}},
-		Containers: []*noderuntime.ContainerStatus{app},
+	rt := &kubecontainer.PodStatus{
+		Sandboxes:  []*kubecontainer.SandboxStatus{{ID: "sb1", State: kubecontainer.SandboxNotReady}},
+		Containers: []*kubecontainer.ContainerStatus{app},
 	}
 
 	// Still running: not failed yet.
@@ -72,7 +72,7 @@ func TestGeneratePodStatusFailsThePodOnceItsContainersStopped(t *testing.T) {
 		t.Errorf("with the container running: phase %s reason %q, want Running and no reason", s.Phase, s.Reason)
 	}
 
-	app.State, app.ExitCode, app.FinishedAt = noderuntime.ContainerExited, 137, lifecycleNow
+	app.State, app.ExitCode, app.FinishedAt = kubecontainer.ContainerExited, 137, lifecycleNow
 	s = Generate(Input{Pod: pod, Runtime: rt, Terminal: true, Failure: failure, Now: lifecycleNow})
 	if s.Phase != corev1.PodFailed || s.Reason != failure.Reason || s.Message != failure.Message {
 		t.Errorf("with the container stopped: phase %s reason %q message %q, want Failed with the failure's", s.Phase, s.Reason, s.Message)

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // Reasons and messages of the pod's conditions and container states, the
@@ -51,12 +51,12 @@ type Input struct {
 	// status last written (the "old" status).
 	Pod *corev1.Pod
 	// Runtime is the runtime's record of the pod; nil reads as empty.
-	Runtime *noderuntime.PodStatus
+	Runtime *kubecontainer.PodStatus
 	// Waiting holds why containers that are not running are waiting, by
 	// container name: start failures (ErrImagePull, RunContainerError, ...)
 	// and CrashLoopBackOff, as the kubelet's reason cache. A reason shows
 	// only on a container that is due to be (re)started.
-	Waiting map[string]*noderuntime.ContainerError
+	Waiting map[string]*kubecontainer.ContainerError
 	// Started and Ready are the startup and readiness probe results by
 	// container name. A running container without an entry is started and
 	// ready, as one without probes is.
@@ -88,7 +88,7 @@ func Generate(in Input) corev1.PodStatus {
 	old := &pod.Status
 	rt := in.Runtime
 	if rt == nil {
-		rt = &noderuntime.PodStatus{}
+		rt = &kubecontainer.PodStatus{}
 	}
 	v := statusView{pod: pod, rt: rt, in: &in}
 

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -70,13 +70,13 @@ func basePod() *corev1.Pod {
 
 // baseRuntime is the runtime's record of basePod fully started: a ready
 // sandbox, both init containers done, both containers running.
-func baseRuntime() *noderuntime.PodStatus {
-	return &noderuntime.PodStatus{
+func baseRuntime() *kubecontainer.PodStatus {
+	return &kubecontainer.PodStatus{
 		UID: "uid-1", Name: "web-0", Namespace: "shop",
-		Sandboxes: []*noderuntime.SandboxStatus{
-			{ID: "sb-1", State: noderuntime.SandboxReady, CreatedAt: at(1.2), IPs: []string{"10.244.1.7"}},
+		Sandboxes: []*kubecontainer.SandboxStatus{
+			{ID: "sb-1", State: kubecontainer.SandboxReady, CreatedAt: at(1.2), IPs: []string{"10.244.1.7"}},
 		},
-		Containers: []*noderuntime.ContainerStatus{
+		Containers: []*kubecontainer.ContainerStatus{
 			runningInstance("web", "web-1", 0, 6.1),
 			runningInstance("metrics", "metrics-1", 0, 6.0),
 			exitedInstance("warm-cache", "warm-cache-1", 0, 0, 4.1),
@@ -85,12 +85,12 @@ func baseRuntime() *noderuntime.PodStatus {
 	}
 }
 
-func runningInstance(name, id string, restarts int, created float64) *noderuntime.ContainerStatus {
-	return &noderuntime.ContainerStatus{
-		ID:           noderuntime.ContainerID{Type: "containerd", ID: id},
+func runningInstance(name, id string, restarts int, created float64) *kubecontainer.ContainerStatus {
+	return &kubecontainer.ContainerStatus{
+		ID:           kubecontainer.ContainerID{Type: "containerd", ID: id},
 		Name:         name,
 		SandboxID:    "sb-1",
-		State:        noderuntime.ContainerRunning,
+		State:        kubecontainer.ContainerRunning,
 		CreatedAt:    at(created),
 		StartedAt:    at(created + 0.3),
 		Image:        "docker.io/library/" + name + ":1",
@@ -100,9 +100,9 @@ func runningInstance(name, id string, restarts int, created float64) *noderuntim
 }
 
 // exitedInstance ran from created+0.3 to created+1.5.
-func exitedInstance(name, id string, restarts int, exitCode int32, created float64) *noderuntime.ContainerStatus {
+func exitedInstance(name, id string, restarts int, exitCode int32, created float64) *kubecontainer.ContainerStatus {
 	c := runningInstance(name, id, restarts, created)
-	c.State = noderuntime.ContainerExited
+	c.State = kubecontainer.ContainerExited
 	c.FinishedAt = at(created + 1.5)
 	c.ExitCode = exitCode
 	c.Reason = "Completed"
@@ -243,24 +243,24 @@ func initsDone() []corev1.ContainerStatus {
 }
 
 func TestGeneratePodStatus(t *testing.T) {
-	crashLoop := &noderuntime.ContainerError{
-		Reason:  noderuntime.ReasonCrashLoopBackOff,
+	crashLoop := &kubecontainer.ContainerError{
+		Reason:  kubecontainer.ReasonCrashLoopBackOff,
 		Message: "back-off 20s restarting failed container=web pod=web-0_shop(uid-1)",
 	}
-	imagePull := &noderuntime.ContainerError{
-		Reason:  noderuntime.ReasonErrImagePull,
+	imagePull := &kubecontainer.ContainerError{
+		Reason:  kubecontainer.ReasonErrImagePull,
 		Message: `failed to pull and unpack image "docker.io/library/web:1": not found`,
 	}
 	uninitialized := notReady(corev1.PodInitialized, "ContainersNotInitialized", "containers with incomplete status: [migrate warm-cache]")
 
 	tests := map[string]struct {
 		pod     func(*corev1.Pod)
-		runtime func(*noderuntime.PodStatus)
+		runtime func(*kubecontainer.PodStatus)
 		input   func(*Input)
 		want    corev1.PodStatus
 	}{
 		"a pod with nothing created yet is pending, every container waiting for the init containers": {
-			runtime: func(rt *noderuntime.PodStatus) { rt.Sandboxes, rt.Containers = nil, nil },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Sandboxes, rt.Containers = nil, nil },
 			want: func() corev1.PodStatus {
 				s := wantStatus(corev1.PodPending,
 					wantConditions(
@@ -277,8 +277,8 @@ func TestGeneratePodStatus(t *testing.T) {
 			}(),
 		},
 		"a pod whose sandbox is ready and first init container runs is pending and ready to start containers": {
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Containers = []*noderuntime.ContainerStatus{runningInstance("migrate", "migrate-1", 0, 2.1)}
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Containers = []*kubecontainer.ContainerStatus{runningInstance("migrate", "migrate-1", 0, 2.1)}
 			},
 			want: wantStatus(corev1.PodPending,
 				wantConditions(
@@ -300,8 +300,8 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a pod whose first init container failed under restartPolicy Never has failed": {
 			pod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Containers = []*noderuntime.ContainerStatus{exitedInstance("migrate", "migrate-1", 0, 1, 2.1)}
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Containers = []*kubecontainer.ContainerStatus{exitedInstance("migrate", "migrate-1", 0, 1, 2.1)}
 			},
 			want: wantStatus(corev1.PodFailed,
 				wantConditions(
@@ -322,8 +322,8 @@ func TestGeneratePodStatus(t *testing.T) {
 			),
 		},
 		"a container that exited 1 under Always and waits in crash-loop back-off shows its last run and makes the pod unready": {
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Containers = []*noderuntime.ContainerStatus{
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Containers = []*kubecontainer.ContainerStatus{
 					exitedInstance("web", "web-3", 2, 1, 20.0),
 					exitedInstance("web", "web-2", 1, 1, 10.0),
 					runningInstance("metrics", "metrics-1", 0, 6.0),
@@ -332,7 +332,7 @@ func TestGeneratePodStatus(t *testing.T) {
 					exitedInstance("migrate", "migrate-1", 0, 0, 2.1),
 				}
 			},
-			input: func(in *Input) { in.Waiting = map[string]*noderuntime.ContainerError{"web": crashLoop} },
+			input: func(in *Input) { in.Waiting = map[string]*kubecontainer.ContainerError{"web": crashLoop} },
 			want: wantStatus(corev1.PodRunning,
 				wantConditions(
 					readyToStart,
@@ -353,8 +353,8 @@ func TestGeneratePodStatus(t *testing.T) {
 			),
 		},
 		"a container that exited and has no waiting reason yet shows how it ended, its previous run as last state": {
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Containers = append([]*noderuntime.ContainerStatus{exitedInstance("web", "web-2", 1, 2, 20.0)}, rt.Containers...)
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Containers = append([]*kubecontainer.ContainerStatus{exitedInstance("web", "web-2", 1, 2, 20.0)}, rt.Containers...)
 				rt.Containers[1] = exitedInstance("web", "web-1", 0, 1, 6.1)
 			},
 			want: wantStatus(corev1.PodRunning,
@@ -377,7 +377,7 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a pod whose containers all exited 0 under Never has succeeded and is not ready": {
 			pod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 0, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
@@ -398,15 +398,15 @@ func TestGeneratePodStatus(t *testing.T) {
 				p.Status.Phase = corev1.PodRunning
 				p.Status.PodIP, p.Status.PodIPs = "10.244.1.7", []corev1.PodIP{{IP: "10.244.1.7"}}
 			},
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Sandboxes[0].State = noderuntime.SandboxNotReady
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Sandboxes[0].State = kubecontainer.SandboxNotReady
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 143, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 143, 6.0)
 			},
 			input: func(in *Input) {
 				in.Terminal = true
 				// Reasons are not shown on a deleted pod's containers.
-				in.Waiting = map[string]*noderuntime.ContainerError{"web": crashLoop}
+				in.Waiting = map[string]*kubecontainer.ContainerError{"web": crashLoop}
 			},
 			want: wantStatus(corev1.PodFailed,
 				wantConditions(
@@ -421,8 +421,8 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a terminal pod whose container never started reports it killed": {
 			pod: func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(sec(25)) },
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Sandboxes[0].State = noderuntime.SandboxNotReady
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Sandboxes[0].State = kubecontainer.SandboxNotReady
 				rt.Containers = rt.Containers[1:]
 				rt.Containers[0] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
@@ -454,8 +454,8 @@ func TestGeneratePodStatus(t *testing.T) {
 			}(),
 		},
 		"a container whose image cannot be pulled waits with ErrImagePull": {
-			runtime: func(rt *noderuntime.PodStatus) { rt.Containers = rt.Containers[1:] },
-			input:   func(in *Input) { in.Waiting = map[string]*noderuntime.ContainerError{"web": imagePull} },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Containers = rt.Containers[1:] },
+			input:   func(in *Input) { in.Waiting = map[string]*kubecontainer.ContainerError{"web": imagePull} },
 			want: wantStatus(corev1.PodPending,
 				wantConditions(
 					readyToStart,
@@ -468,9 +468,9 @@ func TestGeneratePodStatus(t *testing.T) {
 			),
 		},
 		"a container created but not started shows its start failure": {
-			runtime: func(rt *noderuntime.PodStatus) { rt.Containers[0].State = noderuntime.ContainerCreated },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Containers[0].State = kubecontainer.ContainerCreated },
 			input: func(in *Input) {
-				in.Waiting = map[string]*noderuntime.ContainerError{"web": {Reason: "RunContainerError", Message: `exec: "web": executable file not found in $PATH`}}
+				in.Waiting = map[string]*kubecontainer.ContainerError{"web": {Reason: "RunContainerError", Message: `exec: "web": executable file not found in $PATH`}}
 			},
 			want: wantStatus(corev1.PodPending,
 				wantConditions(
@@ -552,7 +552,7 @@ func TestGeneratePodStatus(t *testing.T) {
 				p.Status.Phase = corev1.PodRunning
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{wantRunning("metrics", "metrics-1", 3, 6.0), wantRunning("web", "web-1", 0, 6.1)}
 			},
-			runtime: func(rt *noderuntime.PodStatus) { rt.Containers = append(rt.Containers[:1], rt.Containers[2:]...) },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Containers = append(rt.Containers[:1], rt.Containers[2:]...) },
 			want: wantStatus(corev1.PodRunning,
 				wantConditions(
 					readyToStart,
@@ -581,7 +581,7 @@ func TestGeneratePodStatus(t *testing.T) {
 				p.Status.Phase = corev1.PodRunning
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{wantRunning("metrics", "metrics-1", 0, 6.0), wantRunning("web", "web-1", 0, 6.1)}
 			},
-			runtime: func(rt *noderuntime.PodStatus) { rt.Containers[0].State = noderuntime.ContainerUnknown },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Containers[0].State = kubecontainer.ContainerUnknown },
 			want: wantStatus(corev1.PodRunning,
 				wantConditions(
 					readyToStart,
@@ -605,7 +605,7 @@ func TestGeneratePodStatus(t *testing.T) {
 			),
 		},
 		"init containers whose records are gone count as done once regular containers exist": {
-			runtime: func(rt *noderuntime.PodStatus) { rt.Containers = rt.Containers[:2] },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Containers = rt.Containers[:2] },
 			want: wantStatus(corev1.PodRunning,
 				wantConditions(readyToStart, initialized, podReady, allReady),
 				[]corev1.ContainerStatus{
@@ -655,8 +655,8 @@ func TestGeneratePodStatus(t *testing.T) {
 			pod: func(p *corev1.Pod) {
 				p.Status.PodIP, p.Status.PodIPs = "10.244.1.7", []corev1.PodIP{{IP: "10.244.1.7"}}
 			},
-			runtime: func(rt *noderuntime.PodStatus) {
-				rt.Sandboxes[0].State = noderuntime.SandboxNotReady
+			runtime: func(rt *kubecontainer.PodStatus) {
+				rt.Sandboxes[0].State = kubecontainer.SandboxNotReady
 				rt.Containers = nil
 			},
 			want: func() corev1.PodStatus {
@@ -674,7 +674,7 @@ func TestGeneratePodStatus(t *testing.T) {
 			}(),
 		},
 		"a dual-stack pod lists one IP per family, the node's family first": {
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Sandboxes[0].IPs = []string{"fd00::7", "fd00::8", "10.244.1.7", "10.244.1.8"}
 			},
 			input: func(in *Input) { in.HostIPs = []string{"192.168.0.10", "192.168.0.11", "fd00:1::10"} },
@@ -691,7 +691,7 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a host-network pod has the node's IP": {
 			pod: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Sandboxes[0].HostNetwork = true
 				rt.Sandboxes[0].IPs = nil
 			},
@@ -726,9 +726,9 @@ func TestGeneratePodStatus(t *testing.T) {
 		},
 		"a pod with init containers only and no runtime record has no regular statuses to invent": {
 			pod: func(p *corev1.Pod) { p.Spec.Containers = nil },
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Sandboxes = nil
-				rt.Containers = []*noderuntime.ContainerStatus{{Name: "stranger", State: noderuntime.ContainerRunning}, nil}
+				rt.Containers = []*kubecontainer.ContainerStatus{{Name: "stranger", State: kubecontainer.ContainerRunning}, nil}
 			},
 			want: func() corev1.PodStatus {
 				s := wantStatus(corev1.PodPending,
@@ -775,12 +775,12 @@ func TestGeneratePodStatus(t *testing.T) {
 func TestPodPhase(t *testing.T) {
 	tests := map[string]struct {
 		pod     func(*corev1.Pod)
-		runtime func(*noderuntime.PodStatus)
+		runtime func(*kubecontainer.PodStatus)
 		want    corev1.PodPhase
 	}{
 		"containers exited 0 under Never: succeeded": {
 			pod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 0, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
@@ -788,7 +788,7 @@ func TestPodPhase(t *testing.T) {
 		},
 		"one container failed under Never: failed": {
 			pod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 2, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
@@ -796,14 +796,14 @@ func TestPodPhase(t *testing.T) {
 		},
 		"one container failed under OnFailure: running, it will restart": {
 			pod: func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 2, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
 			want: corev1.PodRunning,
 		},
 		"all exited 0 under Always: running, they will restart": {
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Containers[0] = exitedInstance("web", "web-1", 0, 0, 6.1)
 				rt.Containers[1] = exitedInstance("metrics", "metrics-1", 0, 0, 6.0)
 			},
@@ -818,20 +818,20 @@ func TestPodPhase(t *testing.T) {
 					wantExited("web", "web-1", 0, 0, 6.1),
 				}
 			},
-			runtime: func(rt *noderuntime.PodStatus) { rt.Sandboxes, rt.Containers = nil, nil },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Sandboxes, rt.Containers = nil, nil },
 			want:    corev1.PodSucceeded,
 		},
 		"a sidecar that runs does not hold the pod in Pending": {
 			pod: func(p *corev1.Pod) {
 				p.Spec.InitContainers[1].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 			},
-			runtime: func(rt *noderuntime.PodStatus) {
+			runtime: func(rt *kubecontainer.PodStatus) {
 				rt.Containers[2] = runningInstance("warm-cache", "warm-cache-1", 0, 4.1)
 			},
 			want: corev1.PodRunning,
 		},
 		"nothing at all": {
-			runtime: func(rt *noderuntime.PodStatus) { rt.Sandboxes, rt.Containers = nil, nil },
+			runtime: func(rt *kubecontainer.PodStatus) { rt.Sandboxes, rt.Containers = nil, nil },
 			want:    corev1.PodPending,
 		},
 	}
@@ -1107,15 +1107,15 @@ func fuzzInput(data []byte) Input {
 		})
 	}
 
-	rt := &noderuntime.PodStatus{}
+	rt := &kubecontainer.PodStatus{}
 	for i, n := 0, r.pick(3); i < n; i++ {
 		if r.pick(8) == 0 {
 			rt.Sandboxes = append(rt.Sandboxes, nil)
 			continue
 		}
-		rt.Sandboxes = append(rt.Sandboxes, &noderuntime.SandboxStatus{
+		rt.Sandboxes = append(rt.Sandboxes, &kubecontainer.SandboxStatus{
 			ID:          pickFrom(r, "s1", "s2"),
-			State:       pickFrom(r, noderuntime.SandboxReady, noderuntime.SandboxNotReady),
+			State:       pickFrom(r, kubecontainer.SandboxReady, kubecontainer.SandboxNotReady),
 			HostNetwork: r.bool(),
 			IPs:         pickFrom(r, []string(nil), []string{"10.0.0.2"}, []string{"fd00::2", "10.0.0.2"}, []string{"bad"}),
 		})
@@ -1125,11 +1125,11 @@ func fuzzInput(data []byte) Input {
 			rt.Containers = append(rt.Containers, nil)
 			continue
 		}
-		rt.Containers = append(rt.Containers, &noderuntime.ContainerStatus{
-			ID:           noderuntime.ContainerID{Type: "containerd", ID: pickFrom(r, "", "i1", "i2", "i3")},
+		rt.Containers = append(rt.Containers, &kubecontainer.ContainerStatus{
+			ID:           kubecontainer.ContainerID{Type: "containerd", ID: pickFrom(r, "", "i1", "i2", "i3")},
 			Name:         pickFrom(r, names...),
 			SandboxID:    pickFrom(r, "s1", "s2", ""),
-			State:        pickFrom(r, noderuntime.ContainerCreated, noderuntime.ContainerRunning, noderuntime.ContainerExited, noderuntime.ContainerUnknown, ""),
+			State:        pickFrom(r, kubecontainer.ContainerCreated, kubecontainer.ContainerRunning, kubecontainer.ContainerExited, kubecontainer.ContainerUnknown, ""),
 			StartedAt:    pickFrom(r, time.Time{}, at(1.5)),
 			FinishedAt:   pickFrom(r, time.Time{}, at(2.5)),
 			ExitCode:     pickFrom(r, int32(0), 1, 137, -1),
@@ -1137,9 +1137,9 @@ func fuzzInput(data []byte) Input {
 			Message:      strings.Repeat("m", r.pick(3)*5000),
 		})
 	}
-	waiting := map[string]*noderuntime.ContainerError{}
+	waiting := map[string]*kubecontainer.ContainerError{}
 	for i, n := 0, r.pick(3); i < n; i++ {
-		waiting[pickFrom(r, names...)] = &noderuntime.ContainerError{Reason: "CrashLoopBackOff"}
+		waiting[pickFrom(r, names...)] = &kubecontainer.ContainerError{Reason: "CrashLoopBackOff"}
 	}
 	return Input{
 		Pod:      pod,

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/utils/net"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 // podIPs are the IPs of the newest sandbox while it is ready, at most one
@@ -41,7 +41,7 @@ func (v statusView) podIPs(hostIPs []corev1.HostIP) (string, []corev1.PodIP) {
 
 func (v statusView) anySandboxReady() bool {
 	for _, sb := range v.rt.Sandboxes {
-		if sb != nil && sb.State == noderuntime.SandboxReady {
+		if sb != nil && sb.State == kubecontainer.SandboxReady {
 			return true
 		}
 	}

@@ -3,20 +3,20 @@ package podstatus
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
-	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // Phase is the phase the runtime's record implies for a pod that is not
 // (yet) terminal: the reconciler asks it whether a pod ran to completion
 // under its restart policy. Waiting reasons never change a phase, so none
 // are needed.
-func Phase(pod *corev1.Pod, runtime *noderuntime.PodStatus) corev1.PodPhase {
+func Phase(pod *corev1.Pod, runtime *kubecontainer.PodStatus) corev1.PodPhase {
 	if pod == nil {
 		return corev1.PodPending
 	}
 	if runtime == nil {
-		runtime = &noderuntime.PodStatus{}
+		runtime = &kubecontainer.PodStatus{}
 	}
 	v := statusView{pod: pod, rt: runtime, in: &Input{Pod: pod, Runtime: runtime}}
 	var s corev1.PodStatus

@@ -2,7 +2,7 @@ package podstatus
 
 // The pod's phase and its containers' waiting reasons under
 // container-level restartPolicy and restartPolicyRules: the same rule as
-// the plan (noderuntime.ShouldRestart), read from the status side.
+// the plan (kubecontainer.ShouldRestart), read from the status side.
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	noderuntime "github.com/nodelet/nodelet/runtime"
+	kubecontainer "github.com/nodelet/nodelet/internal/container"
 )
 
 func TestPhaseUnderContainerRestartPolicies(t *testing.T) {
@@ -51,7 +51,7 @@ func TestPhaseUnderContainerRestartPolicies(t *testing.T) {
 			}
 			// The last sync held web back: its status says so only if it
 			// is to restart.
-			waiting := map[string]*noderuntime.ContainerError{"web": {Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}}
+			waiting := map[string]*kubecontainer.ContainerError{"web": {Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}}
 			got := Generate(Input{Pod: pod, Runtime: rt, Waiting: waiting, Now: at(testNow)})
 			if got.Phase != tt.want {
 				t.Errorf("phase %s, want %s", got.Phase, tt.want)
@@ -61,7 +61,7 @@ func TestPhaseUnderContainerRestartPolicies(t *testing.T) {
 			if restarting != tt.webRestarting {
 				t.Errorf("web's state %+v: waiting to restart %t, want %t", web.State, restarting, tt.webRestarting)
 			}
-			if want := noderuntime.ShouldRestart(pod, &pod.Spec.Containers[0], rt.Containers[0]); restarting != want {
+			if want := kubecontainer.ShouldRestart(pod, &pod.Spec.Containers[0], rt.Containers[0]); restarting != want {
 				t.Errorf("the status says waiting to restart %t, the plan's rule %t", restarting, want)
 			}
 		})

@@ -1,4 +1,4 @@
-package admission
+package runtime
 
 import (
 	"errors"
@@ -7,21 +7,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// RuntimeHandler is one of the runtime's handlers as CRI RuntimeStatus
+// runtimeHandler is one of the runtime's handlers as CRI RuntimeStatus
 // lists them; the default handler's name is empty.
-type RuntimeHandler struct {
+type runtimeHandler struct {
 	Name           string
 	UserNamespaces bool
 }
 
-// CheckUserNamespace says whether a pod's sandbox can be made under
+// checkUserNamespace says whether a pod's sandbox can be made under
 // handler (the runtime handler its RuntimeClass names, empty for the
 // default) as far as user namespaces go, given the runtime's handlers: a
 // pod on the host's user namespace always can; one that asks for its own
 // (hostUsers: false) gets the kubelet's words when the runtime cannot give
 // it one. A runtime that lists no handlers (containerd 1.6) is one that
 // cannot, as the kubelet reads it. The error is the sandbox's failure.
-func CheckUserNamespace(pod *corev1.Pod, handler string, handlers []RuntimeHandler) error {
+func checkUserNamespace(pod *corev1.Pod, handler string, handlers []runtimeHandler) error {
 	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
 		return nil
 	}
@@ -39,7 +39,7 @@ func CheckUserNamespace(pod *corev1.Pod, handler string, handlers []RuntimeHandl
 	return errors.New(msg)
 }
 
-func handlerSupportsUserNamespaces(handler string, handlers []RuntimeHandler) (bool, error) {
+func handlerSupportsUserNamespaces(handler string, handlers []runtimeHandler) (bool, error) {
 	if len(handlers) == 0 {
 		return false, nil
 	}

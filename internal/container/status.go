@@ -1,7 +1,8 @@
-package runtime
+package container
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -71,6 +72,15 @@ func (c ContainerID) MarshalText() ([]byte, error) {
 	return []byte(c.String()), nil
 }
 
+// ParseContainerID reads a container ID as the API shows it
+// ("containerd://<id>"); a string without a type is taken as a bare ID.
+func ParseContainerID(s string) ContainerID {
+	if typ, id, ok := strings.Cut(s, "://"); ok {
+		return ContainerID{Type: typ, ID: id}
+	}
+	return ContainerID{ID: s}
+}
+
 // ContainerStatus is one container instance as the runtime reports it,
 // decoded together with the labels and annotations nodelet wrote on it.
 type ContainerStatus struct {
@@ -92,7 +102,7 @@ type ContainerStatus struct {
 	ImageRef string
 
 	// Hash, RestartCount and RestartBackoff come from the container's
-	// annotations (see labels.go).
+	// annotations (the runtime's labels.go).
 	Hash         string
 	RestartCount int
 	// RestartBackoff is the crash-loop delay that was waited before this
