@@ -65,7 +65,7 @@ var zeroDefaults = map[string]string{
 // to NodeletConfiguration fails here with
 //
 //	NodeLeaseDurationSeconds: no flag sets it: name one in its `flag` tag
-//	NodeLeaseDurationSeconds: no row in docs/configuration.md: run go run ./hack/docgen/config > docs/configuration.md
+//	NodeLeaseDurationSeconds: no row in docs/configuration.md: run make docs
 //	NodeLeaseDurationSeconds: SetDefaults leaves it zero: give it its default there, or list it in zeroDefaults with why zero is its default
 //
 // until the field's tags say `json:"nodeLeaseDurationSeconds"
@@ -108,7 +108,7 @@ func TestEverySettingIsWrittenOnce(t *testing.T) {
 			row += " | `" + s.jsonPath + "` |"
 		}
 		if !slices.ContainsFunc(rows, func(line string) bool { return strings.HasPrefix(line, row) }) {
-			t.Errorf("%s: no row in docs/configuration.md: run go run ./hack/docgen/config > docs/configuration.md", s.path)
+			t.Errorf("%s: no row in docs/configuration.md: run make docs", s.path)
 		}
 		if !inFile {
 			continue
@@ -239,6 +239,6 @@ func TestReferenceIsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want.Bytes()) {
-		t.Error("docs/configuration.md is not what go run ./hack/docgen/config writes: run go run ./hack/docgen/config > docs/configuration.md")
+		t.Error("docs/configuration.md is not what go run ./hack/docgen/config writes: run make docs")
 	}
 }
