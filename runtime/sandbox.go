@@ -49,7 +49,7 @@ func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32, env *Po
 	}
 	config.DnsConfig = dns
 
-	if config.PortMappings, err = portMappings(pod); err != nil {
+	if config.PortMappings, err = PortMappings(pod); err != nil {
 		return nil, err
 	}
 
@@ -72,9 +72,9 @@ func podLogDir(root, namespace, name string, uid types.UID) string {
 	return filepath.Join(root, strings.Join([]string{namespace, name, string(uid)}, "_"))
 }
 
-// portMappings are the pod's host ports (podutil.HostPorts) as the runtime
+// PortMappings are the pod's host ports (podutil.HostPorts) as the runtime
 // maps them.
-func portMappings(pod *corev1.Pod) ([]*runtimeapi.PortMapping, error) {
+func PortMappings(pod *corev1.Pod) ([]*runtimeapi.PortMapping, error) {
 	var mappings []*runtimeapi.PortMapping
 	for _, port := range podutil.HostPorts(pod) {
 		protocol, err := runtimeProtocol(port.Protocol)

@@ -1,4 +1,4 @@
-package runtime
+package controllers
 
 import (
 	"fmt"
@@ -11,10 +11,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/resources/admission"
+	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // TestAdmissionReservesTheHostPortsTheSandboxMaps holds admission and the
-// sandbox to one rule: every host port admission keeps for a pod (refusing
+// sandbox, which the reconciler drives one after the other, to one rule: every host port admission keeps for a pod (refusing
 // a later pod that asks for it) is mapped on the pod's sandbox, and every
 // one mapped is kept. A port kept but not mapped would be refused to
 // others and reach nobody; one mapped but not kept could be given twice.
@@ -53,7 +54,7 @@ func TestAdmissionReservesTheHostPortsTheSandboxMaps(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: tc.init, Containers: tc.regular}}
 
-			mappings, err := portMappings(pod)
+			mappings, err := noderuntime.PortMappings(pod)
 			if err != nil {
 				t.Fatal(err)
 			}
