@@ -137,12 +137,32 @@ func (p *statsProvider) summary(ctx context.Context) (*statsapi.Summary, error) 
 	}
 	containerStats, err := p.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if err != nil {
-		return nil, fmt.Errorf("listing container stats: %w", err)
+		// containerd fails the whole list for one container removed while
+		// it lists (NotFound, "failed to decode container metrics"): each
+		// running container is then asked alone, and one that is gone is
+		// left out, as its sandbox's own stats are above.
+		klog.FromContext(ctx).V(1).Info("Reading the containers' stats one at a time", "err", err.Error())
+		containerStats = p.eachContainerStats(ctx, containers)
 	}
 	pods := podStatsFromCRI(sandboxes, containers, sandboxStats, containerStats)
 	p.fillRates(node, pods)
 	p.fillLogUsage(ctx, pods, containers)
 	return &statsapi.Summary{Node: *node, Pods: pods}, nil
+}
+
+// eachContainerStats reads the stats of each of containers alone, leaving
+// out those the runtime no longer has.
+func (p *statsProvider) eachContainerStats(ctx context.Context, containers []*runtimeapi.Container) []*runtimeapi.ContainerStats {
+	var all []*runtimeapi.ContainerStats
+	for _, c := range containers {
+		stats, err := p.runtime.ContainerStats(ctx, c.Id)
+		if err != nil {
+			klog.FromContext(ctx).V(1).Info("Left a container's stats out of the summary", "container", c.Id, "err", err.Error())
+			continue
+		}
+		all = append(all, stats)
+	}
+	return all
 }
 
 // podStatsFromCRI puts together the stats of every ready sandbox of

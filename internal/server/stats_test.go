@@ -5,6 +5,8 @@ package server
 // reports them (cumulative CPU only), and fixed host counters.
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
@@ -186,6 +190,33 @@ func TestStatsSummaryWithoutAPodsOwnStats(t *testing.T) {
 	if len(summary.Pods) != 1 || summary.Pods[0].CPU == nil || *summary.Pods[0].CPU.UsageCoreNanoSeconds != 3e9 ||
 		*summary.Pods[0].Memory.WorkingSetBytes != 3000 || summary.Pods[0].Network != nil {
 		t.Errorf("pods = %+v, want web with the sum of its containers' CPU and memory", summary.Pods)
+	}
+}
+
+// TestStatsSummaryWhenTheContainerStatsListFails: containerd fails the
+// whole ListContainerStats for one container removed while it lists; the
+// summary then reads each running container's stats alone, and leaves out
+// the one that is gone rather than failing (which /metrics/resource would
+// serve as scrape_error 1, and kubectl top as no figures at all).
+func TestStatsSummaryWhenTheContainerStatsListFails(t *testing.T) {
+	runtime := statsRuntime()
+	clk := clocktesting.NewFakeClock(statsT0.Add(10 * time.Second))
+	p := newTestStatsProvider(runtime, clk)
+	runtime.InjectError("ListContainerStats", status.Error(codes.NotFound, "failed to decode container metrics"))
+	// The sidecar is removed meanwhile: its own stats are not found.
+	delete(runtime.FakeContainerStats, "c-sidecar")
+	summary, err := p.summary(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range summary.Pods[0].Containers {
+		if c.CPU != nil && c.CPU.UsageCoreNanoSeconds != nil {
+			names = append(names, fmt.Sprintf("%s %d", c.Name, *c.CPU.UsageCoreNanoSeconds))
+		}
+	}
+	if want := []string{"app 2000000000"}; !slices.Equal(names, want) {
+		t.Errorf("containers with CPU stats = %q, want %q", names, want)
 	}
 }
 
