@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -186,4 +188,22 @@ func (n *nodelet) start(ctx context.Context) error {
 		return err
 	}
 	return n.mgr.Start(ctx)
+}
+
+// lockRootDir takes an exclusive lock on the root dir's lock file, so two
+// nodelets never share one node's state.
+func lockRootDir(rootDir string) (func(), error) {
+	if err := os.MkdirAll(rootDir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating root dir: %w", err)
+	}
+	path := filepath.Join(rootDir, "nodelet.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another nodelet holds %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/resources/userns"
+	"github.com/nodelet/nodelet/internal/util/topdir"
 	"github.com/nodelet/nodelet/internal/volume"
 	"github.com/nodelet/nodelet/internal/volume/csi"
 )
@@ -79,4 +82,23 @@ func nodeLabels(cache client.Reader, nodeName string) func(context.Context) map[
 		}
 		return node.Labels
 	}
+}
+
+// spreadPodFolders makes dir, a folder that holds one folder per pod (the
+// pods' own, their logs'), with mode, and has the file system spread
+// those over its disk (package topdir), so that a burst of pods does not
+// allocate every inode beside the last burst's freed ones. A folder that
+// cannot be made is left to the code that writes in it, which then fails
+// with the pod.
+func spreadPodFolders(log logr.Logger, dir string, mode os.FileMode) {
+	if err := os.MkdirAll(dir, mode); err != nil {
+		log.Error(err, "Could not make the pods' folder", "dir", dir)
+		return
+	}
+	marked, err := topdir.Mark(dir)
+	if err != nil {
+		log.Error(err, "Could not mark the pods' folder as the top of unrelated folders; its file system keeps them close", "dir", dir)
+		return
+	}
+	log.V(1).Info("Marked the pods' folder for spreading", "dir", dir, "marked", marked)
 }

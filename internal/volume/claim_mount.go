@@ -103,7 +103,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		}
 		out.dir, out.usage, out.csi, out.republish = set.path, usageCSI, set.volume, set.republish
 		if mount.block {
-			// A device's usage is not measured (see the README).
+			// A device's usage is not measured (docs/compatibility.md).
 			out.usage = usageNone
 		} else {
 			// A volume mounted with the pod's label is not relabelled.

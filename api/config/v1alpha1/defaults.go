@@ -164,7 +164,7 @@ func SetDefaults(c *NodeletConfiguration) {
 	// heap is small (tens of MiB for a full node) and most of what it
 	// allocates lives for one reconcile, so collecting half as often costs
 	// about ten MiB of resident memory and saves about a tenth of its CPU
-	// in a burst of pod starts (README, "What made it fast").
+	// in a burst of pod starts, as measured when it was set.
 	if c.GCPercent == nil {
 		c.GCPercent = ptr.To[int32](200)
 	}

@@ -75,7 +75,7 @@ func TestSetDefaults(t *testing.T) {
 }
 
 // defaulted is the configuration an empty file makes, written out field by
-// field, as the README documents it.
+// field, as docs/configuration.md lists it.
 func defaulted() NodeletConfiguration {
 	return NodeletConfiguration{
 		TypeMeta:                  metav1.TypeMeta{APIVersion: "config.nodelet.dev/v1alpha1", Kind: "NodeletConfiguration"},

@@ -1,7 +1,7 @@
 package eviction
 
 // The signals of a node that has a share of the machine, not the machine:
-// a companion node in a DaemonSet pod (see "As a DaemonSet" in the README).
+// a companion node in a DaemonSet pod (docs/installation.md, "As a DaemonSet").
 
 import (
 	"time"

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// A short run without bursts or idling (the README's "shorter run" with
+// A short run without bursts or idling (docs/development.md's "shorter run" with
 // BENCH_FLAGS) still gets its chart: the panels with nothing to show are
 // left out instead of failing the plot.
 func TestChartOfARunWithoutBursts(t *testing.T) {
