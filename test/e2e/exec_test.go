@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -226,8 +227,15 @@ func TestAttach(t *testing.T) {
 func TestPortForward(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
+	// Ready once httpd listens: a container that merely started may not
+	// yet, and a forward to a port nothing listens on ends in EOF.
 	pod := f.createPod(t, newPod(ns, "web").withShell(
-		"mkdir -p /www && echo hello-through-port-forward > /www/index.html && exec httpd -f -p 8080 -h /www").obj())
+		"mkdir -p /www && echo hello-through-port-forward > /www/index.html && exec httpd -f -p 8080 -h /www").with(func(p *corev1.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
+			PeriodSeconds: 1,
+		}
+	}).obj())
 	f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 
 	_, stdout, stderr := f.startKubectl(t, nil, "port-forward", "-n", ns, "--address=127.0.0.1", "pod/web", ":8080")
