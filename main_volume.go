@@ -64,11 +64,7 @@ func (n *nodelet) buildVolumes() error {
 // Node; nil until the Node is registered.
 func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context) corev1.ResourceList {
 	return func(ctx context.Context) corev1.ResourceList {
-		node := &corev1.Node{}
-		if err := cache.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-			return nil
-		}
-		return node.Status.Allocatable
+		return cachedNode(ctx, cache, nodeName).Status.Allocatable
 	}
 }
 
@@ -76,12 +72,18 @@ func nodeAllocatable(cache client.Reader, nodeName string) func(context.Context)
 // volumes' nodeAffinity; nil until the Node is registered.
 func nodeLabels(cache client.Reader, nodeName string) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
-		node := &corev1.Node{}
-		if err := cache.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-			return nil
-		}
-		return node.Labels
+		return cachedNode(ctx, cache, nodeName).Labels
 	}
+}
+
+// cachedNode is this node's Node as the cache holds it; an empty one
+// until the Node is registered.
+func cachedNode(ctx context.Context, cache client.Reader, nodeName string) *corev1.Node {
+	node := &corev1.Node{}
+	if err := cache.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		return &corev1.Node{}
+	}
+	return node
 }
 
 // spreadPodFolders makes dir, a folder that holds one folder per pod (the
