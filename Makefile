@@ -104,6 +104,10 @@ e2e: ## The e2e tests RUN matches (all when empty) against an e2e stack left up,
 test-e2e: ## Every e2e mode's gate tests, each on a fresh stack stopped afterwards (root; TIER=full for all).
 	hack/test.sh setup e2e-runtime e2e-agent e2e-userns e2e-companion e2e-systemd
 
+.PHONY: test-vm
+test-vm: ## The VM tests: nodelet installed by INSTALL.md in a systemd + cgroup v2 guest under qemu (root; the gate's smoke test, TIER=full for all).
+	hack/test.sh setup vm
+
 .PHONY: fuzz
 fuzz: ## Every fuzz target for FUZZTIME each (default 10s; `make fuzz FUZZTIME=5m`), keeping new inputs in testdata/fuzz to commit.
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
@@ -131,6 +135,14 @@ bench-network: ## Only the last part of bench: sandbox creation with networking,
 	hack/bench-network.sh
 
 ##@ Local stack
+
+.PHONY: vm
+vm: ## Build the systemd + cgroup v2 guest image if not cached, boot guest `vm` under qemu and print its boot time (root; hack/vm.sh ssh vm, make vm-down).
+	hack/vm.sh up vm
+
+.PHONY: vm-down
+vm-down: ## Power guest `vm` off.
+	hack/vm.sh down vm
 
 .PHONY: up
 up: ## Start the local stack with nodelet (root; PROFILE=up|e2e, UP_FLAGS=--no-nodelet).

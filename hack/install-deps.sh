@@ -29,6 +29,18 @@ PACKAGES=(
 	mount                        # mount, losetup
 )
 
+# `hack/install-deps.sh vm`: what hack/vm.sh needs besides, to build a
+# guest image from Debian's packages and boot it.
+if [[ ${1:-} == vm ]]; then
+	PACKAGES=(
+		qemu-system-x86          # runs the guest (TCG, or KVM where it works)
+		qemu-utils               # qemu-img: each boot's copy-on-write layer
+		mmdebstrap               # the guest's root file system from Debian's packages
+		openssh-client           # drives the guest
+		e2fsprogs                # mkfs.ext4 -d: the root file system into a disk image
+	)
+fi
+
 command -v go >/dev/null || die "the Go toolchain is not installed (see go.mod for the version)"
 
 missing=()

@@ -11,8 +11,11 @@
 #   bench-ref   the benchmark's reference node `ref`, run by the kubelet: a
 #               runtime, network and cgroups of its own on bench's control
 #               plane (hack/bench.sh starts it; local-up.sh does not).
+#   vm          the control plane of the systemd + cgroup v2 guests
+#               (hack/vm.sh), whose nodes run in the guests.
 # e2e's ports are up's plus 10000; e2e-N's are e2e's plus N*100; bench's are
-# up's plus 20000, and bench-ref's node ports bench's plus 100.
+# up's plus 20000, and bench-ref's node ports bench's plus 100; vm's are
+# up's plus 30000.
 #
 # shellcheck disable=SC2034  # the variables are for the scripts sourcing this
 
@@ -157,7 +160,16 @@ profile_load() {
 		# nodelet-bench-ref is longer than a link name may be.
 		bridge=kubelet-bench
 		;;
-	*) die "unknown profile '$PROFILE' (want up, e2e, e2e-1 to e2e-9, bench or bench-ref)" ;;
+	vm)
+		# The control plane of the systemd + cgroup v2 guests
+		# (hack/vm.sh): the node is the guest, nodelet runs in it.
+		offset=30000
+		CLUSTER_CIDR=10.230.0.0/16
+		SERVICE_CIDR=10.110.0.0/16
+		SERVICE_IP=10.110.0.1
+		NODE_NAME=${NODE_NAME:-vm}
+		;;
+	*) die "unknown profile '$PROFILE' (want up, e2e, e2e-1 to e2e-9, bench, bench-ref or vm)" ;;
 	esac
 	control_plane_offset=${control_plane_offset:-$offset}
 
@@ -167,7 +179,7 @@ profile_load() {
 	# IP and by name. kube-proxy owns the host's KUBE-* iptables chains:
 	# one profile at a time may run it, and the benchmark's does not.
 	case "$PROFILE" in
-	bench | bench-ref) ADDONS=${ADDONS:-false} ;;
+	bench | bench-ref | vm) ADDONS=${ADDONS:-false} ;;
 	*) ADDONS=${ADDONS:-true} ;;
 	esac
 	[[ $ADDONS == true || $ADDONS == false ]] || die "ADDONS must be true or false, not '$ADDONS'"
@@ -191,6 +203,8 @@ profile_load() {
 	# so that a test sees nodelet renew its certificate.
 	case "$PROFILE" in
 	up) CLUSTER_SIGNING_DURATION=8760h ;;
+	# A guest's client certificate outlives the VM tests.
+	vm) CLUSTER_SIGNING_DURATION=24h ;;
 	*) CLUSTER_SIGNING_DURATION=2m ;;
 	esac
 
@@ -215,6 +229,9 @@ profile_load() {
 	NODELET_HEALTH_PORT=$((8081 + offset))
 	# The node's daemon endpoint (the kubelet's 10250).
 	NODELET_PORT=$((10250 + offset))
+	# A guest's ssh, forwarded from this port of the host's loopback
+	# (hack/vm.sh).
+	VM_SSH_PORT_DEFAULT=$((2222 + offset))
 	# kube-proxy's, on the host's network, on loopback.
 	KUBE_PROXY_METRICS_PORT=$((10249 + offset))
 	KUBE_PROXY_HEALTH_PORT=$((10256 + offset))
@@ -279,6 +296,11 @@ profile_load() {
 	NODELET_ARGS_FILE=$STATE_DIR/nodelet.args
 	ENV_FILE=$STATE_DIR/env
 	API_SERVER_URL=https://127.0.0.1:$APISERVER_PORT
+	# The API server's address in the guests of profile vm: the host's
+	# loopback as qemu's user networking shows it to them; its serving
+	# certificate names it too.
+	GUEST_HOST_IP=10.0.2.2
+	APISERVER_GUEST_URL=https://$GUEST_HOST_IP:$APISERVER_PORT
 	REGISTRY=127.0.0.1:$REGISTRY_PORT
 	BUSYBOX_IMAGE=$REGISTRY/busybox:$BUSYBOX_TAG
 	PRIVATE_REGISTRY=127.0.0.1:$PRIVATE_REGISTRY_PORT

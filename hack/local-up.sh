@@ -124,8 +124,11 @@ else
 	APISERVER_BIND=127.0.0.1
 	APISERVER_ADVERTISE=127.0.0.1
 fi
+# Profile vm's nodes are guests, which reach the API server at
+# $GUEST_HOST_IP.
+[[ $PROFILE != vm ]] || GUEST_SAN="IP:$GUEST_HOST_IP,"
 sign apiserver "/CN=kube-apiserver" \
-	"subjectAltName=IP:127.0.0.1,IP:$APISERVER_ADVERTISE,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+	"subjectAltName=IP:127.0.0.1,IP:$APISERVER_ADVERTISE,${GUEST_SAN:-}IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
 # The API server's identity towards node agents (logs, exec, port-forward).
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" \
 	"extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
@@ -436,6 +439,8 @@ NODELET_ARGS_FILE=$NODELET_ARGS_FILE
 NODELET_STARTED=$START_NODELET
 KUBECTL=$KUBECTL
 API_SERVER_URL=$API_SERVER_URL
+APISERVER_GUEST_URL=$APISERVER_GUEST_URL
+GUEST_HOST_IP=$GUEST_HOST_IP
 CA_FILE=$PKI_DIR/ca.crt
 KUBELET_CLIENT_CERT=$PKI_DIR/apiserver-kubelet-client.crt
 KUBELET_CLIENT_KEY=$PKI_DIR/apiserver-kubelet-client.key
