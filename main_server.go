@@ -31,6 +31,7 @@ func (n *nodelet) buildServer() error {
 		Metrics:      ctrlmetrics.Registry,
 		ProbeMetrics: kubeletmetrics.ProbeRegistry,
 		Volumes:      n.podVolumes,
+		Cgroups:      n.podCgroups,
 		Configz:      &opts.NodeletConfiguration,
 		NodeIPs:      nodeIPs,
 		Clock:        n.clock,

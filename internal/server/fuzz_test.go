@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // FuzzLogQuery reads any query of /containerLogs as the handler does:
@@ -87,6 +90,40 @@ func FuzzStreamQuery(f *testing.F) {
 			if p < 1 || p > 65535 {
 				t.Errorf("query %q gave port %d", rawQuery, p)
 			}
+		}
+	})
+}
+
+// FuzzParsePSI reads any pressure file. What it reads came from a some
+// line, has averages that are percentages, and marshals to JSON (a NaN
+// would fail the whole /stats/summary).
+func FuzzParsePSI(f *testing.F) {
+	for _, seed := range []string{
+		"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"some avg10=1.50 avg60=0.75 avg300=0.25 total=123456\n",
+		"full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"some avg10=NaN avg60=Inf avg300=-0 total=18446744073709551616\n",
+		"some total=1 total=2 avg10=1e2 avg60=0x1p-2 avg300=.5 x=y\nfull\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		psi, err := parsePSI(data)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(data, []byte("some")) {
+			t.Errorf("%q has no some line, yet parsed", data)
+		}
+		for _, d := range []statsapi.PSIData{psi.Some, psi.Full} {
+			for _, average := range []float64{d.Avg10, d.Avg60, d.Avg300} {
+				if !(average >= 0 && average <= 100) {
+					t.Errorf("%q gave the average %v", data, average)
+				}
+			}
+		}
+		if _, err := json.Marshal(psi); err != nil {
+			t.Errorf("%q gave what JSON cannot carry: %v", data, err)
 		}
 	})
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// Volumes measures the pods' volumes for /stats/summary; nil reports
 	// none.
 	Volumes VolumeStats
+	// Cgroups locates the node's and the pods' cgroups, whose pressure
+	// stall information /stats/summary reports; nil reports none.
+	Cgroups Cgroups
 	// NodeIPs are the node's addresses, for the serving certificate.
 	NodeIPs func() []string
 	Clock   clock.WithTicker
@@ -113,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 		log:   cfg.Log,
 	}
 	s.stats.volumes = cfg.Volumes
+	s.stats.cgroups = cfg.Cgroups
 	s.handler = s.withAuth(s.routes())
 	return s, nil
 }

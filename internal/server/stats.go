@@ -25,7 +25,8 @@ import (
 
 // statsProvider builds the node's stats summary from the runtime's stats
 // (CRI ListPodSandboxStats and ListContainerStats, which the runtime reads
-// from each pod's cgroup) and the host's own counters.
+// from each pod's cgroup), the host's own counters and the pressure files
+// of the root's and the pods' cgroups.
 type statsProvider struct {
 	nodeName string
 	rootDir  string
@@ -36,6 +37,9 @@ type statsProvider struct {
 	host func() (hostStats, error)
 	// volumes measures the pods' volumes; nil reports none.
 	volumes VolumeStats
+	// cgroups locates the cgroups whose pressure the summary reports; nil
+	// reports none.
+	cgroups Cgroups
 
 	mu sync.Mutex
 	// cpu is the last cumulative CPU usage seen of each sandbox, container
@@ -78,10 +82,11 @@ func (s *Server) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Only here: /metrics/resource, which metrics-server scrapes often,
-	// reads no volumes.
+	// reads no volumes and no pressure files.
 	if s.stats.volumes != nil {
 		setVolumeStats(summary.Pods, s.stats.volumes.PodVolumeStats(r.Context()))
 	}
+	s.stats.fillPressure(r.Context(), summary)
 	writeJSON(w, r, summary)
 }
 
@@ -196,6 +201,7 @@ func podStatsFromCRI(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeap
 			pod.CPU = cpuStats(s.GetLinux().GetCpu())
 			pod.Memory = memoryStats(s.GetLinux().GetMemory())
 			pod.Network = networkStats(s.GetLinux().GetNetwork())
+			pod.IO = ioStats(s.GetLinux().GetIo())
 			if pod.Network != nil && pod.Network.Time.IsZero() && pod.CPU != nil {
 				// containerd 1.6 leaves the network reading's time out:
 				// it is read with the rest.
@@ -215,6 +221,7 @@ func podStatsFromCRI(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeap
 			if s := statsByContainer[c.Id]; s != nil {
 				container.CPU = cpuStats(s.GetCpu())
 				container.Memory = memoryStats(s.GetMemory())
+				container.IO = ioStats(s.GetIo())
 				if layer := s.GetWritableLayer(); layer != nil {
 					container.Rootfs = &statsapi.FsStats{
 						Time:       metav1.NewTime(time.Unix(0, layer.Timestamp)),
@@ -258,6 +265,7 @@ func cpuStats(s *runtimeapi.CpuUsage) *statsapi.CPUStats {
 	cpu := &statsapi.CPUStats{
 		Time:                 metav1.NewTime(time.Unix(0, s.Timestamp)),
 		UsageCoreNanoSeconds: value(s.GetUsageCoreNanoSeconds()),
+		PSI:                  psiStats(s.GetPsi()),
 	}
 	// Runtimes that do not compute a rate (containerd 1.6) send zero.
 	if n := s.GetUsageNanoCores(); n != nil && n.Value > 0 {
@@ -277,6 +285,7 @@ func memoryStats(s *runtimeapi.MemoryUsage) *statsapi.MemoryStats {
 		RSSBytes:        value(s.GetRssBytes()),
 		PageFaults:      value(s.GetPageFaults()),
 		MajorPageFaults: value(s.GetMajorPageFaults()),
+		PSI:             psiStats(s.GetPsi()),
 	}
 	if a := s.GetAvailableBytes(); a != nil && a.Value > 0 {
 		m.AvailableBytes = ptr.To(a.Value)

@@ -234,6 +234,43 @@ func TestPureV2Limits(t *testing.T) {
 	}
 }
 
+// TestUnifiedDirs: on a fake pure v2 layout the root and each pod's
+// folder are found wherever the pod's cgroup is; on fakeV1 (hybrid, with
+// its controller-less cgroup2 hierarchy) none is.
+func TestUnifiedDirs(t *testing.T) {
+	base := t.TempDir()
+	writeFile(t, filepath.Join(base, "cgroup.controllers"), "cpu io memory pids\n")
+	m := newFakeManager(t, "/nodelet", []Hierarchy{{MountPoint: base, Unified: true}})
+	if err := m.EnsurePod(burstable); err != nil {
+		t.Fatal(err)
+	}
+	// An older nodelet's pod, right under the root.
+	mustMkdir(t, filepath.Join(base, "nodelet/poduid-old"))
+	if dir, ok := m.UnifiedRootDir(); dir != base || !ok {
+		t.Errorf("UnifiedRootDir() = %q, %v; want %q", dir, ok, base)
+	}
+	for uid, want := range map[types.UID]string{
+		burstable.UID: filepath.Join(base, "nodelet/kubepods/burstable/poduid-b"),
+		"uid-old":     filepath.Join(base, "nodelet/poduid-old"),
+		"uid-none":    "",
+	} {
+		if dir, ok := m.UnifiedPodDir(uid); dir != want || ok != (want != "") {
+			t.Errorf("UnifiedPodDir(%s) = %q, %v; want %q", uid, dir, ok, want)
+		}
+	}
+
+	hybrid, _ := newQOSManager(t, Options{})
+	if err := hybrid.EnsurePod(burstable); err != nil {
+		t.Fatal(err)
+	}
+	if dir, ok := hybrid.UnifiedRootDir(); ok {
+		t.Errorf("UnifiedRootDir() on the hybrid layout = %q, want none", dir)
+	}
+	if dir, ok := hybrid.UnifiedPodDir(burstable.UID); ok {
+		t.Errorf("UnifiedPodDir() on the hybrid layout = %q, want none", dir)
+	}
+}
+
 // TestRealLimits makes the tree under /nodelet-test-<random> in the host's
 // own hierarchies and reads back a Burstable pod's limits and its tier's
 // shares from the kernel. It needs root.
