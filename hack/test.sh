@@ -43,6 +43,10 @@
 #   e2e-userns     the TestPodUserNamespace cases on containerd 2 and runc 1.5
 #   e2e-companion  the TestCompanion cases: the chart on a real kubelet's node
 #   e2e-systemd    the cgroup cases on a stack with the systemd cgroup driver
+#   vm             test/vm: nodelet installed by deploy/host/INSTALL.md from
+#                  the release tarball in a guest with systemd as PID 1 and
+#                  cgroup v2 (hack/vm.sh), joined to a control plane on
+#                  this machine (profile vm); the gate runs its smoke test
 #   chaos          test/chaos: pods churned while every kind of fault is
 #                  injected, then invariants and leaks checked
 #
@@ -74,15 +78,15 @@ TIER=${TIER:-gate}
 TIER_TAGS=
 [[ $TIER == gate ]] || TIER_TAGS=full
 
-GATE_PHASES=(setup lint unit e2e-runtime e2e-agent e2e-userns e2e-companion e2e-systemd chaos)
-FULL_PHASES=(setup lint unit fuzz e2e-runtime e2e-agent e2e-userns e2e-companion e2e-systemd chaos)
+GATE_PHASES=(setup lint unit e2e-runtime e2e-agent e2e-userns e2e-companion e2e-systemd vm chaos)
+FULL_PHASES=(setup lint unit fuzz e2e-runtime e2e-agent e2e-userns e2e-companion e2e-systemd vm chaos)
 
 # Each phase's limit in seconds, for the gate and, after the slash, the
 # full tier: what a fresh 2-core machine needs with room for a slow day
 # (docs/testing.md has the measured times). A phase is stopped at its limit
 # less PHASE_GRACE, which it has to clean up in (stop its stacks) before
 # what is left of it is killed, so no phase outlives its limit. The gate's
-# add up to 69 minutes, setup on a fresh machine included: CI stops a run
+# add up to 77 minutes, setup on a fresh machine included: CI stops a run
 # at 90. A fresh clone on a fresh machine took 36 minutes in all.
 declare -A PHASE_LIMITS=(
 	[setup]=1080/1080
@@ -94,6 +98,7 @@ declare -A PHASE_LIMITS=(
 	[e2e-userns]=180/240
 	[e2e-companion]=300/360
 	[e2e-systemd]=180/240
+	[vm]=480/1200
 )
 # The chaos phase's limit is its run's CHAOS_DURATION and this much more:
 # the stack up and down, nodelet built, the pods left to settle, the
@@ -274,7 +279,7 @@ phase_unit() {
 		packages=$UNIT_PACKAGES
 	else
 		# hack/lint tests the lint configuration: the lint phase runs it.
-		packages=$(go list ./... | grep -v -e '/test/e2e$' -e '/test/chaos$' -e '/hack/lint$') || return 1
+		packages=$(go list ./... | grep -v -e '/test/e2e$' -e '/test/chaos$' -e '/test/vm$' -e '/hack/lint$') || return 1
 	fi
 	# The prerequisites the unit tests skip without (root, a loop device,
 	# iptables, the CNI plugins) are promised here: missing, they fail.
@@ -472,6 +477,33 @@ e2e_on_stack() {
 	if [[ -n $host_env ]]; then
 		"$REPO_ROOT/hack/host-kubelet.sh" "$E2E_PROFILE" down || rc=$?
 	fi
+	stop_e2e_stack || rc=$?
+	return $rc
+}
+
+# phase_vm builds the guest image (or finds it cached) and the release
+# tarball, brings up profile vm's control plane without a node (the
+# guests are the nodes), and runs test/vm against it; in the full tier,
+# with nodelet's image in the stack's registry for the chart.
+phase_vm() {
+	local rc=0 release
+	"$REPO_ROOT/hack/vm.sh" image >/dev/null || return 1
+	release=$("$REPO_ROOT/hack/release.sh") || return 1
+	E2E_PROFILE=vm
+	profile_load vm
+	E2E_STACK_UP=true
+	"$REPO_ROOT/hack/local-up.sh" vm --no-nodelet || rc=$?
+	local image=''
+	if ((rc == 0)) && [[ $TIER == full ]]; then
+		# The image the chart installs on the kubelet's guest.
+		image=$("$REPO_ROOT/hack/build-image.sh" vm) || rc=$?
+	fi
+	if ((rc == 0)); then
+		CGO_ENABLED=0 NODELET_VM_ENV=$ENV_FILE NODELET_VM_RELEASE=$release NODELET_VM_IMAGE=${image%@*} \
+			go_test_retried vm "$STATIC_GO_FLAGS" ${TIER_TAGS:+-tags "$TIER_TAGS"} -count=1 -v ./test/vm/ || rc=$?
+	fi
+	# A guest a test could not power off (its qemu killed).
+	"$REPO_ROOT/hack/vm.sh" down vm || rc=$?
 	stop_e2e_stack || rc=$?
 	return $rc
 }

@@ -10,6 +10,8 @@
 #   hack/vm.sh copy NAME SRC DST   copy a host file into the guest
 #   hack/vm.sh wait NAME      wait for ssh again (after a reboot in the guest)
 #   hack/vm.sh down [NAME]    power the guest off (killed if it will not)
+#   hack/vm.sh kill [NAME]    stop the guest's qemu at once (the tests' guests
+#                             are thrown away: their layer goes with the next boot)
 #
 # The image holds the kernel, systemd, Debian's containerd 1.6 and runc
 # 1.1, the containerd 2 and runc of hack/build-runtime.sh (in
@@ -107,6 +109,7 @@ build_image() {
 		IFS=,
 		echo "${GUEST_PACKAGES[*]}"
 	)
+	# shellcheck disable=SC2016  # $1 is the hook's: the root folder
 	mmdebstrap --quiet --variant=minbase --include="$packages" \
 		--customize-hook='echo nodelet-vm >"$1/etc/hostname"' \
 		"$SUITE" "$root" \
@@ -156,7 +159,7 @@ ssh_args() {
 guest_ssh() {
 	local name=$1
 	shift
-	# shellcheck disable=SC2046  # the options split on purpose
+	# shellcheck disable=SC2046,SC2029  # the options split on purpose; the command is the guest's
 	ssh $(ssh_args "$name") root@127.0.0.1 "$@"
 }
 
@@ -210,6 +213,7 @@ start_qemu() {
 	# shellcheck disable=SC1091
 	source "$dir/env"
 	forwards="hostfwd=tcp:127.0.0.1:$SSH_PORT-:22,hostfwd=tcp:127.0.0.1:$NODE_PORT-:$NODE_PORT"
+	# shellcheck disable=SC2153  # FORWARDS is the guest's env file's
 	for forward in $FORWARDS; do
 		forwards+=",hostfwd=tcp:127.0.0.1:${forward%%:*}-:${forward#*:}"
 	done
@@ -294,6 +298,15 @@ down() {
 	log "Guest $name is down"
 }
 
+kill_guest() {
+	local name=${1:-vm} pid
+	pid=$(qemu_pid "$name") || true
+	[[ -n $pid ]] || return 0
+	kill -9 "$pid"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	log "Guest $name is killed"
+}
+
 main() {
 	local action=${1:-}
 	shift || true
@@ -304,7 +317,8 @@ main() {
 	copy) guest_copy "$@" ;;
 	wait) wait_ssh "${1:-vm}" ;;
 	down) down "$@" ;;
-	*) die "usage: $(basename "$0") image | up [NAME] | ssh NAME [CMD] | copy NAME SRC DST | wait NAME | down [NAME]" ;;
+	kill) kill_guest "$@" ;;
+	*) die "usage: $(basename "$0") image | up [NAME] | ssh NAME [CMD] | copy NAME SRC DST | wait NAME | down [NAME] | kill [NAME]" ;;
 	esac
 }
 
