@@ -37,6 +37,7 @@ if [[ ${1:-} == vm ]]; then
 		qemu-utils               # qemu-img: each boot's copy-on-write layer
 		mmdebstrap               # the guest's root file system from Debian's packages
 		openssh-client           # drives the guest
+		socat                    # asks qemu's monitor about a guest (hack/vm.sh status)
 		e2fsprogs                # mkfs.ext4 -d: the root file system into a disk image
 	)
 fi

@@ -25,8 +25,8 @@
 # past its limit is stopped, reported TIMEOUT, its logs kept, and the run
 # goes on with the next phase):
 #   setup          packages, tools, images, the runtimes and kubelet the e2e
-#                  modes run (hack/install-deps.sh, build-tools.sh,
-#                  build-images.sh, build-runtime.sh)
+#                  modes run, the VM tests' guest image (hack/install-deps.sh,
+#                  build-tools.sh, build-images.sh, build-runtime.sh, vm.sh image)
 #   lint           gofmt, go vet, golangci-lint (.golangci.yml), the
 #                  file-length budget, no tracked file over 1 MiB,
 #                  hack/lint's proof that the pure-code rules catch a
@@ -190,7 +190,8 @@ phase_setup() {
 		"$REPO_ROOT/hack/build-tools.sh" &&
 		"$REPO_ROOT/hack/build-tools.sh" kubelet &&
 		"$REPO_ROOT/hack/build-runtime.sh" &&
-		"$REPO_ROOT/hack/build-images.sh"
+		"$REPO_ROOT/hack/build-images.sh" &&
+		"$REPO_ROOT/hack/vm.sh" image >/dev/null
 }
 
 # check_no_large_files fails on a tracked file over 1 MiB: a built binary

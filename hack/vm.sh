@@ -10,6 +10,7 @@
 #   hack/vm.sh copy NAME SRC DST   copy a host file into the guest
 #   hack/vm.sh wait NAME      wait for ssh again (after a reboot in the guest)
 #   hack/vm.sh down [NAME]    power the guest off (killed if it will not)
+#   hack/vm.sh status [NAME]  qemu's view of a guest that stopped answering
 #   hack/vm.sh kill [NAME]    stop the guest's qemu at once (the tests' guests
 #                             are thrown away: their layer goes with the next boot)
 #
@@ -82,6 +83,10 @@ customize_rootfs() {
 	# A node agent's own: the tests configure and start containerd as a
 	# node's owner would.
 	chroot "$root" systemctl disable containerd >/dev/null 2>&1
+	# No timer of the package manager's: apt-daily would fetch Debian's
+	# package lists at each first boot (its timer is persistent), a
+	# minute of the guest's CPU under TCG that no test asked for.
+	chroot "$root" systemctl mask apt-daily.timer apt-daily-upgrade.timer >/dev/null 2>&1
 	# No password login; the serial console shows the boot only.
 	chroot "$root" passwd -l root >/dev/null
 	install -d "$root/opt/containerd2/bin"
@@ -229,6 +234,7 @@ start_qemu() {
 		-netdev "user,id=net0,$forwards" -device virtio-net-pci,netdev=net0 \
 		-device virtio-rng-pci \
 		-serial "file:$dir/serial.log" \
+		-monitor "unix:$dir/monitor.sock,server,nowait" \
 		-pidfile "$dir/qemu.pid" -daemonize 2>>"$dir/qemu.log" >>"$dir/qemu.log"
 }
 
@@ -298,6 +304,21 @@ down() {
 	log "Guest $name is down"
 }
 
+# status NAME prints what qemu says of the guest (running or not, where
+# its CPUs are) and the end of its console: for a guest that stopped
+# answering.
+status() {
+	local name=${1:-vm} dir
+	dir=$(guest_dir "$name")
+	[[ -n $(qemu_pid "$name") ]] || {
+		echo "guest $name: no qemu running"
+		return 0
+	}
+	printf 'info status\ninfo cpus\n' | timeout 5 socat - "UNIX-CONNECT:$dir/monitor.sock" 2>&1 | grep -v '^(qemu)\|^QEMU' || true
+	echo "--- the end of its console ($dir/serial.log):"
+	tail -n 20 "$dir/serial.log"
+}
+
 kill_guest() {
 	local name=${1:-vm} pid
 	pid=$(qemu_pid "$name") || true
@@ -318,7 +339,8 @@ main() {
 	wait) wait_ssh "${1:-vm}" ;;
 	down) down "$@" ;;
 	kill) kill_guest "$@" ;;
-	*) die "usage: $(basename "$0") image | up [NAME] | ssh NAME [CMD] | copy NAME SRC DST | wait NAME | down [NAME] | kill [NAME]" ;;
+	status) status "$@" ;;
+	*) die "usage: $(basename "$0") image | up [NAME] | ssh NAME [CMD] | copy NAME SRC DST | wait NAME | down [NAME] | kill [NAME] | status [NAME]" ;;
 	esac
 }
 

@@ -39,8 +39,13 @@ func bootGuest(t *testing.T, name string) *guest {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if t.Failed() {
-			journal, _ := g.output(ctx, "journalctl --no-pager -o short-precise -u nodelet -u containerd -u kubelet | tail -n 300")
-			t.Logf("guest %s's journal (nodelet, containerd, kubelet), last 300 lines:\n%s", name, journal)
+			journal, err := g.output(ctx, "journalctl --no-pager -o short-precise -u nodelet -u containerd -u kubelet | tail -n 300")
+			if err != nil {
+				status, _ := vmScript(ctx, "status", name).CombinedOutput()
+				t.Logf("guest %s does not answer (%v): %s\nqemu:\n%s", name, err, journal, status)
+			} else {
+				t.Logf("guest %s's journal (nodelet, containerd, kubelet), last 300 lines:\n%s", name, journal)
+			}
 		}
 		if out, err := vmScript(ctx, "kill", name).CombinedOutput(); err != nil {
 			t.Errorf("hack/vm.sh kill %s: %v\n%s", name, err, out)

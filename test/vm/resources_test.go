@@ -104,7 +104,7 @@ kubeReservedCgroup: `+kube)
 		await.Eventually(t, time.Minute, tc.dir+"'s limits", func(ctx context.Context) error {
 			got, err := n.output(ctx, fmt.Sprintf("echo $(cat %s/memory.max) $(cat %s/cpu.weight)", tc.dir, tc.dir))
 			if err != nil {
-				return fmt.Errorf("%v: %s", err, got)
+				return fmt.Errorf("%w: %s", err, got)
 			}
 			if want := tc.memory + " " + tc.weight; strings.TrimSpace(got) != want {
 				return fmt.Errorf("memory.max and cpu.weight are %q, want %q", strings.TrimSpace(got), want)
