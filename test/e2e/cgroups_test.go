@@ -11,11 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/internal/testutil/await"
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 // cgroupV2 is true on a host with the unified hierarchy alone.
@@ -39,21 +39,6 @@ func (f *Framework) cgroupFile(t *testing.T, cgroup, controller, v1File, v2File 
 	return strings.TrimSpace(string(data))
 }
 
-func sized(requests, limits string) corev1.ResourceRequirements {
-	parse := func(s string) corev1.ResourceList {
-		if s == "" {
-			return nil
-		}
-		l := corev1.ResourceList{}
-		for _, kv := range strings.Split(s, ",") {
-			name, value, _ := strings.Cut(kv, "=")
-			l[corev1.ResourceName(name)] = resource.MustParse(value)
-		}
-		return l
-	}
-	return corev1.ResourceRequirements{Requests: parse(requests), Limits: parse(limits)}
-}
-
 // The pod's cgroup sits in its QoS class's tier and carries the limits
 // the kubelet would give it; its containers run inside it.
 func TestPodCgroupsFollowTheQOSClass(t *testing.T) {
@@ -70,13 +55,13 @@ func TestPodCgroupsFollowTheQOSClass(t *testing.T) {
 		weight, cpuMax, memMax string
 	}{
 		{
-			name: "guaranteed", resources: sized("cpu=200m,memory=64Mi", "cpu=200m,memory=64Mi"),
+			name: "guaranteed", resources: resources.Requirements("cpu=200m,memory=64Mi", "cpu=200m,memory=64Mi"),
 			class: corev1.PodQOSGuaranteed, tier: "kubepods",
 			shares: "204", quota: "20000", memory: "67108864",
 			weight: "8", cpuMax: "20000 100000", memMax: "67108864",
 		},
 		{
-			name: "burstable", resources: sized("cpu=100m,memory=32Mi", "cpu=300m,memory=96Mi"),
+			name: "burstable", resources: resources.Requirements("cpu=100m,memory=32Mi", "cpu=300m,memory=96Mi"),
 			class: corev1.PodQOSBurstable, tier: "kubepods/burstable",
 			shares: "102", quota: "30000", memory: "100663296",
 			weight: "4", cpuMax: "30000 100000", memMax: "100663296",
@@ -154,7 +139,7 @@ func TestContainerPastItsMemoryLimitIsOOMKilled(t *testing.T) {
 	ns := f.NewNamespace(t)
 	// tail keeps the line it reads whole, and /dev/zero has no end of line.
 	pod := newPod(ns, "hog").withCommand("tail", "/dev/zero").withRestartPolicy(corev1.RestartPolicyNever).obj()
-	pod.Spec.Containers[0].Resources = sized("memory=16Mi", "memory=16Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("memory=16Mi", "memory=16Mi")
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to fail", func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodFailed, nil
@@ -174,7 +159,7 @@ func TestQOSTiersAndPodPidsLimit(t *testing.T) {
 	f.restartNodeletWith(t, "--pod-max-pids=64")
 	ns := f.NewNamespace(t)
 	pod := newPod(ns, "small").obj()
-	pod.Spec.Containers[0].Resources = sized("cpu=150m", "")
+	pod.Spec.Containers[0].Resources = resources.Requirements("cpu=150m", "")
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 // A pending resize outlives nodelet: the allocation it keeps on disk says
@@ -20,10 +22,10 @@ import (
 func TestPendingResizeSurvivesANodeletRestart(t *testing.T) {
 	ns := f.NewNamespace(t)
 	neighbour := newPod(ns, "neighbour").obj()
-	neighbour.Spec.Containers[0].Resources = sized("cpu=100m", "")
+	neighbour.Spec.Containers[0].Resources = resources.Requirements("cpu=100m", "")
 	neighbour = f.createPod(t, neighbour)
 	pod := newPod(ns, "waits").obj()
-	pod.Spec.Containers[0].Resources = sized("cpu=100m", "cpu=200m")
+	pod.Spec.Containers[0].Resources = resources.Requirements("cpu=100m", "cpu=200m")
 	pod = f.createPod(t, pod)
 	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 	f.waitForPod(t, neighbour, podStartTimeout, "to be Running and Ready", runningAndReady)
@@ -38,7 +40,7 @@ func TestPendingResizeSurvivesANodeletRestart(t *testing.T) {
 	}
 	allocatable := node.Status.Allocatable.Cpu().MilliValue()
 	whole := fmt.Sprintf("cpu=%dm", allocatable)
-	if err := f.resizeTo(t, pod, func(p *corev1.Pod) { p.Spec.Containers[0].Resources = sized(whole, whole) }); err != nil {
+	if err := f.resizeTo(t, pod, func(p *corev1.Pod) { p.Spec.Containers[0].Resources = resources.Requirements(whole, whole) }); err != nil {
 		t.Fatalf("resizing: %v", err)
 	}
 	deferred := func(p *corev1.Pod) (bool, error) {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 // resizeTo asks for new resources through the pods/resize subresource, as
@@ -47,7 +49,7 @@ func TestInPlacePodResize(t *testing.T) {
 	t.Parallel()
 	ns := f.NewNamespace(t)
 	pod := newPod(ns, "resized").obj()
-	pod.Spec.Containers[0].Resources = sized("cpu=100m,memory=32Mi", "cpu=200m,memory=64Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("cpu=100m,memory=32Mi", "cpu=200m,memory=64Mi")
 	restarts := pod.Spec.Containers[0]
 	restarts.Name = "restarts"
 	restarts.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
@@ -56,7 +58,7 @@ func TestInPlacePodResize(t *testing.T) {
 	podLevel.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}
 	// A neighbour whose CPU the node has allocated.
 	neighbour := newPod(ns, "neighbour").obj()
-	neighbour.Spec.Containers[0].Resources = sized("cpu=100m", "")
+	neighbour.Spec.Containers[0].Resources = resources.Requirements("cpu=100m", "")
 	pod = f.createPod(t, pod)
 	podLevel = f.createPod(t, podLevel)
 	f.createPod(t, neighbour)
@@ -82,13 +84,13 @@ func TestInPlacePodResize(t *testing.T) {
 
 	t.Run("a resize is applied in place", func(t *testing.T) {
 		err := f.resizeTo(t, pod, func(p *corev1.Pod) {
-			p.Spec.Containers[0].Resources = sized("cpu=300m,memory=48Mi", "cpu=400m,memory=96Mi")
-			p.Spec.Containers[1].Resources = sized("cpu=100m,memory=32Mi", "cpu=200m,memory=96Mi")
+			p.Spec.Containers[0].Resources = resources.Requirements("cpu=300m,memory=48Mi", "cpu=400m,memory=96Mi")
+			p.Spec.Containers[1].Resources = resources.Requirements("cpu=100m,memory=32Mi", "cpu=200m,memory=96Mi")
 		})
 		if err != nil {
 			t.Fatalf("resizing: %v", err)
 		}
-		want := sized("cpu=300m,memory=48Mi", "cpu=400m,memory=96Mi")
+		want := resources.Requirements("cpu=300m,memory=48Mi", "cpu=400m,memory=96Mi")
 		pod = f.waitForPod(t, pod, podStartTimeout, "to run with its new resources", func(p *corev1.Pod) (bool, error) {
 			app, restarted := containerStatus(p, "app"), containerStatus(p, "restarts")
 			if app == nil || restarted == nil || app.Resources == nil || p.Generation < 2 {
@@ -130,14 +132,14 @@ func TestInPlacePodResize(t *testing.T) {
 		}
 		allocatable := node.Status.Allocatable.Cpu().MilliValue()
 		err = f.resizeTo(t, pod, func(p *corev1.Pod) {
-			p.Spec.Containers[0].Resources = sized(fmt.Sprintf("cpu=%dm,memory=48Mi", allocatable), fmt.Sprintf("cpu=%dm,memory=96Mi", allocatable))
+			p.Spec.Containers[0].Resources = resources.Requirements(fmt.Sprintf("cpu=%dm,memory=48Mi", allocatable), fmt.Sprintf("cpu=%dm,memory=96Mi", allocatable))
 		})
 		if err == nil || !strings.Contains(err.Error(), "node didn't have enough allocatable resources: cpu") {
 			t.Fatalf("resizing past the Node's allocatable: error %v, want the API server's refusal", err)
 		}
 		app := fmt.Sprintf("cpu=%dm,memory=48Mi", allocatable-100) // beside restarts' 100m
 		err = f.resizeTo(t, pod, func(p *corev1.Pod) {
-			p.Spec.Containers[0].Resources = sized(app, strings.Replace(app, "48Mi", "96Mi", 1))
+			p.Spec.Containers[0].Resources = resources.Requirements(app, strings.Replace(app, "48Mi", "96Mi", 1))
 		})
 		if err != nil {
 			t.Fatalf("resizing: %v", err)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelet/nodelet/internal/testutil/await"
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 // TestCompanionOnSystemdKubeletNode installs charts/nodelet with helm on a
@@ -72,7 +73,7 @@ func TestCompanionOnSystemdKubeletNode(t *testing.T) {
 
 	pod := busyboxPod(ns, "tenant", companion, "sleep", "3600")
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: "nodelet.dev/companion", Operator: corev1.TolerationOpExists}}
-	pod.Spec.Containers[0].Resources = resources("memory=32Mi", "memory=64Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("memory=32Mi", "memory=64Mi")
 	pod = createPod(t, pod)
 	pod = waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelet/nodelet/internal/testutil/await"
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 // fullTier is true in the full tier's build (node_full_test.go), which
@@ -182,7 +183,7 @@ func checkFiles(t *testing.T, what string, got, want map[string]string) {
 func testPodLimits(t *testing.T, n *node) {
 	ns := newNamespace(t)
 	pod := busyboxPod(ns, "limited", n.name, "sleep", "3600")
-	pod.Spec.Containers[0].Resources = resources("cpu=100m,memory=32Mi", "cpu=200m,memory=64Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("cpu=100m,memory=32Mi", "cpu=200m,memory=64Mi")
 	pod = createPod(t, pod)
 	pod = waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 
@@ -224,7 +225,7 @@ func testPodLimits(t *testing.T, n *node) {
 func testLogsAndExec(t *testing.T, n *node) {
 	ns := newNamespace(t)
 	pod := busyboxPod(ns, "talker", n.name, "sh", "-c", "echo hello from the guest; exec sleep 3600")
-	pod.Spec.Containers[0].Resources = resources("memory=32Mi", "memory=48Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("memory=32Mi", "memory=48Mi")
 	pod = createPod(t, pod)
 	waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 
@@ -340,7 +341,7 @@ func testOOMKilled(t *testing.T, n *node) {
 	// tail keeps the line it reads whole, and /dev/zero has no end of line.
 	pod := busyboxPod(ns, "hog", n.name, "tail", "/dev/zero")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	pod.Spec.Containers[0].Resources = resources("memory=16Mi", "memory=16Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("memory=16Mi", "memory=16Mi")
 	pod = createPod(t, pod)
 	pod = waitForPod(t, pod, podStartTimeout, "to fail", func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodFailed, nil

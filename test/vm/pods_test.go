@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -63,23 +62,6 @@ func busyboxPod(ns, name, node string, command ...string) *corev1.Pod {
 			}},
 		},
 	}
-}
-
-// resources is a container's requests and limits, from "cpu=100m,memory=32Mi".
-func resources(requests, limits string) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Requests: resourceList(requests), Limits: resourceList(limits)}
-}
-
-func resourceList(s string) corev1.ResourceList {
-	if s == "" {
-		return nil
-	}
-	list := corev1.ResourceList{}
-	for _, pair := range strings.Split(s, ",") {
-		name, quantity, _ := strings.Cut(pair, "=")
-		list[corev1.ResourceName(name)] = resource.MustParse(quantity)
-	}
-	return list
 }
 
 func createPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {

@@ -20,6 +20,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodelet/nodelet/internal/testutil/await"
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 // withConfig adds settings to the guest's /etc/nodelet/config.yaml and
@@ -44,7 +45,7 @@ func (n *node) withConfig(t *testing.T, settings string) {
 func testResize(t *testing.T, n *node) {
 	ns := newNamespace(t)
 	pod := busyboxPod(ns, "resized", n.name, "sleep", "3600")
-	pod.Spec.Containers[0].Resources = resources("cpu=100m,memory=32Mi", "cpu=200m,memory=64Mi")
+	pod.Spec.Containers[0].Resources = resources.Requirements("cpu=100m,memory=32Mi", "cpu=200m,memory=64Mi")
 	pod = createPod(t, pod)
 	pod = waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
 	id := containerID(t, pod, "app")

@@ -3,32 +3,16 @@ package podutil
 // ComputePodQOS and PodQOS are pure: tables of pods, no fakes.
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-)
 
-func resources(requests, limits string) corev1.ResourceRequirements {
-	parse := func(s string) corev1.ResourceList {
-		if s == "" {
-			return nil
-		}
-		list := corev1.ResourceList{}
-		// "cpu=100m,memory=64Mi"
-		for _, kv := range strings.Split(s, ",") {
-			name, value, _ := strings.Cut(kv, "=")
-			list[corev1.ResourceName(name)] = resource.MustParse(value)
-		}
-		return list
-	}
-	return corev1.ResourceRequirements{Requests: parse(requests), Limits: parse(limits)}
-}
+	"github.com/nodelet/nodelet/internal/testutil/resources"
+)
 
 func TestComputePodQOS(t *testing.T) {
 	c := func(requests, limits string) corev1.Container {
-		return corev1.Container{Name: "c", Resources: resources(requests, limits)}
+		return corev1.Container{Name: "c", Resources: resources.Requirements(requests, limits)}
 	}
 	always := corev1.ContainerRestartPolicyAlways
 	sidecar := c("", "")
@@ -74,12 +58,12 @@ func TestComputePodQOS(t *testing.T) {
 		},
 		"pod-level limits equal to requests make the pod Guaranteed whatever the containers": {
 			containers: []corev1.Container{c("", "")},
-			podLevel:   ptrTo(resources("cpu=1,memory=1Gi", "cpu=1,memory=1Gi")),
+			podLevel:   ptrTo(resources.Requirements("cpu=1,memory=1Gi", "cpu=1,memory=1Gi")),
 			want:       corev1.PodQOSGuaranteed,
 		},
 		"pod-level requests alone make the pod Burstable": {
 			containers: []corev1.Container{c("cpu=1,memory=1Gi", "cpu=1,memory=1Gi")},
-			podLevel:   &corev1.ResourceRequirements{Requests: resources("cpu=1", "").Requests},
+			podLevel:   &corev1.ResourceRequirements{Requests: resources.Requirements("cpu=1", "").Requests},
 			want:       corev1.PodQOSBurstable,
 		},
 	}

@@ -4,13 +4,13 @@ package cgroups
 // fakes.
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 func TestMilliCPUToShares(t *testing.T) {
@@ -37,21 +37,8 @@ func TestCPUSharesToWeight(t *testing.T) {
 	}
 }
 
-// list parses "cpu=100m,memory=64Mi".
-func list(s string) corev1.ResourceList {
-	if s == "" {
-		return nil
-	}
-	l := corev1.ResourceList{}
-	for _, kv := range strings.Split(s, ",") {
-		name, value, _ := strings.Cut(kv, "=")
-		l[corev1.ResourceName(name)] = resource.MustParse(value)
-	}
-	return l
-}
-
 func container(name, requests, limits string) corev1.Container {
-	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: list(requests), Limits: list(limits)}}
+	return corev1.Container{Name: name, Resources: resources.Requirements(requests, limits)}
 }
 
 func TestResourceConfigForPod(t *testing.T) {
@@ -113,14 +100,14 @@ func TestResourceConfigForPod(t *testing.T) {
 		},
 		"overhead is added": {
 			spec: corev1.PodSpec{
-				Overhead:   list("cpu=250m,memory=120Mi"),
+				Overhead:   resources.List("cpu=250m,memory=120Mi"),
 				Containers: []corev1.Container{container("a", "cpu=250m,memory=8Mi", "cpu=250m,memory=8Mi")},
 			},
 			want: ResourceConfig{CPUShares: shares(512), CPUQuota: ptr.To[int64](50000), CPUPeriod: period, Memory: ptr.To[int64](128 << 20), HugePageLimit: noHugePages},
 		},
 		"pod-level resources win over the containers'": {
 			spec: corev1.PodSpec{
-				Resources:  &corev1.ResourceRequirements{Requests: list("cpu=1,memory=1Gi"), Limits: list("cpu=2,memory=2Gi")},
+				Resources:  &corev1.ResourceRequirements{Requests: resources.List("cpu=1,memory=1Gi"), Limits: resources.List("cpu=2,memory=2Gi")},
 				Containers: []corev1.Container{container("a", "", "")},
 			},
 			want: ResourceConfig{CPUShares: shares(1024), CPUQuota: ptr.To[int64](200000), CPUPeriod: period, Memory: ptr.To[int64](2 << 30), HugePageLimit: noHugePages},
@@ -161,12 +148,12 @@ func TestBurstableCPUMilli(t *testing.T) {
 }
 
 func TestNodeAllocatableConfig(t *testing.T) {
-	got := NodeAllocatableConfig(list("cpu=1500m,memory=3Gi,pid=4096,hugepages-1Gi=2Gi"))
+	got := NodeAllocatableConfig(resources.List("cpu=1500m,memory=3Gi,pid=4096,hugepages-1Gi=2Gi"))
 	want := &ResourceConfig{CPUShares: ptr.To[uint64](1536), Memory: ptr.To[int64](3 << 30), PidsLimit: ptr.To[int64](4096), HugePageLimit: map[int64]int64{1 << 30: 2 << 30}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NodeAllocatableConfig() mismatch (-want +got):\n%s", diff)
 	}
-	if got := NodeAllocatableConfig(list("cpu=2")); got.HugePageLimit != nil || got.Memory != nil {
+	if got := NodeAllocatableConfig(resources.List("cpu=2")); got.HugePageLimit != nil || got.Memory != nil {
 		t.Errorf("NodeAllocatableConfig(cpu only) = %+v, want only shares", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodelet/nodelet/internal/testutil/prereq"
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 func podWith(uid types.UID, containers ...corev1.Container) *corev1.Pod {
@@ -140,7 +141,7 @@ func TestPodLimitsThatFailedAreWrittenByTheNextEnsurePod(t *testing.T) {
 }
 
 func TestQOSTiersShares(t *testing.T) {
-	m, hierarchies := newQOSManager(t, Options{NodeAllocatable: list("cpu=2,memory=1Gi,pid=1000")})
+	m, hierarchies := newQOSManager(t, Options{NodeAllocatable: resources.List("cpu=2,memory=1Gi,pid=1000")})
 	cpu := hierarchies[0]
 	read := func(cgroup, file string) string {
 		t.Helper()
@@ -210,7 +211,7 @@ func TestPodsOfTheOldLayoutAreKeptAndRemoved(t *testing.T) {
 func TestPureV2Limits(t *testing.T) {
 	base := t.TempDir()
 	writeFile(t, filepath.Join(base, "cgroup.controllers"), "cpuset cpu io memory pids\n")
-	m, err := newManager(Options{Root: "/nodelet", PodPidsLimit: 32, NodeAllocatable: list("cpu=4,memory=2Gi")},
+	m, err := newManager(Options{Root: "/nodelet", PodPidsLimit: 32, NodeAllocatable: resources.List("cpu=4,memory=2Gi")},
 		[]Hierarchy{{MountPoint: base, Unified: true}}, nil, fakeRmdir)
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +282,7 @@ func TestRealLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := "/nodelet-test-" + hex.EncodeToString(suffix)
-	m, err := New(Options{Root: root, PodPidsLimit: 50, NodeAllocatable: list("cpu=1,memory=1Gi")})
+	m, err := New(Options{Root: root, PodPidsLimit: 50, NodeAllocatable: resources.List("cpu=1,memory=1Gi")})
 	if err != nil {
 		t.Fatalf("New() error = %v", err)
 	}
@@ -340,12 +341,12 @@ func TestRealLimits(t *testing.T) {
 func TestEnforceExistingLimitsACgroupItDidNotMake(t *testing.T) {
 	base := t.TempDir()
 	writeFile(t, filepath.Join(base, "cgroup.controllers"), "cpuset cpu io memory pids\n")
-	m, err := newManager(Options{Root: "/nodelet", NodeAllocatable: list("cpu=4,memory=2Gi")},
+	m, err := newManager(Options{Root: "/nodelet", NodeAllocatable: resources.List("cpu=4,memory=2Gi")},
 		[]Hierarchy{{MountPoint: base, Unified: true}}, nil, fakeRmdir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	limits := list("cpu=500m,memory=256Mi")
+	limits := resources.List("cpu=500m,memory=256Mi")
 	if err := m.EnforceExisting("/system.slice", limits); err == nil || !strings.Contains(err.Error(), `cgroup "/system.slice" has some missing paths`) {
 		t.Fatalf("EnforceExisting on a missing cgroup: %v, want it refused", err)
 	}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodelet/nodelet/internal/testutil/resources"
 )
 
 type fakeSystemd struct {
@@ -121,7 +123,7 @@ func newSystemdManager(t *testing.T, opts Options) (*Manager, []Hierarchy, *fake
 }
 
 func TestSystemdDriverMakesTheTreeAsSlices(t *testing.T) {
-	_, hierarchies, systemd := newSystemdManager(t, Options{NodeAllocatable: list("cpu=2,memory=1Gi")})
+	_, hierarchies, systemd := newSystemdManager(t, Options{NodeAllocatable: resources.List("cpu=2,memory=1Gi")})
 	if want := []string{"kubepods.slice", "kubepods-burstable.slice", "kubepods-besteffort.slice"}; !cmp.Equal(systemd.started, want) {
 		t.Errorf("slices started = %q, want %q", systemd.started, want)
 	}
@@ -264,7 +266,7 @@ func TestSystemdDriverRefusals(t *testing.T) {
 
 func TestSystemdDriverEnforcesAReservedSlice(t *testing.T) {
 	m, hierarchies, systemd := newSystemdManager(t, Options{})
-	limits := list("cpu=500m,memory=256Mi")
+	limits := resources.List("cpu=500m,memory=256Mi")
 	if err := m.EnforceExisting("system.slice", limits); err == nil || !strings.Contains(err.Error(), "missing paths") {
 		t.Fatalf("EnforceExisting on a missing slice: %v, want it refused", err)
 	}
