@@ -1,9 +1,14 @@
 package vm
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -54,7 +59,7 @@ type nodeStep struct {
 // found it, but for the pods of its own namespace.
 var nodeSteps = []nodeStep{
 	{"pod limits are the cgroup v2 files", true, testPodLimits},
-	{"logs and exec through the API server", true, testLogsAndExec},
+	{"logs, exec and port-forward through the API server", true, testLogsAndExec},
 	{"restarting nodelet restarts no pod", true, testRestartKeepsPods},
 	{"stopping nodelet leaves the pods running", false, testStopLeavesPods},
 	{"an OOM kill is OOMKilled", false, testOOMKilled},
@@ -218,13 +223,14 @@ func testPodLimits(t *testing.T, n *node) {
 	}
 }
 
-// testLogsAndExec reads a container's log and runs a command in it
-// through the API server, which dials the guest's nodelet at the node's
-// address: the container sees its own cgroup (a cgroup namespace of its
-// own) with its limit.
+// testLogsAndExec reads a container's log, runs a command in it and
+// forwards a port to it through the API server, which dials the guest's
+// nodelet at the node's address: the container sees its own cgroup (a
+// cgroup namespace of its own) with its limit.
 func testLogsAndExec(t *testing.T, n *node) {
 	ns := newNamespace(t)
-	pod := busyboxPod(ns, "talker", n.name, "sh", "-c", "echo hello from the guest; exec sleep 3600")
+	pod := busyboxPod(ns, "talker", n.name, "sh", "-c",
+		"mkdir /www && echo served from the guest >/www/index.html && echo hello from the guest && exec httpd -f -p 8080 -h /www")
 	pod.Spec.Containers[0].Resources = resources.Requirements("memory=32Mi", "memory=48Mi")
 	pod = createPod(t, pod)
 	waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
@@ -235,6 +241,49 @@ func testLogsAndExec(t *testing.T, n *node) {
 	if out := adminShell(t, "kubectl -n "+ns+" exec talker -- cat /sys/fs/cgroup/memory.max"); out != fmt.Sprint(48<<20) {
 		t.Errorf("kubectl exec cat /sys/fs/cgroup/memory.max = %q, want %d", out, 48<<20)
 	}
+	if got := portForwardGet(t, ns, "talker", 8080); got != "served from the guest\n" {
+		t.Errorf("GET through kubectl port-forward = %q, want %q", got, "served from the guest\n")
+	}
+}
+
+// portForwardGet GETs / of the pod's port through `kubectl port-forward`
+// to a local port kubectl picks.
+func portForwardGet(t *testing.T, ns, pod string, port int) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cluster.get("KUBECTL"), "--kubeconfig", cluster.get("ADMIN_KUBECONFIG"),
+		"-n", ns, "port-forward", "pod/"+pod, fmt.Sprintf("127.0.0.1::%d", port))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	// "Forwarding from 127.0.0.1:LOCAL -> PORT"
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	local, _, found := strings.Cut(strings.TrimPrefix(line, "Forwarding from "), " ->")
+	if err != nil || !found {
+		t.Fatalf("kubectl port-forward said %q (%v): %s", line, err, stderr.String())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+local+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET through the forwarded port %s: %v; kubectl: %s", local, err, stderr.String())
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
 
 // runningPod starts a pod that sleeps, Ready, and returns it with its
