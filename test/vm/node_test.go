@@ -59,7 +59,7 @@ type nodeStep struct {
 // found it, but for the pods of its own namespace.
 var nodeSteps = []nodeStep{
 	{"pod limits are the cgroup v2 files", true, testPodLimits},
-	{"logs, exec and port-forward through the API server", true, testLogsAndExec},
+	{"logs exec and port-forward through the API server", true, testLogsAndExec},
 	{"restarting nodelet restarts no pod", true, testRestartKeepsPods},
 	{"stopping nodelet leaves the pods running", false, testStopLeavesPods},
 	{"an OOM kill is OOMKilled", false, testOOMKilled},

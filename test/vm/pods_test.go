@@ -27,7 +27,14 @@ func newNamespace(t *testing.T) string {
 	t.Helper()
 	// A suffix of its own: a test run again (hack/test.sh's retry, or by
 	// hand) must not wait for its last run's namespace to go.
-	name := "vm-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	// A namespace's name is a DNS label: what else a test's name holds
+	// becomes a dash.
+	name := "vm-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
 	name = strings.TrimRight(name[:min(len(name), 50)], "-") + "-" + rand.String(5)
 	c := cluster.client.CoreV1()
 	if _, err := c.Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
