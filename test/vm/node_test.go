@@ -253,7 +253,7 @@ func portForwardGet(t *testing.T, ns, pod string, port int) string {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cluster.get("KUBECTL"), "--kubeconfig", cluster.get("ADMIN_KUBECONFIG"),
-		"-n", ns, "port-forward", "pod/"+pod, fmt.Sprintf("127.0.0.1::%d", port))
+		"-n", ns, "port-forward", "--address=127.0.0.1", "pod/"+pod, fmt.Sprintf(":%d", port))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
