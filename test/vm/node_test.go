@@ -263,7 +263,11 @@ func portForwardGet(t *testing.T, ns, pod string, port int) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Wait() }()
+	// kubectl forwards until stopped: stop it, then reap it.
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
 	// "Forwarding from 127.0.0.1:LOCAL -> PORT"
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	local, _, found := strings.Cut(strings.TrimPrefix(line, "Forwarding from "), " ->")
