@@ -198,7 +198,9 @@ func deleteInstallObjects(t *testing.T, node string) {
 		ignoreNotFound(t, c.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}))
 	}
 	secrets, err := c.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(corev1.SecretTypeBootstrapToken)})
-	if err == nil {
+	if err != nil {
+		t.Errorf("cleaning up the install: listing the bootstrap tokens: %v", err)
+	} else {
 		for _, s := range secrets.Items {
 			ignoreNotFound(t, c.CoreV1().Secrets("kube-system").Delete(ctx, s.Name, metav1.DeleteOptions{}))
 		}
