@@ -15,11 +15,13 @@
 #   hack/build-tools.sh NAME...      only those, e.g. `kubelet` or
 #                                    `kubemark` (built only on demand, for
 #                                    the benchmarks and the companion
-#                                    tests) or `golangci-lint`
+#                                    tests), `kubeadm` and `crictl` (for
+#                                    the kubeadm test bed) or `golangci-lint`
 #
-# golangci-lint and local-path-provisioner are not in the tools module: each
-# is built from its own module at a pinned version with `go install`, so its
-# dependencies never enter hack/tools/go.mod's module graph. CoreDNS and helm
+# golangci-lint, local-path-provisioner and crictl are not in the tools
+# module: each is built from its own module at a pinned version with `go
+# install`, so its dependencies never enter hack/tools/go.mod's module graph
+# (crictl's would move the Kubernetes staging modules past v1.36). CoreDNS and helm
 # have modules of their own under hack/tools.
 #
 # The Kubernetes binaries take about 6 minutes cold on 2 cores.
@@ -37,10 +39,17 @@ HELM_MODULE=$TOOLS_DIR/helm
 declare -A GO_INSTALLED=(
 	[golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 	[local-path-provisioner]=github.com/rancher/local-path-provisioner@v0.0.30
+	# The newest the module proxy serves that builds on this Go; the CRI
+	# is v1 on both sides, so it talks to any runtime of v1.36's.
+	[crictl]=sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
 )
-# Those of them that run in an image of their own, which has no C library:
-# built static.
-GO_INSTALLED_STATIC=(local-path-provisioner)
+# Their linker flags, where they stamp a version.
+declare -A GO_INSTALLED_LDFLAGS=(
+	[crictl]="-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0"
+)
+# Those of them that run in an image of their own, which has no C library,
+# or in a guest: built static.
+GO_INSTALLED_STATIC=(local-path-provisioner crictl)
 
 KUBE_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 # The helpers are static: pause runs inside a scratch image.
@@ -62,6 +71,7 @@ key_of() {
 		go env GOVERSION
 		if is_go_installed "$name"; then
 			echo "${GO_INSTALLED[$name]}"
+			[[ -z ${GO_INSTALLED_LDFLAGS[$name]:-} ]] || echo "${GO_INSTALLED_LDFLAGS[$name]}"
 			if is_static "$name"; then echo CGO_ENABLED=0; else go env CGO_ENABLED; fi
 		elif [[ $name == coredns ]]; then
 			echo "CGO_ENABLED=0 $HELPER_LDFLAGS"
@@ -86,7 +96,7 @@ build_go_installed() {
 	if is_static "$name"; then cgo=0; fi
 	# Outside any module, so that neither nodelet's go.mod nor the tools
 	# module's takes part in the build.
-	(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=$cgo go install "${GO_INSTALLED[$name]}")
+	(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=$cgo go install -ldflags "${GO_INSTALLED_LDFLAGS[$name]:-}" "${GO_INSTALLED[$name]}")
 }
 
 build_coredns() {
