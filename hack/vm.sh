@@ -32,6 +32,19 @@
 # Nothing else of the host is touched: the guest's cgroups, mounts and
 # network are its own kernel's.
 #
+# Two guests can share a second network of their own, an Ethernet segment
+# that qemu carries in UDP datagrams between their two processes on the
+# host's loopback (no bridge, no tap: the host's network stays as it is):
+#   VM_LAN=LOCAL:REMOTE      the UDP ports of this guest's end and of the
+#                            other guest's (the other guest swaps them)
+#   VM_LAN_ADDRESS=IP/LEN    this guest's static address on it, which
+#                            systemd-networkd sets at each boot
+#   VM_LAN_ROUTES="CIDR=GATEWAY ..."  static routes over it (to the
+#                            other node's pods)
+# e.g. for a cluster of two (test/vm/kubeadm_full_test.go):
+#   VM_SSH_PORT=32223 VM_NODE_PORT=40251 VM_LAN=32231:32232 VM_LAN_ADDRESS=192.168.100.10/24 hack/vm.sh up cp
+#   VM_SSH_PORT=32224 VM_NODE_PORT=40252 VM_LAN=32232:32231 VM_LAN_ADDRESS=192.168.100.11/24 hack/vm.sh up worker
+#
 # Accelerator: VM_ACCEL=kvm or tcg; by default kvm where /dev/kvm opens and
 # a guest booted on it once (remembered in .cache/vm/accel), tcg otherwise:
 # a machine that is itself a guest may have a /dev/kvm whose guests die at
@@ -60,6 +73,9 @@ profile_load vm
 VM_SSH_PORT=${VM_SSH_PORT:-$VM_SSH_PORT_DEFAULT}
 VM_NODE_PORT=${VM_NODE_PORT:-$NODELET_PORT}
 VM_FORWARDS=${VM_FORWARDS:-}
+VM_LAN=${VM_LAN:-}
+VM_LAN_ADDRESS=${VM_LAN_ADDRESS:-}
+VM_LAN_ROUTES=${VM_LAN_ROUTES:-}
 
 guest_dir() { echo "$VM_DIR/guests/$1"; }
 
@@ -222,6 +238,14 @@ start_qemu() {
 	for forward in $FORWARDS; do
 		forwards+=",hostfwd=tcp:127.0.0.1:${forward%%:*}-:${forward#*:}"
 	done
+	# The second network: its NIC's MAC is made of its address, so that
+	# networkd finds it by MAC (lan_network).
+	local lan_args=()
+	# shellcheck disable=SC2153  # LAN and LAN_ADDRESS are the guest's env file's
+	if [[ -n $LAN ]]; then
+		lan_args=(-netdev "socket,id=lan0,udp=127.0.0.1:${LAN#*:},localaddr=127.0.0.1:${LAN%%:*}"
+			-device "virtio-net-pci,netdev=lan0,mac=$(lan_mac "$LAN_ADDRESS")")
+	fi
 	local accel_args=(-accel "tcg,thread=multi" -cpu max)
 	[[ $accel == tcg ]] || accel_args=(-accel kvm -cpu host)
 	rm -f "$dir/qemu.pid"
@@ -232,10 +256,42 @@ start_qemu() {
 		-append "root=/dev/vda rw console=ttyS0 systemd.hostname=$name" \
 		-drive "file=$dir/disk.qcow2,if=virtio,format=qcow2,discard=unmap" \
 		-netdev "user,id=net0,$forwards" -device virtio-net-pci,netdev=net0 \
+		"${lan_args[@]}" \
 		-device virtio-rng-pci \
 		-serial "file:$dir/serial.log" \
 		-monitor "unix:$dir/monitor.sock,server,nowait" \
 		-pidfile "$dir/qemu.pid" -daemonize 2>>"$dir/qemu.log" >>"$dir/qemu.log"
+}
+
+# lan_mac IP/LEN prints the MAC of the NIC that holds IP on the second
+# network: qemu's prefix and the address's last three bytes.
+lan_mac() {
+	local ip=${1%/*} a b c d
+	IFS=. read -r a b c d <<<"$ip"
+	printf '52:54:00:%02x:%02x:%02x\n' "$b" "$c" "$d"
+}
+
+# lan_network NAME gives the guest's second NIC its address and routes, in
+# a networkd file that sorts before the image's DHCP one, and applies it.
+lan_network() {
+	local name=$1 dir route mac network
+	dir=$(guest_dir "$name")
+	# shellcheck disable=SC1091
+	source "$dir/env"
+	[[ -n $LAN ]] || return 0
+	mac=$(lan_mac "$LAN_ADDRESS")
+	network=$(printf '[Match]\nMACAddress=%s\n[Network]\nAddress=%s\n' "$mac" "$LAN_ADDRESS")
+	# shellcheck disable=SC2153  # LAN_ROUTES is the guest's env file's
+	for route in $LAN_ROUTES; do
+		network+=$(printf '\n[Route]\nDestination=%s\nGateway=%s' "${route%%=*}" "${route#*=}")
+	done
+	guest_ssh "$name" bash -euo pipefail -s <<-EOF
+		cat >/etc/systemd/network/10-lan.network <<'NETWORK'
+		$network
+		NETWORK
+		networkctl reload
+		networkctl reconfigure "\$(ip -o link | awk -F': ' 'tolower(\$0) ~ /$mac/ {print \$2}')"
+	EOF
 }
 
 # boot NAME ACCEL starts the guest's qemu on a fresh layer and waits for
@@ -266,7 +322,10 @@ up() {
 	[[ -z $(qemu_pid "$name") ]] || die "guest $name is running already (hack/vm.sh down $name)"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	printf 'SSH_PORT=%s\nNODE_PORT=%s\nFORWARDS="%s"\n' "$VM_SSH_PORT" "$VM_NODE_PORT" "$VM_FORWARDS" >"$dir/env"
+	printf 'SSH_PORT=%s\nNODE_PORT=%s\nFORWARDS="%s"\nLAN=%s\nLAN_ADDRESS=%s\nLAN_ROUTES="%s"\n' \
+		"$VM_SSH_PORT" "$VM_NODE_PORT" "$VM_FORWARDS" "$VM_LAN" "$VM_LAN_ADDRESS" "$VM_LAN_ROUTES" >"$dir/env"
+	[[ -z $VM_LAN || $VM_LAN =~ ^[0-9]+:[0-9]+$ ]] || die "VM_LAN is LOCAL:REMOTE (two UDP ports), not '$VM_LAN'"
+	[[ -z $VM_LAN || $VM_LAN_ADDRESS =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+/[0-9]+$ ]] || die "VM_LAN needs VM_LAN_ADDRESS (IP/LEN), not '$VM_LAN_ADDRESS'"
 	port_free "$VM_SSH_PORT" || die "port $VM_SSH_PORT (the guest's ssh) is taken"
 	port_free "$VM_NODE_PORT" || die "port $VM_NODE_PORT (the guest's node port) is taken"
 	accel=$(accel)
@@ -281,6 +340,7 @@ up() {
 		boot "$name" tcg || die "guest $name did not boot"
 	fi
 	echo "$accel" >"$VM_DIR/accel"
+	lan_network "$name" || die "could not set guest $name's address on the second network"
 	local took
 	took=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
 	log "Guest $name up in ${took}s ($accel): $(guest_ssh "$name" systemd-analyze time 2>/dev/null | head -n1)"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,13 +24,22 @@ func vmScript(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, filepath.Join(cluster.repoRoot, "hack", "vm.sh"), args...)
 }
 
-// bootGuest boots guest name from the cached image on a fresh layer, so
-// that every test starts from the same host; its qemu is killed when the
-// test ends (nothing of the guest is kept), its units' journal logged
-// first if the test failed.
+// bootGuest boots guest name with hack/vm.sh's defaults.
 func bootGuest(t *testing.T, name string) *guest {
 	t.Helper()
-	out, err := vmScript(t.Context(), "up", name).CombinedOutput()
+	return bootGuestWith(t, name, nil)
+}
+
+// bootGuestWith boots guest name from the cached image on a fresh layer,
+// so that every test starts from the same host, with env (hack/vm.sh's
+// VM_* settings) added to this process's; its qemu is killed when the
+// test ends (nothing of the guest is kept), its units' journal logged
+// first if the test failed.
+func bootGuestWith(t *testing.T, name string, env []string) *guest {
+	t.Helper()
+	up := vmScript(t.Context(), "up", name)
+	up.Env = append(os.Environ(), env...)
+	out, err := up.CombinedOutput()
 	if err != nil {
 		t.Fatalf("hack/vm.sh up %s: %v\n%s", name, err, out)
 	}
