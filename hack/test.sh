@@ -98,7 +98,7 @@ declare -A PHASE_LIMITS=(
 	[e2e-userns]=180/240
 	[e2e-companion]=300/360
 	[e2e-systemd]=180/240
-	[vm]=480/1200
+	[vm]=480/2700
 )
 # The chaos phase's limit is its run's CHAOS_DURATION and this much more:
 # the stack up and down, nodelet built, the pods left to settle, the
@@ -485,7 +485,8 @@ e2e_on_stack() {
 # phase_vm builds the guest image (or finds it cached) and the release
 # tarball, brings up profile vm's control plane without a node (the
 # guests are the nodes), and runs test/vm against it; in the full tier,
-# with nodelet's image in the stack's registry for the chart.
+# with nodelet's image in the stack's registry for the chart, and kubeadm,
+# crictl, the kubelet and kubeadm's images for TestKubeadm's cluster.
 phase_vm() {
 	local rc=0 release
 	"$REPO_ROOT/hack/vm.sh" image >/dev/null || return 1
@@ -498,6 +499,8 @@ phase_vm() {
 	if ((rc == 0)) && [[ $TIER == full ]]; then
 		# The image the chart installs on the kubelet's guest.
 		image=$("$REPO_ROOT/hack/build-image.sh" vm) || rc=$?
+		"$REPO_ROOT/hack/build-tools.sh" kubeadm crictl kubelet kubectl || rc=$?
+		"$REPO_ROOT/hack/build-images.sh" --kubeadm vm || rc=$?
 	fi
 	if ((rc == 0)); then
 		CGO_ENABLED=0 NODELET_VM_ENV=$ENV_FILE NODELET_VM_RELEASE=$release NODELET_VM_IMAGE=${image%@*} \
