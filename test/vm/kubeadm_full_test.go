@@ -114,6 +114,10 @@ func TestKubeadm(t *testing.T) {
 		})
 	})
 
+	// The nodes reach each other on their network (cp's ssh server
+	// listens on every address).
+	worker.run(t, fmt.Sprintf("timeout 30 bash -c '</dev/tcp/%s/22'", kubeadmControlPlane.address))
+
 	timed(t, "kubeadm init", func() {
 		t.Log(cp.run(t, "cat >/root/kubeadm/init.yaml <<'EOF'\n"+kubeadmInitConfig(registry)+"EOF\n"+
 			"kubeadm init --config /root/kubeadm/init.yaml 2>&1"))
