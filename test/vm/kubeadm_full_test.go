@@ -356,7 +356,7 @@ func quickStart(t *testing.T, cp *guest, registry string) {
 		out, err := kubectlContext(ctx, cp, "wait --for=condition=Ready pod/x pod/web --timeout=30s")
 		if err != nil {
 			status, _ := kubectlContext(ctx, cp, "get pods -A -o wide")
-			return fmt.Errorf("%v: %s\n%s", err, out, status)
+			return fmt.Errorf("%w: %s\n%s", err, out, status)
 		}
 		return nil
 	})
@@ -366,15 +366,21 @@ func quickStart(t *testing.T, cp *guest, registry string) {
 	clusterIP := kubectl(t, cp, "get service web -o jsonpath='{.spec.clusterIP}'")
 	await.Eventually(t, 5*time.Minute, "x to find web's ClusterIP "+clusterIP+" in CoreDNS", func(ctx context.Context) error {
 		out, err := kubectlContext(ctx, cp, "exec x -- nslookup web.default.svc.cluster.local")
-		if err != nil || !strings.Contains(out, clusterIP) {
-			return fmt.Errorf("%v: %s", err, out)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if !strings.Contains(out, clusterIP) {
+			return fmt.Errorf("not the ClusterIP: %s", out)
 		}
 		return nil
 	})
 	await.Eventually(t, 3*time.Minute, "x to reach web by name", func(ctx context.Context) error {
 		out, err := kubectlContext(ctx, cp, `exec x -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 5 web 80"`)
-		if err != nil || !strings.Contains(out, "hello from web") {
-			return fmt.Errorf("%v: %s", err, out)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if !strings.Contains(out, "hello from web") {
+			return fmt.Errorf("not web's page: %s", out)
 		}
 		return nil
 	})
