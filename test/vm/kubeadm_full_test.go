@@ -48,8 +48,8 @@ const (
 	kubeadmTimeouts = `timeouts:
   controlPlaneComponentHealthCheck: 20m0s
   kubeletHealthCheck: 10m0s
-  kubernetesAPICall: 5m0s
-  etcdAPICall: 5m0s
+  kubernetesAPICall: 15m0s
+  etcdAPICall: 15m0s
   tlsBootstrap: 10m0s
   discovery: 10m0s
 `
