@@ -51,6 +51,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "nodelet: %v\n", err)
 		os.Exit(2)
 	}
+	if opts.Version == "true" {
+		// As the kubelet prints it: kubeadm's preflight reads it.
+		fmt.Println("Kubernetes " + version)
+		return
+	}
+	applyKubeletLogFlags(&zapOpts, opts)
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
