@@ -80,6 +80,10 @@ func New(c client.Client, opts Options) *Manager {
 	return &Manager{client: c, opts: opts, orders: map[types.UID]int64{}}
 }
 
+// SetSyncNodeStatus sets Options.SyncNodeStatus, for a reporter made
+// after the manager (it reads ShutdownStatus); call before Start.
+func (m *Manager) SetSyncNodeStatus(sync func()) { m.opts.SyncNodeStatus = sync }
+
 // NeedLeaderElection is false: every node shuts down on its own.
 func (m *Manager) NeedLeaderElection() bool { return false }
 
