@@ -185,20 +185,6 @@ func TestNodeStatus(t *testing.T) {
 			},
 			wantPatch: true,
 		},
-		"a node shutting down is NotReady with the kubelet's message": {
-			runtime: func() nodeRuntimeState {
-				rt := readyRuntimeState(now)
-				rt.shutdownError = errors.New("node is shutting down")
-				return rt
-			}(),
-			now: now,
-			want: func(s *corev1.NodeStatus) {
-				ready := findNodeCondition(s, corev1.NodeReady)
-				ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", "node is shutting down"
-				ready.LastTransitionTime = metav1.NewTime(now)
-			},
-			wantPatch: true,
-		},
 		"a runtime status 20s old, the reads since failing, still counts": {
 			runtime: readyRuntimeState(now.Add(-20 * time.Second)),
 			now:     now,
@@ -332,17 +318,6 @@ func TestNodeStatus(t *testing.T) {
 				t.Errorf("nodeStatus() changed its input (-before +after):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestRebooted(t *testing.T) {
-	for _, tc := range []struct {
-		node, machine string
-		want          bool
-	}{{"", "b", false}, {"b", "b", false}, {"a", "b", true}} {
-		if got := Rebooted(tc.node, tc.machine); got != tc.want {
-			t.Errorf("Rebooted(%q, %q) = %t, want %t", tc.node, tc.machine, got, tc.want)
-		}
 	}
 }
 
