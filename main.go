@@ -26,6 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/node/shutdown"
 	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
@@ -167,6 +168,7 @@ type nodelet struct {
 	podCgroups     *cgroups.Manager
 	imageGC        *imagegc.Manager
 	evictions      *evictionmanager.Manager
+	shutdown       *shutdown.Manager
 	nodeReporter   *node.NodeStatusReporter
 	pods           *controllers.PodReconciler
 	podLifecycle   *pleg.PLEG

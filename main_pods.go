@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/controllers"
+	"github.com/nodelet/nodelet/internal/node/shutdown"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podenv"
 	"github.com/nodelet/nodelet/internal/prober"
@@ -42,7 +43,7 @@ func (n *nodelet) buildPods(ctx context.Context) error {
 	}
 	n.pods = controllers.NewPodReconciler(&controllers.PodReconciler{
 		Queue:        n.podQueue,
-		Admit:        admitter.Admit,
+		Admit:        shutdownAdmission(admitter.Admit, n.shutdown),
 		AdmitResize:  admitter.AdmitResize,
 		Allocations:  n.allocations,
 		APIReader:    n.mgr.GetAPIReader(),
@@ -56,7 +57,7 @@ func (n *nodelet) buildPods(ctx context.Context) error {
 		NodeName:     opts.NodeName,
 		HostIPs:      n.nodeReporter.NodeIPs,
 		NetworkError: n.nodeReporter.NetworkError,
-		Eviction:     evictionOrders(n.evictions),
+		Eviction:     evictionOrders(n.evictions, n.shutdown),
 
 		UserNamespaces: n.userNamespaces,
 
@@ -84,6 +85,22 @@ func (n *nodelet) buildPods(ctx context.Context) error {
 	}
 	n.runnables = append(n.runnables, probes, n.podLifecycle, housekeeping)
 	return nil
+}
+
+// shutdownAdmission refuses every pod while the node shuts down, after
+// admission's own checks, as the kubelet's shutdown manager is its last
+// admit handler. A critical pod refused so preempts nothing.
+func shutdownAdmission(admit controllers.AdmitFunc, s *shutdown.Manager) controllers.AdmitFunc {
+	return func(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) admission.Result {
+		r := admit(pod, node, admitted)
+		if !r.Admit {
+			return r
+		}
+		if refused := s.Admit(); !refused.Admit {
+			return refused
+		}
+		return r
+	}
 }
 
 // plegHealthy is the PLEG's health check, on /healthz and the node

@@ -67,7 +67,8 @@ func WriteReference(w io.Writer) error {
 	writeSections(out, flagsAlone, false, known)
 	fmt.Fprint(out, "\n## The configuration file\n\n"+
 		"Each of these is a field of the file (its path, the nested ones\n"+
-		"dotted) and a flag.\n")
+		"dotted) and a flag, but for the few the kubelet's file alone sets\n"+
+		"(their flag is none).\n")
 	writeSections(out, config, true, known)
 	writeKubeletConfiguration(out)
 	return out.Flush()
@@ -161,6 +162,8 @@ func typeText(t reflect.Type) string {
 		return "duration" + kept
 	case t == reflect.TypeFor[[]corev1.Taint]():
 		return "list of taints" + kept
+	case t == reflect.TypeFor[[]configv1alpha1.ShutdownGracePeriodByPodPriority]():
+		return "list of {priority, shutdownGracePeriodSeconds}" + kept
 	}
 	switch t.Kind() {
 	case reflect.String:

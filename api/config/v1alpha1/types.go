@@ -234,6 +234,24 @@ type NodeletConfiguration struct {
 	// volume stats off.
 	VolumeStatsAggPeriod metav1.Duration `json:"volumeStatsAggPeriod" flag:"volume-stats-agg-period"`
 
+	// Graceful node shutdown.
+
+	// ShutdownGracePeriod is how long the node's shutdown is delayed for
+	// its pods to stop (a systemd-logind delay inhibitor lock), the
+	// critical pods' ShutdownGracePeriodCriticalPods included; 0 turns
+	// graceful shutdown off. As in the kubelet, only the file sets it.
+	ShutdownGracePeriod metav1.Duration `json:"shutdownGracePeriod"`
+	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
+	// kept for the critical pods (priority system-cluster-critical and
+	// above), stopped after the others.
+	ShutdownGracePeriodCriticalPods metav1.Duration `json:"shutdownGracePeriodCriticalPods"`
+	// ShutdownGracePeriodByPodPriority are the shutdown's bands, instead
+	// of the two above: the pods of a priority at or above a band's
+	// priority (and below the next band's) are stopped in that band, the
+	// lowest band first, each within its shutdownGracePeriodSeconds; the
+	// shutdown is delayed by their sum.
+	ShutdownGracePeriodByPodPriority []ShutdownGracePeriodByPodPriority `json:"shutdownGracePeriodByPodPriority"`
+
 	// The node's HTTPS API.
 
 	// Address is the IP address the node's HTTPS API listens on.
@@ -351,4 +369,13 @@ type NodeletWebhookAuthorization struct {
 	CacheAuthorizedTTL metav1.Duration `json:"cacheAuthorizedTTL" flag:"authorization-webhook-cache-authorized-ttl"`
 	// CacheUnauthorizedTTL is how long a no is remembered.
 	CacheUnauthorizedTTL metav1.Duration `json:"cacheUnauthorizedTTL" flag:"authorization-webhook-cache-unauthorized-ttl"`
+}
+
+// ShutdownGracePeriodByPodPriority is one band of a graceful node
+// shutdown, as the kubelet's.
+type ShutdownGracePeriodByPodPriority struct {
+	// Priority is the lowest pod priority of the band.
+	Priority int32 `json:"priority"`
+	// ShutdownGracePeriodSeconds is how long the band's pods have to stop.
+	ShutdownGracePeriodSeconds int64 `json:"shutdownGracePeriodSeconds"`
 }

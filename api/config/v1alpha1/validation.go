@@ -3,7 +3,9 @@ package v1alpha1
 import (
 	"fmt"
 	"net"
+	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -89,6 +91,7 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	errs = append(errs, validateTaints(field.NewPath("registerWithTaints"), c.RegisterWithTaints)...)
 	errs = append(errs, validateNodeAllocatable(c)...)
 	errs = append(errs, validateImageGC(c)...)
+	errs = append(errs, validateShutdown(c)...)
 
 	if net.ParseIP(c.Address) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("address"), c.Address, "must be an IP address"))
@@ -135,6 +138,35 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	if c.GCPercent != nil && *c.GCPercent < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("gcPercent"), *c.GCPercent, "must be 0 (the Go runtime's) or more"))
 	}
+	return errs
+}
+
+// validateShutdown checks the graceful shutdown's settings as the kubelet
+// does (with GracefulNodeShutdown and GracefulNodeShutdownBasedOnPodPriority
+// on): whole seconds or zero, the critical pods' part within the whole,
+// the two forms apart; and no band of a negative length.
+func validateShutdown(c *NodeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	total, critical := c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration
+	if critical > total {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownGracePeriodCriticalPods"), critical.String(),
+			fmt.Sprintf("must be <= shutdownGracePeriod %v", total)))
+	}
+	for name, d := range map[string]time.Duration{"shutdownGracePeriod": total, "shutdownGracePeriodCriticalPods": critical} {
+		if d < 0 || (d > 0 && d < time.Second) {
+			errs = append(errs, field.Invalid(field.NewPath(name), d.String(), "must be either zero or otherwise >= 1 sec"))
+		}
+	}
+	byPriority := field.NewPath("shutdownGracePeriodByPodPriority")
+	if len(c.ShutdownGracePeriodByPodPriority) != 0 && (total > 0 || critical > 0) {
+		errs = append(errs, field.Forbidden(byPriority, "cannot be specified with shutdownGracePeriod or shutdownGracePeriodCriticalPods"))
+	}
+	for i, band := range c.ShutdownGracePeriodByPodPriority {
+		if band.ShutdownGracePeriodSeconds < 0 {
+			errs = append(errs, field.Invalid(byPriority.Index(i).Child("shutdownGracePeriodSeconds"), band.ShutdownGracePeriodSeconds, "must not be negative"))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 	return errs
 }
 

@@ -56,6 +56,22 @@ func TestValidate(t *testing.T) {
 			c.SystemReservedCgroup, c.KubeReservedCgroup = "/system.slice", "/kube.slice"
 		}},
 		"no enforcement": {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"none"} }},
+		"graceful shutdown with a critical part": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration = 30*time.Second, 10*time.Second
+		}},
+		"graceful shutdown by priority": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriodByPodPriority = []ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: 10}, {Priority: 2000000000, ShutdownGracePeriodSeconds: 5}}
+		}},
+		"a critical part longer than the shutdown": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration = 10*time.Second, 20*time.Second
+		}, wantFields: []string{"shutdownGracePeriodCriticalPods"}},
+		"a shutdown shorter than a second": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration = 500 * time.Millisecond
+		}, wantFields: []string{"shutdownGracePeriod"}},
+		"both forms of graceful shutdown": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration = 30 * time.Second
+			c.ShutdownGracePeriodByPodPriority = []ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: -1}}
+		}, wantFields: []string{"shutdownGracePeriodByPodPriority", "shutdownGracePeriodByPodPriority[0].shutdownGracePeriodSeconds"}},
 		"image GC that always runs": {mutate: func(c *NodeletConfiguration) {
 			c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent, c.ImageMinimumGCAge.Duration = ptr.To[int32](1), ptr.To[int32](0), 0
 		}},
