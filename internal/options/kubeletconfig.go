@@ -46,16 +46,13 @@ type unsupportedField struct {
 // A field nodelet comes to implement, with the kubelet's name and type,
 // is carried from then on: take it out of this table (the test says so).
 var unsupportedKubeletFields = map[string]unsupportedField{
-	// Static pods and graceful node shutdown: these move out of this table
-	// when NodeletConfiguration has them.
-	"staticPodPath":                    {},
-	"staticPodURL":                     {},
-	"staticPodURLHeader":               {},
-	"fileCheckFrequency":               {accepted: "20s"},
-	"httpCheckFrequency":               {accepted: "20s"},
-	"shutdownGracePeriod":              {},
-	"shutdownGracePeriodCriticalPods":  {},
-	"shutdownGracePeriodByPodPriority": {},
+	// Static pods: these move out of this table when NodeletConfiguration
+	// has them.
+	"staticPodPath":      {},
+	"staticPodURL":       {},
+	"staticPodURLHeader": {},
+	"fileCheckFrequency": {accepted: "20s"},
+	"httpCheckFrequency": {accepted: "20s"},
 
 	// The node's API and its clients.
 	"enableServer":                   {accepted: true},
@@ -300,10 +297,46 @@ func carriedKubeletFields() map[string]bool {
 }
 
 // sameType is whether the file writes values of the two types alike: the
-// same type, or a named string (the kubelet's KubeletAuthorizationMode)
-// and a string.
+// same type, a named string (the kubelet's KubeletAuthorizationMode) and a
+// string, or lists of structs with the same json fields (the kubelet's
+// ShutdownGracePeriodByPodPriority and nodelet's).
 func sameType(a, b reflect.Type) bool {
-	return a == b || (a.Kind() == reflect.String && b.Kind() == reflect.String)
+	switch {
+	case a == b:
+		return true
+	case a.Kind() != b.Kind():
+		return false
+	case a.Kind() == reflect.String:
+		return true
+	case a.Kind() == reflect.Slice:
+		return sameType(a.Elem(), b.Elem())
+	case a.Kind() == reflect.Struct:
+		return sameFields(a, b)
+	}
+	return false
+}
+
+// sameFields is whether two structs have the same json fields, each of
+// the same type.
+func sameFields(a, b reflect.Type) bool {
+	fields := func(t reflect.Type) map[string]reflect.Type {
+		byName := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			byName[name] = t.Field(i).Type
+		}
+		return byName
+	}
+	fa, fb := fields(a), fields(b)
+	if len(fa) != len(fb) {
+		return false
+	}
+	for name, t := range fa {
+		if u, ok := fb[name]; !ok || !sameType(t, u) {
+			return false
+		}
+	}
+	return true
 }
 
 func deref(t reflect.Type) reflect.Type {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	configv1alpha1 "github.com/nodelet/nodelet/api/config/v1alpha1"
 )
 
 const kubeletHeader = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
@@ -194,6 +196,11 @@ evictionHard:
 containerLogMonitorInterval: 20s
 cpuManagerPolicy: none
 failSwapOn: false
+shutdownGracePeriodByPodPriority:
+- priority: 0
+  shutdownGracePeriodSeconds: 20
+- priority: 2000000000
+  shutdownGracePeriodSeconds: 10
 `)
 	s, err := Parse([]string{"--node-name=n", "--config=" + path}, nil)
 	if err != nil {
@@ -207,6 +214,10 @@ failSwapOn: false
 	}
 	if !reflect.DeepEqual(s.EvictionHard, map[string]string{"memory.available": "200Mi"}) {
 		t.Errorf("evictionHard %v, want the file's alone", s.EvictionHard)
+	}
+	bands := []configv1alpha1.ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: 20}, {Priority: 2000000000, ShutdownGracePeriodSeconds: 10}}
+	if !reflect.DeepEqual(s.ShutdownGracePeriodByPodPriority, bands) {
+		t.Errorf("shutdownGracePeriodByPodPriority %+v, want the file's %+v", s.ShutdownGracePeriodByPodPriority, bands)
 	}
 }
 
