@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podstart"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -121,6 +122,14 @@ type PodReconciler struct {
 	// if it gave one; nil evicts none.
 	Eviction func(uid types.UID) (PodEviction, bool)
 
+	// StaticPods are the node's static pods (package staticpod), run
+	// before and without the API server; nil: none.
+	StaticPods staticPodSource
+	// APISynced reports whether the manager's cache has synced: until
+	// then only static pods are run, and their mirror pods wait. Nil:
+	// always.
+	APISynced func() bool
+
 	// Queue takes the pods to reconcile for what nodelet notices outside
 	// the API server, and holds the PLEG's pod cache. Default: a new one.
 	Queue *PodQueue
@@ -130,6 +139,7 @@ type PodReconciler struct {
 	starts     *podStartTracker
 	admissions admissions
 	resizes    resizeConditions
+	statics    staticPods
 	// breakdowns explains each start this process traces, step by step.
 	breakdowns *startBreakdowns
 	// written is each pod's status as nodelet last wrote it.
@@ -191,6 +201,37 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) erro
 		Complete(r)
 }
 
+// NewController builds the pod controller without adding it to mgr, for
+// the caller to start before the manager's caches have synced, as static
+// pods need: its Pod watch starts with the cache and does not hold the
+// controller until the cache has synced, and Reconcile waits for
+// APISynced before it reads a Pod of the API server. The sources and
+// predicate are SetupWithManager's.
+func (r *PodReconciler) NewController(mgr ctrl.Manager, concurrency int) (controller.Controller, error) {
+	c, err := controller.NewUnmanaged("pod", controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: concurrency,
+		SkipNameValidation:      mgr.GetControllerOptions().SkipNameValidation,
+		Logger:                  mgr.GetLogger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods := source.Kind(mgr.GetCache(), client.Object(&corev1.Pod{}), &handler.EnqueueRequestForObject{},
+		predicate.Funcs{UpdateFunc: r.podUpdated})
+	if err := c.Watch(unsyncedSource{pods}); err != nil {
+		return nil, err
+	}
+	if err := c.Watch(source.Channel(r.Queue.events, &handler.EnqueueRequestForObject{})); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// unsyncedSource hides a source's WaitForSync, so that the controller
+// starts its workers without waiting for the source's cache.
+type unsyncedSource struct{ source.Source }
+
 // podUpdated is the Pod update predicate. It notices a shortened grace
 // period, and lets through every update but the echo of nodelet's own
 // status write, which would cost a reconcile per write and find nothing
@@ -206,6 +247,15 @@ func (r *PodReconciler) podUpdated(e event.UpdateEvent) bool {
 // Runtime pods under that name with another UID are the remains of a Pod
 // deleted or replaced, and are removed.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if static, ok := r.staticPod(req.NamespacedName); ok {
+		return r.reconcileStatic(ctx, static)
+	}
+	if !r.apiSynced() {
+		// Only static pods run before the API server has answered; the
+		// runtime pod of one whose manifest went stops now.
+		r.stopGoneStaticPod(ctx, req.NamespacedName)
+		return ctrl.Result{RequeueAfter: waitForAPIRetry}, nil
+	}
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -216,10 +266,19 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if pod != nil && pod.Spec.NodeName != r.NodeName {
 		pod = nil
 	}
+	if (pod == nil || podutil.IsMirrorPod(pod)) && !r.staticSourcesReady() {
+		// The runtime pod under this name may be a static pod whose
+		// manifest is not read yet: nothing is removed until it is.
+		return ctrl.Result{RequeueAfter: waitForAPIRetry}, nil
+	}
+	if pod != nil && podutil.IsMirrorPod(pod) {
+		return r.reconcileOrphanedMirror(ctx, pod)
+	}
 	var uid types.UID
 	if pod != nil {
 		uid, pod = pod.UID, r.written.current(pod)
 	}
+	r.stopGoneStaticPod(ctx, req.NamespacedName)
 	r.removeOrphans(ctx, req.Namespace, req.Name, uid)
 	if pod == nil {
 		return ctrl.Result{}, nil
@@ -400,6 +459,11 @@ func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions 
 	if len(starting) == 0 || r.EnvSources == nil {
 		return false
 	}
+	if podutil.IsStaticPod(pod) && !r.apiSynced() {
+		// As the kubelet: a static pod does not wait for the Services
+		// (it may reference nothing else of the API server).
+		return false
+	}
 	if err := r.EnvSources.Gather(ctx, pod, starting, &env.EnvSources); err != nil {
 		klog.FromContext(ctx).Info("Failed to read what the pod's containers start with", "pod", klog.KObj(pod), "err", err.Error())
 		return true
@@ -444,6 +508,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.starts.forget(uid)
 	r.breakdowns.forget(uid)
 	r.written.forget(uid)
+	r.statics.forget(uid)
 	r.Prober.RemovePod(uid)
 }
 
