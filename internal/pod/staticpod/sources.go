@@ -111,6 +111,13 @@ func (s *Sources) Ready() bool {
 	return true
 }
 
+func (s *Sources) read(source string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.bySource[source]
+	return ok
+}
+
 // NeedLeaderElection: every node reads its own static pods.
 func (s *Sources) NeedLeaderElection() bool { return false }
 
@@ -181,8 +188,14 @@ func (s *Sources) pollURL(ctx context.Context) {
 	for {
 		pods, err := Fetch(ctx, s.opts.Client, s.opts.URL, s.opts.Header, s.opts.NodeName)
 		if err != nil {
-			// The last good set stays, as the kubelet's.
+			// The last good set stays, as the kubelet's. A URL that never
+			// answered counts as read, with no pods: unlike the kubelet,
+			// whose clean-ups wait for every source, nodelet does not
+			// leave the API's deleted pods running for a URL that is down.
 			log.Error(err, "Could not read static pods from the URL; keeping the last ones read")
+			if !s.read(podutil.HTTPSource) {
+				s.set(podutil.HTTPSource, nil)
+			}
 		} else {
 			s.set(podutil.HTTPSource, pods)
 		}
