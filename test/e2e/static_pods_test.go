@@ -76,8 +76,10 @@ func aRunningMirror(hash string) func(*corev1.Pod) error {
 		case len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].Kind != "Node" || pod.OwnerReferences[0].Name != f.Env.NodeName:
 			return fmt.Errorf("owners %v, want Node %s", pod.OwnerReferences, f.Env.NodeName)
 		}
-		if ok, err := runningAndReady(pod); err != nil || !ok {
-			return fmt.Errorf("phase %s, not Running and Ready (%v)", pod.Status.Phase, err)
+		if ok, err := runningAndReady(pod); err != nil {
+			return fmt.Errorf("phase %s: %w", pod.Status.Phase, err)
+		} else if !ok {
+			return fmt.Errorf("phase %s, not Running and Ready", pod.Status.Phase)
 		}
 		return nil
 	}
