@@ -27,7 +27,6 @@ import (
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/pod/podstart"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
-	"github.com/nodelet/nodelet/internal/pod/podutil"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
@@ -201,37 +200,6 @@ func (r *PodReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) erro
 		Complete(r)
 }
 
-// NewController builds the pod controller without adding it to mgr, for
-// the caller to start before the manager's caches have synced, as static
-// pods need: its Pod watch starts with the cache and does not hold the
-// controller until the cache has synced, and Reconcile waits for
-// APISynced before it reads a Pod of the API server. The sources and
-// predicate are SetupWithManager's.
-func (r *PodReconciler) NewController(mgr ctrl.Manager, concurrency int) (controller.Controller, error) {
-	c, err := controller.NewUnmanaged("pod", controller.Options{
-		Reconciler:              r,
-		MaxConcurrentReconciles: concurrency,
-		SkipNameValidation:      mgr.GetControllerOptions().SkipNameValidation,
-		Logger:                  mgr.GetLogger(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	pods := source.Kind(mgr.GetCache(), client.Object(&corev1.Pod{}), &handler.EnqueueRequestForObject{},
-		predicate.Funcs{UpdateFunc: r.podUpdated})
-	if err := c.Watch(unsyncedSource{pods}); err != nil {
-		return nil, err
-	}
-	if err := c.Watch(source.Channel(r.Queue.events, &handler.EnqueueRequestForObject{})); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// unsyncedSource hides a source's WaitForSync, so that the controller
-// starts its workers without waiting for the source's cache.
-type unsyncedSource struct{ source.Source }
-
 // podUpdated is the Pod update predicate. It notices a shortened grace
 // period, and lets through every update but the echo of nodelet's own
 // status write, which would cost a reconcile per write and find nothing
@@ -247,14 +215,8 @@ func (r *PodReconciler) podUpdated(e event.UpdateEvent) bool {
 // Runtime pods under that name with another UID are the remains of a Pod
 // deleted or replaced, and are removed.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if static, ok := r.staticPod(req.NamespacedName); ok {
-		return r.reconcileStatic(ctx, static)
-	}
-	if !r.apiSynced() {
-		// Only static pods run before the API server has answered; the
-		// runtime pod of one whose manifest went stops now.
-		r.stopGoneStaticPod(ctx, req.NamespacedName)
-		return ctrl.Result{RequeueAfter: waitForAPIRetry}, nil
+	if result, done, err := r.reconcileBeforeAPI(ctx, req.NamespacedName); done {
+		return result, err
 	}
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
@@ -266,13 +228,8 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if pod != nil && pod.Spec.NodeName != r.NodeName {
 		pod = nil
 	}
-	if (pod == nil || podutil.IsMirrorPod(pod)) && !r.staticSourcesReady() {
-		// The runtime pod under this name may be a static pod whose
-		// manifest is not read yet: nothing is removed until it is.
-		return ctrl.Result{RequeueAfter: waitForAPIRetry}, nil
-	}
-	if pod != nil && podutil.IsMirrorPod(pod) {
-		return r.reconcileOrphanedMirror(ctx, pod)
+	if result, done, err := r.reconcileWithoutPod(ctx, pod); done {
+		return result, err
 	}
 	var uid types.UID
 	if pod != nil {
@@ -440,38 +397,6 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *ku
 		log.Error(err, "Failed to remove dead containers", "pod", klog.KObj(pod))
 	}
 	return requeue.result(r.Clock.Now()), nil
-}
-
-// gatherEnv reads, only when containers are about to start, what they start
-// with: the ConfigMaps and Secrets their env names, the Services, the
-// node's allocatable and the pull secrets. It reports whether a read failed
-// for another reason than the object's absence; the containers that need
-// it then fail with the API server's error, and the pod is tried again
-// soon rather than after the usual retry period.
-func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions noderuntime.PodActions, env *noderuntime.PodEnv) (retrySoon bool) {
-	var starting []*corev1.Container
-	for _, plan := range actions.InitContainersToStart {
-		starting = append(starting, &pod.Spec.InitContainers[plan.Index])
-	}
-	for _, plan := range actions.ContainersToStart {
-		starting = append(starting, &pod.Spec.Containers[plan.Index])
-	}
-	if len(starting) == 0 || r.EnvSources == nil {
-		return false
-	}
-	if podutil.IsStaticPod(pod) && !r.apiSynced() {
-		// As the kubelet: a static pod does not wait for the Services
-		// (it may reference nothing else of the API server).
-		return false
-	}
-	if err := r.EnvSources.Gather(ctx, pod, starting, &env.EnvSources); err != nil {
-		klog.FromContext(ctx).Info("Failed to read what the pod's containers start with", "pod", klog.KObj(pod), "err", err.Error())
-		return true
-	}
-	r.mu.Lock()
-	delete(r.envFailures, pod.UID)
-	r.mu.Unlock()
-	return false
 }
 
 // syncTerminatedPod keeps a pod that ran to completion stopped: its

@@ -22,6 +22,10 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
@@ -171,6 +175,41 @@ func (r *PodReconciler) reconcileStatic(ctx context.Context, pod *corev1.Pod) (c
 	return result, nil
 }
 
+// reconcileBeforeAPI runs the static pod named key, if there is one, and
+// holds the API's pods until the cache has synced: only static pods run
+// before the API server has answered, and the runtime pod of one whose
+// manifest went stops then. done says Reconcile ends with result.
+func (r *PodReconciler) reconcileBeforeAPI(ctx context.Context, key types.NamespacedName) (result ctrl.Result, done bool, err error) {
+	if static, ok := r.staticPod(key); ok {
+		result, err = r.reconcileStatic(ctx, static)
+		return result, true, err
+	}
+	if !r.apiSynced() {
+		r.stopGoneStaticPod(ctx, key)
+		return ctrl.Result{RequeueAfter: waitForAPIRetry}, true, nil
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// reconcileWithoutPod handles a name with no API pod of the node's to run:
+// none at all, or a mirror pod whose static pod is gone. Until every
+// static pod source was read, the runtime pod under the name may be a
+// static pod not read yet, and nothing is removed. done says Reconcile
+// ends with result.
+func (r *PodReconciler) reconcileWithoutPod(ctx context.Context, pod *corev1.Pod) (result ctrl.Result, done bool, err error) {
+	if pod != nil && !podutil.IsMirrorPod(pod) {
+		return ctrl.Result{}, false, nil
+	}
+	if !r.staticSourcesReady() {
+		return ctrl.Result{RequeueAfter: waitForAPIRetry}, true, nil
+	}
+	if pod != nil {
+		result, err = r.reconcileOrphanedMirror(ctx, pod)
+		return result, true, err
+	}
+	return ctrl.Result{}, false, nil
+}
+
 // stopGoneStaticPod removes the runtime pod of a static pod whose manifest
 // is gone, without the API server.
 func (r *PodReconciler) stopGoneStaticPod(ctx context.Context, key types.NamespacedName) {
@@ -310,3 +349,34 @@ func (r *PodReconciler) patchMirrorStatus(ctx context.Context, pod *corev1.Pod, 
 	r.statics.setPending(pod.UID, false)
 	return answered(), true, nil
 }
+
+// NewController builds the pod controller without adding it to mgr, for
+// the caller to start before the manager's caches have synced, as static
+// pods need: its Pod watch starts with the cache and does not hold the
+// controller until the cache has synced, and Reconcile waits for
+// APISynced before it reads a Pod of the API server. The sources and
+// predicate are SetupWithManager's.
+func (r *PodReconciler) NewController(mgr ctrl.Manager, concurrency int) (controller.Controller, error) {
+	c, err := controller.NewUnmanaged("pod", controller.Options{
+		Reconciler:              r,
+		MaxConcurrentReconciles: concurrency,
+		SkipNameValidation:      mgr.GetControllerOptions().SkipNameValidation,
+		Logger:                  mgr.GetLogger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods := source.Kind(mgr.GetCache(), client.Object(&corev1.Pod{}), &handler.EnqueueRequestForObject{},
+		predicate.Funcs{UpdateFunc: r.podUpdated})
+	if err := c.Watch(unsyncedSource{pods}); err != nil {
+		return nil, err
+	}
+	if err := c.Watch(source.Channel(r.Queue.events, &handler.EnqueueRequestForObject{})); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// unsyncedSource hides a source's WaitForSync, so that the controller
+// starts its workers without waiting for the source's cache.
+type unsyncedSource struct{ source.Source }
