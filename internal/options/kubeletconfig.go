@@ -46,14 +46,6 @@ type unsupportedField struct {
 // A field nodelet comes to implement, with the kubelet's name and type,
 // is carried from then on: take it out of this table (the test says so).
 var unsupportedKubeletFields = map[string]unsupportedField{
-	// Static pods: these move out of this table when NodeletConfiguration
-	// has them.
-	"staticPodPath":      {},
-	"staticPodURL":       {},
-	"staticPodURLHeader": {},
-	"fileCheckFrequency": {accepted: "20s"},
-	"httpCheckFrequency": {accepted: "20s"},
-
 	// The node's API and its clients.
 	"enableServer":                   {accepted: true},
 	"readOnlyPort":                   {},

@@ -91,16 +91,6 @@ func TestKubeadmCommandLine(t *testing.T) {
 			"--node-ip=10.0.0.5",
 		}
 	}
-	if _, pending := unsupportedKubeletFields["staticPodPath"]; pending {
-		// Until nodelet runs static pods, kubeadm's staticPodPath (an
-		// empty folder on a worker) is refused by name, and the rest of
-		// its file taken.
-		_, err := Parse(args(writeConfig(t, string(data))), nil)
-		if err == nil || !strings.Contains(err.Error(), `field "staticPodPath": "/etc/kubernetes/manifests" is not supported by nodelet`) {
-			t.Fatalf("kubeadm's file with staticPodPath: %v, want staticPodPath refused", err)
-		}
-		data = []byte(strings.ReplaceAll(string(data), "staticPodPath: /etc/kubernetes/manifests\n", ""))
-	}
 	s, err := Parse(args(writeConfig(t, string(data))), nil)
 	if err != nil {
 		t.Fatalf("kubeadm's command line: %v", err)
@@ -129,6 +119,7 @@ func TestKubeadmCommandLine(t *testing.T) {
 		"runtime request timeout":    {s.RuntimeRequestTimeout.Duration, 2 * time.Minute},
 		"node status update (0s)":    {s.NodeStatusUpdateFrequency.Duration, 10 * time.Second},
 		"serving certificate issued": {s.RotateServerCertificates, false},
+		"static pods":                {s.StaticPodPath, "/etc/kubernetes/manifests"},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %#v, want %#v", name, c.got, c.want)

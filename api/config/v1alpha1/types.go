@@ -157,6 +157,26 @@ type NodeletConfiguration struct {
 	// the flag is given.
 	RegisterWithTaints []corev1.Taint `json:"registerWithTaints" flag:"register-with-taints"`
 
+	// Static pods.
+
+	// StaticPodPath is the folder of static pod manifests (or one manifest
+	// file) the node runs without the API server, as kubeadm's control
+	// plane; files whose name starts with a dot are ignored. Empty: none.
+	StaticPodPath string `json:"staticPodPath" flag:"pod-manifest-path"`
+	// StaticPodURL is a URL serving one Pod or a PodList the node runs as
+	// static pods. Empty: none.
+	StaticPodURL string `json:"staticPodURL" flag:"manifest-url"`
+	// StaticPodURLHeader are the HTTP headers sent with each request to
+	// StaticPodURL. On the command line, comma-separated <name>:<value>
+	// pairs; a name given twice keeps both values in order, and the flag
+	// may be given again to add more.
+	StaticPodURLHeader map[string][]string `json:"staticPodURLHeader" flag:"manifest-url-header"`
+	// FileCheckFrequency is how often StaticPodPath is read again besides
+	// the changes the kernel reports.
+	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency" flag:"file-check-frequency"`
+	// HTTPCheckFrequency is how often StaticPodURL is fetched again.
+	HTTPCheckFrequency metav1.Duration `json:"httpCheckFrequency" flag:"http-check-frequency"`
+
 	// Node allocatable and eviction.
 
 	// SystemReserved is what is kept from pods for the system's daemons: a

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -89,6 +90,18 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("slowPodStartThreshold"), c.SlowPodStartThreshold.Duration.String(), "must not be negative"))
 	}
 	errs = append(errs, validateTaints(field.NewPath("registerWithTaints"), c.RegisterWithTaints)...)
+	positive(field.NewPath("fileCheckFrequency"), c.FileCheckFrequency)
+	positive(field.NewPath("httpCheckFrequency"), c.HTTPCheckFrequency)
+	if c.StaticPodURL != "" {
+		if u, err := url.Parse(c.StaticPodURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, field.Invalid(field.NewPath("staticPodURL"), c.StaticPodURL, "must be an http or https URL"))
+		}
+	}
+	for name := range c.StaticPodURLHeader {
+		if !validHeaderName(name) {
+			errs = append(errs, field.Invalid(field.NewPath("staticPodURLHeader").Key(name), name, "must be an HTTP header name"))
+		}
+	}
 	errs = append(errs, validateNodeAllocatable(c)...)
 	errs = append(errs, validateImageGC(c)...)
 	errs = append(errs, validateShutdown(c)...)
@@ -206,4 +219,18 @@ func ValidateTaint(taint corev1.Taint) error {
 		return fmt.Errorf("value %q: %s", taint.Value, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validHeaderName reports whether name is an HTTP header name: one or more
+// of the token characters of RFC 9110.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if c > 0x7e || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
+			return false
+		}
+	}
+	return true
 }

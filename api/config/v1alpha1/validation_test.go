@@ -119,6 +119,13 @@ func TestValidate(t *testing.T) {
 		"a sysctl of no known namespace": {mutate: func(c *NodeletConfiguration) { c.AllowedUnsafeSysctls = []string{"vm.swappiness"} }, wantFields: []string{"allowedUnsafeSysctls[0]"}},
 		"a negative timer slack":         {mutate: func(c *NodeletConfiguration) { c.TimerSlack = &metav1.Duration{Duration: -time.Millisecond} }, wantFields: []string{"timerSlack"}},
 		"a negative GC percent":          {mutate: func(c *NodeletConfiguration) { c.GCPercent = ptr.To[int32](-1) }, wantFields: []string{"gcPercent"}},
+		"static pods from a folder and a URL with headers": {mutate: func(c *NodeletConfiguration) {
+			c.StaticPodPath, c.StaticPodURL = "/etc/kubernetes/manifests", "https://config.example/pods"
+			c.StaticPodURLHeader = map[string][]string{"Authorization": {"Bearer x"}, "X-Node": {"a", "b"}}
+		}},
+		"a static pod URL that is no http URL": {mutate: func(c *NodeletConfiguration) { c.StaticPodURL = "file:///etc/pods" }, wantFields: []string{"staticPodURL"}},
+		"a header name with a colon":           {mutate: func(c *NodeletConfiguration) { c.StaticPodURLHeader = map[string][]string{"a:b": {"c"}} }, wantFields: []string{"staticPodURLHeader[a:b]"}},
+		"a zero file check frequency":          {mutate: func(c *NodeletConfiguration) { c.FileCheckFrequency.Duration = 0 }, wantFields: []string{"fileCheckFrequency"}},
 		"every bad field is named": {
 			mutate:     func(c *NodeletConfiguration) { c.MaxPods, c.Port, c.RelistPeriod.Duration = 0, 0, 0 },
 			wantFields: []string{"relistPeriod", "maxPods", "port"},
