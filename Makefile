@@ -35,7 +35,8 @@ PKG ?=
 RUN ?=
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 # The commit stamped into nodelet (main.commit): the Node's
-# nodeInfo.kubeletVersion is baseVersion (version.go) + "+" + COMMIT.
+# nodeInfo.kubeletVersion is the Kubernetes version with
+# nodelet.<baseVersion (version.go)>.COMMIT as build metadata.
 COMMIT ?= $(shell git describe --always --dirty --exclude '*' 2>/dev/null)
 # The ClusterRoles' names before kustomize's `nodelet-` prefix; the bindings
 # refer to them.

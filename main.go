@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/node/shutdown"
 	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/pleg"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
@@ -51,6 +54,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "nodelet: %v\n", err)
 		os.Exit(2)
 	}
+	if opts.Version == "true" {
+		// As the kubelet prints it: kubeadm's preflight reads it.
+		fmt.Println("Kubernetes " + version)
+		return
+	}
+	applyKubeletLogFlags(&zapOpts, opts)
 	log := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
@@ -161,13 +170,19 @@ type nodelet struct {
 	podCgroups     *cgroups.Manager
 	imageGC        *imagegc.Manager
 	evictions      *evictionmanager.Manager
+	shutdown       *shutdown.Manager
 	nodeReporter   *node.NodeStatusReporter
 	pods           *controllers.PodReconciler
 	podLifecycle   *pleg.PLEG
 
 	// runnables are the parts that run with the manager, in the order
-	// they were built.
+	// they were built; local are those that need no API server, started
+	// before it answers (the manager starts its runnables only once its
+	// caches have synced).
 	runnables []manager.Runnable
+	local     []manager.Runnable
+	// apiSynced is set once the manager's cache has synced.
+	apiSynced atomic.Bool
 }
 
 // start adds the built parts and the health checks to the manager and
@@ -187,7 +202,15 @@ func (n *nodelet) start(ctx context.Context) error {
 	if err := n.mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	return n.mgr.Start(ctx)
+	// The manager waits for the API server before it starts its
+	// runnables; the local parts run the static pods meanwhile. One that
+	// fails stops them all.
+	group, ctx := errgroup.WithContext(ctx)
+	for _, runnable := range n.local {
+		group.Go(func() error { return runnable.Start(ctx) })
+	}
+	group.Go(func() error { return n.mgr.Start(ctx) })
+	return group.Wait()
 }
 
 // lockRootDir takes an exclusive lock on the root dir's lock file, so two

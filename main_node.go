@@ -6,6 +6,7 @@ import (
 
 	"github.com/nodelet/nodelet/controllers"
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/node/shutdown"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	"github.com/nodelet/nodelet/internal/resources/evictionmanager"
 	"github.com/nodelet/nodelet/internal/resources/imagegc"
@@ -55,6 +56,16 @@ func (n *nodelet) buildNode() error {
 		Log:      n.log.WithName("eviction"),
 	})
 
+	// The node's graceful shutdown: off unless the settings give it time.
+	n.shutdown = shutdown.New(n.mgr.GetClient(), shutdown.Options{
+		Bands:    shutdown.Bands(opts.ShutdownGracePeriod.Duration, opts.ShutdownGracePeriodCriticalPods.Duration, opts.ShutdownGracePeriodByPodPriority),
+		NodeName: opts.NodeName,
+		Enqueue:  n.podQueue.Resync,
+		Recorder: n.recorder,
+		Clock:    n.clock,
+		Log:      n.log.WithName("shutdown"),
+	})
+
 	n.nodeReporter, err = node.NewNodeStatusReporter(n.mgr.GetClient(), n.mgr.GetAPIReader(), n.runtimeService, node.NodeStatusOptions{
 		NodeName:           opts.NodeName,
 		NodeIPs:            opts.NodeIPs(),
@@ -72,12 +83,15 @@ func (n *nodelet) buildNode() error {
 		NetworkStatus:      n.podNetwork.Status,
 		Pressure:           n.evictions.PressureConditions,
 		VolumesInUse:       n.podVolumes.VolumesInUse,
+		ShutdownStatus:     n.shutdown.ShutdownStatus,
+		Recorder:           n.recorder,
 		Clock:              n.clock,
 		Log:                n.log.WithName("node"),
 	})
 	if err != nil {
 		return err
 	}
+	n.shutdown.SetSyncNodeStatus(n.nodeReporter.SyncNow)
 	leases, err := node.NewLeaseRenewer(n.mgr.GetClient(), n.mgr.GetAPIReader(), node.LeaseOptions{
 		NodeName: opts.NodeName,
 		Clock:    n.clock,
@@ -86,14 +100,21 @@ func (n *nodelet) buildNode() error {
 	if err != nil {
 		return err
 	}
-	n.runnables = append(n.runnables, n.imageGC, n.evictions, n.nodeReporter, leases)
+	n.runnables = append(n.runnables, n.imageGC, n.evictions, n.shutdown, n.nodeReporter, leases)
 	return nil
 }
 
-// evictionOrders is the pod reconciler's view of the eviction manager's
-// orders: the pod to stop, its failure and grace period.
-func evictionOrders(m *evictionmanager.Manager) func(types.UID) (controllers.PodEviction, bool) {
+// evictionOrders is the pod reconciler's view of the orders to stop a pod
+// of the node's own accord: the graceful shutdown's, then the eviction
+// manager's; the pod to stop, its failure and grace period.
+func evictionOrders(m *evictionmanager.Manager, s *shutdown.Manager) func(types.UID) (controllers.PodEviction, bool) {
 	return func(uid types.UID) (controllers.PodEviction, bool) {
+		if grace, ok := s.Order(uid); ok {
+			return controllers.PodEviction{
+				Failure:            podstatus.Failure{Reason: shutdown.ReasonTerminated, Message: shutdown.MessageTerminated},
+				GracePeriodSeconds: grace,
+			}, true
+		}
 		order, ok := m.Eviction(uid)
 		return controllers.PodEviction{
 			Failure:            podstatus.Failure{Reason: order.Reason, Message: order.Message},

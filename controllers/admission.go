@@ -14,6 +14,7 @@ import (
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 	"github.com/nodelet/nodelet/internal/resources/admission"
 	"github.com/nodelet/nodelet/internal/resources/allocation"
 )
@@ -206,9 +207,13 @@ func (r *PodReconciler) admissionReader() admissionReader {
 			}
 			var pods []*corev1.Pod
 			for i := range list.Items {
-				if list.Items[i].Spec.NodeName == r.NodeName {
+				// A mirror pod stands for its static pod, listed below.
+				if list.Items[i].Spec.NodeName == r.NodeName && !podutil.IsMirrorPod(&list.Items[i]) {
 					pods = append(pods, &list.Items[i])
 				}
+			}
+			if r.StaticPods != nil {
+				pods = append(pods, r.StaticPods.List()...)
 			}
 			return pods, nil
 		},
@@ -243,7 +248,11 @@ func (r *PodReconciler) admitPod(ctx context.Context, pod *corev1.Pod, status *k
 	if r.Admit == nil {
 		return ctrl.Result{}, false, nil
 	}
-	if admission.WasAdmitted(pod, len(status.Sandboxes)+len(status.Containers) > 0) {
+	if admission.WasAdmitted(pod, len(status.Sandboxes)+len(status.Containers) > 0) ||
+		(podutil.IsStaticPod(pod) && !r.apiSynced()) {
+		// A static pod found before the API server answers has no Node
+		// and no other pods to be judged beside: it is admitted, as the
+		// kubelet's critical pods are; the pods judged after count it.
 		r.admissions.recordAdmitted(pod.UID)
 		return ctrl.Result{}, false, nil
 	}

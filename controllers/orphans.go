@@ -26,6 +26,14 @@ func (r *PodReconciler) OwnedPods(ctx context.Context) (map[types.UID]bool, erro
 	for i := range pods.Items {
 		owned[pods.Items[i].UID] = true
 	}
+	if r.StaticPods != nil {
+		if !r.StaticPods.Ready() {
+			return nil, fmt.Errorf("the static pod sources of node %s are not read yet", r.NodeName)
+		}
+		for _, pod := range r.StaticPods.List() {
+			owned[pod.UID] = true
+		}
+	}
 	return owned, nil
 }
 

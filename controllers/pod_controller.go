@@ -121,6 +121,14 @@ type PodReconciler struct {
 	// if it gave one; nil evicts none.
 	Eviction func(uid types.UID) (PodEviction, bool)
 
+	// StaticPods are the node's static pods (package staticpod), run
+	// before and without the API server; nil: none.
+	StaticPods staticPodSource
+	// APISynced reports whether the manager's cache has synced: until
+	// then only static pods are run, and their mirror pods wait. Nil:
+	// always.
+	APISynced func() bool
+
 	// Queue takes the pods to reconcile for what nodelet notices outside
 	// the API server, and holds the PLEG's pod cache. Default: a new one.
 	Queue *PodQueue
@@ -130,6 +138,7 @@ type PodReconciler struct {
 	starts     *podStartTracker
 	admissions admissions
 	resizes    resizeConditions
+	statics    staticPods
 	// breakdowns explains each start this process traces, step by step.
 	breakdowns *startBreakdowns
 	// written is each pod's status as nodelet last wrote it.
@@ -206,6 +215,9 @@ func (r *PodReconciler) podUpdated(e event.UpdateEvent) bool {
 // Runtime pods under that name with another UID are the remains of a Pod
 // deleted or replaced, and are removed.
 func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if result, done, err := r.reconcileBeforeAPI(ctx, req.NamespacedName); done {
+		return result, err
+	}
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -216,10 +228,14 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if pod != nil && pod.Spec.NodeName != r.NodeName {
 		pod = nil
 	}
+	if result, done, err := r.reconcileWithoutPod(ctx, pod); done {
+		return result, err
+	}
 	var uid types.UID
 	if pod != nil {
 		uid, pod = pod.UID, r.written.current(pod)
 	}
+	r.stopGoneStaticPod(ctx, req.NamespacedName)
 	r.removeOrphans(ctx, req.Namespace, req.Name, uid)
 	if pod == nil {
 		return ctrl.Result{}, nil
@@ -383,33 +399,6 @@ func (r *PodReconciler) syncPod(ctx context.Context, pod *corev1.Pod, status *ku
 	return requeue.result(r.Clock.Now()), nil
 }
 
-// gatherEnv reads, only when containers are about to start, what they start
-// with: the ConfigMaps and Secrets their env names, the Services, the
-// node's allocatable and the pull secrets. It reports whether a read failed
-// for another reason than the object's absence; the containers that need
-// it then fail with the API server's error, and the pod is tried again
-// soon rather than after the usual retry period.
-func (r *PodReconciler) gatherEnv(ctx context.Context, pod *corev1.Pod, actions noderuntime.PodActions, env *noderuntime.PodEnv) (retrySoon bool) {
-	var starting []*corev1.Container
-	for _, plan := range actions.InitContainersToStart {
-		starting = append(starting, &pod.Spec.InitContainers[plan.Index])
-	}
-	for _, plan := range actions.ContainersToStart {
-		starting = append(starting, &pod.Spec.Containers[plan.Index])
-	}
-	if len(starting) == 0 || r.EnvSources == nil {
-		return false
-	}
-	if err := r.EnvSources.Gather(ctx, pod, starting, &env.EnvSources); err != nil {
-		klog.FromContext(ctx).Info("Failed to read what the pod's containers start with", "pod", klog.KObj(pod), "err", err.Error())
-		return true
-	}
-	r.mu.Lock()
-	delete(r.envFailures, pod.UID)
-	r.mu.Unlock()
-	return false
-}
-
 // syncTerminatedPod keeps a pod that ran to completion stopped: its
 // containers stay for their logs, everything else goes.
 func (r *PodReconciler) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) (ctrl.Result, error) {
@@ -444,6 +433,7 @@ func (r *PodReconciler) forget(uid types.UID) {
 	r.starts.forget(uid)
 	r.breakdowns.forget(uid)
 	r.written.forget(uid)
+	r.statics.forget(uid)
 	r.Prober.RemovePod(uid)
 }
 

@@ -23,6 +23,7 @@ import (
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -101,6 +102,9 @@ func (r *PodReconciler) generateStatus(pod *corev1.Pod, status *kubecontainer.Po
 // the API server has, and reports whether the server now holds it and
 // since when nodelet knows: when the server's answer began to arrive.
 func (r *PodReconciler) patchStatus(ctx context.Context, pod *corev1.Pod, merged corev1.PodStatus) (time.Time, bool, error) {
+	if podutil.IsStaticPod(pod) {
+		return r.patchMirrorStatus(ctx, pod, merged)
+	}
 	if podstatus.Equal(pod.Status, merged) {
 		return r.Clock.Now(), true, nil
 	}

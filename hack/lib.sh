@@ -227,6 +227,9 @@ profile_load() {
 	CONTAINERD_METRICS_PORT=$((1338 + offset))
 	NODELET_METRICS_PORT=$((8080 + offset))
 	NODELET_HEALTH_PORT=$((8081 + offset))
+	# Where the e2e tests serve the node's static pods from (its
+	# --manifest-url): nothing answers there until a test does.
+	STATIC_POD_URL_PORT=$((8082 + offset))
 	# The node's daemon endpoint (the kubelet's 10250).
 	NODELET_PORT=$((10250 + offset))
 	# A guest's ssh, forwarded from this port of the host's loopback
@@ -236,6 +239,8 @@ profile_load() {
 	KUBE_PROXY_METRICS_PORT=$((10249 + offset))
 	KUBE_PROXY_HEALTH_PORT=$((10256 + offset))
 
+	# The node's static pod manifests (its --pod-manifest-path).
+	STATIC_POD_DIR=$STATE_DIR/manifests
 	PKI_DIR=$STATE_DIR/pki
 	KUBECONFIG_DIR=$STATE_DIR/kubeconfig
 	ADMIN_KUBECONFIG=$KUBECONFIG_DIR/admin.kubeconfig

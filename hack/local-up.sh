@@ -387,7 +387,11 @@ cat >"$NODELET_ARGS_FILE" <<EOF
 --client-ca-file=$PKI_DIR/ca.crt
 --resolv-conf=/etc/resolv.conf
 --eviction-hard=memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%
+--pod-manifest-path=$STATIC_POD_DIR
+--manifest-url=http://127.0.0.1:$STATIC_POD_URL_PORT/pods
+--http-check-frequency=2s
 EOF
+mkdir -p "$STATIC_POD_DIR"
 if $ADDONS; then
 	printf '%s\n' "--cluster-dns=$CLUSTER_DNS_IP" "--cluster-domain=$CLUSTER_DOMAIN" >>"$NODELET_ARGS_FILE"
 fi
@@ -436,6 +440,8 @@ NODELET_PORT=$NODELET_PORT
 NODELET_LOG=$NODELET_LOG
 NODELET_BIN=$NODELET_BIN
 NODELET_ARGS_FILE=$NODELET_ARGS_FILE
+STATIC_POD_DIR=$STATIC_POD_DIR
+STATIC_POD_URL=http://127.0.0.1:$STATIC_POD_URL_PORT/pods
 NODELET_STARTED=$START_NODELET
 KUBECTL=$KUBECTL
 API_SERVER_URL=$API_SERVER_URL

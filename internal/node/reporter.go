@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -103,6 +105,11 @@ type NodeStatusOptions struct {
 	// Pressure, when set, is the pressure conditions the eviction manager
 	// reports true. Default: nil, no pressure.
 	Pressure func() []corev1.NodeConditionType
+	// ShutdownStatus, when set, says why the node is not ready while it
+	// shuts down (the shutdown manager's). Default: nil, never.
+	ShutdownStatus func() error
+	// Recorder, when set, records the Node's Rebooted event.
+	Recorder record.EventRecorder
 	// VolumesInUse, when set, lists the attachable volumes the node's pods
 	// use or are about to (status.volumesInUse, which the attach/detach
 	// controller reads before it detaches). Default: nil, left as it is.
@@ -137,6 +144,10 @@ type NodeStatusReporter struct {
 	nodeIPs     atomic.Pointer[[]string]
 	// networkErr is why the pod network is not ready, as last observed.
 	networkErr atomic.Pointer[error]
+	// syncNow asks the loop for a sync before its period is up.
+	syncNow chan struct{}
+	// rebootEvent records one Rebooted event per run, as the kubelet.
+	rebootEvent sync.Once
 }
 
 // NewNodeStatusReporter returns a reporter that writes with c and reads the
@@ -182,7 +193,7 @@ func NewNodeStatusReporter(c client.Client, reader client.Reader, runtime Runtim
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &NodeStatusReporter{client: c, reader: reader, runtime: runtime, opts: opts}, nil
+	return &NodeStatusReporter{client: c, reader: reader, runtime: runtime, opts: opts, syncNow: make(chan struct{}, 1)}, nil
 }
 
 // NeedLeaderElection is false: every node reports itself.
@@ -195,6 +206,16 @@ func (r *NodeStatusReporter) NodeIPs() []string {
 		return append([]string(nil), *ips...)
 	}
 	return nil
+}
+
+// SyncNow has the node's status computed and written at once (the
+// shutdown manager's, as the node starts to shut down), without waiting
+// for the next UpdateFrequency.
+func (r *NodeStatusReporter) SyncNow() {
+	select {
+	case r.syncNow <- struct{}{}:
+	default:
+	}
 }
 
 // NetworkError says why the node's pod network is not ready, as last
@@ -256,6 +277,7 @@ func (r *NodeStatusReporter) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-r.opts.Clock.After(next):
+		case <-r.syncNow:
 		}
 	}
 }
@@ -382,6 +404,14 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 		return false
 	}
 
+	if Rebooted(node.Status.NodeInfo.BootID, facts.machine.BootID) && r.opts.Recorder != nil {
+		// The Node still holds the boot ID of the boot before: the machine
+		// has rebooted since nodelet last wrote it.
+		r.rebootEvent.Do(func() {
+			r.opts.Recorder.Eventf(Ref(r.opts.NodeName), corev1.EventTypeWarning, eventRebooted,
+				"Node %s has been rebooted, boot id: %s", r.opts.NodeName, facts.machine.BootID)
+		})
+	}
 	status, changed := nodeStatus(node, facts, r.lastRuntime, r.opts.Clock.Now(), r.opts.ReportFrequency)
 	if changed {
 		if err := r.patchStatus(ctx, node, status); err != nil {
@@ -426,6 +456,9 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	}
 	if r.opts.Pressure != nil {
 		r.lastRuntime.pressure = r.opts.Pressure()
+	}
+	if r.opts.ShutdownStatus != nil {
+		r.lastRuntime.shutdownError = r.opts.ShutdownStatus()
 	}
 	if r.opts.VolumesInUse != nil {
 		r.lastRuntime.volumesInUse = r.opts.VolumesInUse()

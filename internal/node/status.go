@@ -42,6 +42,15 @@ const (
 	nodeMessageInsufficientPID    = "kubelet has insufficient PID available"
 )
 
+// eventRebooted is the kubelet's reason of the Node's event after a reboot.
+const eventRebooted = "Rebooted"
+
+// Rebooted reports whether the machine has rebooted since the Node was
+// last written: the Node holds a boot ID, and it is not the machine's.
+func Rebooted(nodeBootID, machineBootID string) bool {
+	return nodeBootID != "" && nodeBootID != machineBootID
+}
+
 func nodeReady(status corev1.NodeStatus) bool {
 	for _, c := range status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -88,6 +97,8 @@ type nodeRuntimeState struct {
 	// volumesInUseRead.
 	volumesInUse     []corev1.UniqueVolumeName
 	volumesInUseRead bool
+	// shutdownError says the node is shutting down.
+	shutdownError error
 }
 
 // annotationControllerManagedAttachDetach tells the attach/detach
@@ -232,6 +243,9 @@ func nodeReadiness(rt nodeRuntimeState, now time.Time) (corev1.ConditionStatus, 
 	}
 	if err := networkNotReady(rt); err != nil {
 		errs = append(errs, err)
+	}
+	if rt.shutdownError != nil {
+		errs = append(errs, rt.shutdownError)
 	}
 	if err := utilerrors.NewAggregate(errs); err != nil {
 		return corev1.ConditionFalse, nodeReasonNotReady, err.Error()

@@ -209,6 +209,8 @@ func bindFlag(fs *pflag.FlagSet, s setting, usage string) error {
 		fs.StringSliceVar(p, name, *p, usage)
 	case *map[string]string:
 		fs.Var(&mapFlag{m: p, sep: s.flag.sep}, name, usage)
+	case *map[string][]string:
+		fs.Var(&multimapFlag{m: p}, name, usage)
 	case *[]corev1.Taint:
 		fs.Var(&taintsFlag{taints: p}, name, usage)
 	default:
@@ -266,6 +268,50 @@ func (f *mapFlag) Set(value string) error {
 }
 
 func (f *mapFlag) Type() string { return "mapStringString" }
+
+// multimapFlag is a flag of comma-separated key:value pairs into a map of
+// lists, as the kubelet's --manifest-url-header: a key given twice keeps
+// both values in order; the first time the flag is given it replaces the
+// default whole, a flag given again adds to it.
+type multimapFlag struct {
+	m   *map[string][]string
+	set bool
+}
+
+func (f *multimapFlag) String() string {
+	if f.m == nil || *f.m == nil {
+		return ""
+	}
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(*f.m)) {
+		for _, v := range (*f.m)[k] {
+			pairs = append(pairs, k+":"+v)
+		}
+	}
+	return strings.Join(pairs, ",")
+}
+
+func (f *multimapFlag) Set(value string) error {
+	if !f.set {
+		*f.m = map[string][]string{}
+		f.set = true
+	}
+	for pair := range strings.SplitSeq(value, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, ":")
+		if !ok {
+			return fmt.Errorf("malformed pair %q, expect key:value", pair)
+		}
+		k = strings.TrimSpace(k)
+		(*f.m)[k] = append((*f.m)[k], strings.TrimSpace(v))
+	}
+	return nil
+}
+
+func (f *multimapFlag) Type() string { return "colonSeparatedMultimapStringString" }
 
 // taintsFlag is --register-with-taints: each time it is given it replaces
 // the list, as the kubelet's.

@@ -122,6 +122,60 @@ type Flags struct {
 	// node whose runtime runs in a DaemonSet pod of its own, which an
 	// upgrade of nodelet's does not replace.
 	CgroupRootInRuntimePod bool `flag:"cgroup-root-in-runtime-pod"`
+
+	// The kubelet's command line, where nodelet stands in for the kubelet.
+
+	// ConfigDir is a folder of drop-in configuration files, as the
+	// kubelet's: those named *.conf, in lexical order (subfolders walked
+	// into), each a NodeletConfiguration or a KubeletConfiguration merged
+	// over the Config file and the drop-ins before it, objects field by
+	// field, lists replaced.
+	ConfigDir string `flag:"config-dir"`
+	// Version is "true" to print the version of Kubernetes nodelet
+	// implements, with nodelet's own as build metadata, and exit, as the
+	// kubelet's.
+	Version string `flag:"version"`
+	// Verbosity is the log verbosity, as the kubelet's --v: N logs what
+	// --zap-log-level=N would; --zap-log-level, given, wins.
+	Verbosity int32 `flag:"v"`
+	// LoggingFormat is the kubelet's log format: "text" (zap's console
+	// encoder) or "json"; empty leaves --zap-encoder's.
+	LoggingFormat string `flag:"logging-format"`
+	// FeatureGates are the kubelet's feature gates, as name=bool pairs:
+	// a gate set to its default in Kubernetes v1.36, or one nodelet
+	// honours, is taken; any other is refused by name.
+	FeatureGates map[string]string `flag:"feature-gates"`
+	// CloudProvider is "" or "external", as the kubelet's: "external"
+	// registers the Node with the node.cloudprovider.kubernetes.io/uninitialized
+	// taint, for the cloud's controller manager to remove. The kubelet has
+	// no other since v1.31.
+	CloudProvider string `flag:"cloud-provider"`
+	// ProviderID is the Node's spec.providerID: not set by nodelet yet, so
+	// refused when given.
+	ProviderID string `flag:"provider-id"`
+	// PodInfraContainerImage is refused, as the kubelet's v1.36 refuses it
+	// (it was removed in v1.35): the sandbox image is the container
+	// runtime's setting.
+	PodInfraContainerImage string `flag:"pod-infra-container-image"`
+	// RuntimeCgroups is the cgroup the kubelet moves the container runtime
+	// into: refused when given, as nodelet moves no process.
+	RuntimeCgroups string `flag:"runtime-cgroups"`
+	// KubeletCgroups is the cgroup the kubelet moves itself into: refused
+	// when given, as RuntimeCgroups.
+	KubeletCgroups string `flag:"kubelet-cgroups"`
+	// FailSwapOn is the kubelet's check that the node has no swap: taken
+	// false only, as nodelet does not check the node's swap.
+	FailSwapOn bool `flag:"fail-swap-on"`
+	// RotateCertificates is the kubelet's renewal of its client
+	// certificate: taken either way, as nodelet renews the one it requested
+	// (BootstrapKubeconfig, NodeIdentity csr) before it expires.
+	RotateCertificates bool `flag:"rotate-certificates"`
+	// ImageCredentialProviderConfig is the kubelet's credential provider
+	// plugins' configuration: refused when given, not implemented yet.
+	ImageCredentialProviderConfig string `flag:"image-credential-provider-config"`
+	// ImageCredentialProviderBinDir is the credential provider plugins'
+	// folder: refused when given, as ImageCredentialProviderConfig.
+	ImageCredentialProviderBinDir string `flag:"image-credential-provider-bin-dir"`
 }
 
 // NewFlags are the flags' defaults, on this host.

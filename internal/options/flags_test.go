@@ -203,3 +203,21 @@ func TestNodeLabelsFlag(t *testing.T) {
 		t.Errorf("--node-labels with a kubelet.kubernetes.io prefix and a key without a prefix: %v", err)
 	}
 }
+
+// TestManifestURLHeaderFlag: --manifest-url-header takes name:value pairs,
+// keeps a name's values in order and adds to them when given again, as
+// the kubelet's example says.
+func TestManifestURLHeaderFlag(t *testing.T) {
+	opts, err := Parse([]string{"--node-name=n", "--manifest-url=http://config/pods",
+		"--manifest-url-header", "a:hello,b:again,c:world", "--manifest-url-header", "b:beautiful"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"a": {"hello"}, "b": {"again", "beautiful"}, "c": {"world"}}
+	if diff := cmp.Diff(want, opts.StaticPodURLHeader); diff != "" {
+		t.Errorf("StaticPodURLHeader (-want +got):\n%s", diff)
+	}
+	if _, err := Parse([]string{"--node-name=n", "--manifest-url-header=novalue"}, nil); err == nil {
+		t.Error("a header without a colon: no error")
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
@@ -31,7 +30,13 @@ import (
 type NodeletServer struct {
 	Flags
 	configv1alpha1.NodeletConfiguration
+
+	// given are the flags given on the command line, the logger's too.
+	given map[string]bool
 }
+
+// Changed is whether a flag was given on the command line.
+func (s *NodeletServer) Changed(flag string) bool { return s.given[flag] }
 
 // flagsSource is flags.go: its doc comments describe the flags alone.
 //
@@ -45,19 +50,24 @@ var flagsSource []byte
 func Parse(args []string, goFlags *flag.FlagSet) (*NodeletServer, error) {
 	s := &NodeletServer{Flags: NewFlags()}
 
-	// First pass: find --config without failing on the other flags.
+	// First pass: find --config and --config-dir without failing on the
+	// other flags.
 	pre := pflag.NewFlagSet("nodelet", pflag.ContinueOnError)
 	pre.ParseErrorsAllowlist.UnknownFlags = true
 	pre.StringVar(&s.Config, "config", "", "")
+	pre.StringVar(&s.ConfigDir, "config-dir", "", "")
 	pre.Usage = func() {}
 	pre.SetOutput(io.Discard)
 	_ = pre.Parse(args)
-	if s.Config != "" {
-		config, err := readConfigFile(s.Config)
+	if s.Config != "" || s.ConfigDir != "" {
+		config, kubelet, err := readConfigFiles(s.Config, s.ConfigDir)
 		if err != nil {
 			return nil, err
 		}
 		s.NodeletConfiguration = *config
+		if kubelet {
+			kubeletDefaults(&s.NodeletConfiguration)
+		}
 	}
 	configv1alpha1.SetDefaults(&s.NodeletConfiguration)
 
@@ -71,6 +81,13 @@ func Parse(args []string, goFlags *flag.FlagSet) (*NodeletServer, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	s.given = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { s.given[f.Name] = true })
+	// --version needs no other setting to be right, as the kubelet's.
+	if s.Version == "true" {
+		return s, nil
+	}
+	s.applyKubeletFlags(s.Changed("node-name"))
 	return s, s.Validate()
 }
 
@@ -84,6 +101,8 @@ func (s *NodeletServer) flagSet() (*pflag.FlagSet, error) {
 	if err := bindFlags(fs, append(flagsAlone, config...)); err != nil {
 		return nil, err
 	}
+	// --version alone prints the version, as the kubelet's.
+	fs.Lookup("version").NoOptDefVal = "true"
 	return fs, nil
 }
 
@@ -101,24 +120,14 @@ func (s *NodeletServer) settings() (flagsAlone, config []setting, err error) {
 	return settings(&s.Flags, flagDocs), settings(&s.NodeletConfiguration, configDocs), nil
 }
 
-// readConfigFile reads and strictly decodes a configuration file.
-func readConfigFile(path string) (*configv1alpha1.NodeletConfiguration, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
-	}
-	config, err := configv1alpha1.Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return config, nil
-}
-
 // Validate checks the settings: the node's identity, then the
 // configuration, whose errors name the file's fields, then the companion's
 // flags, which depend on it.
 func (s *NodeletServer) Validate() error {
 	if err := s.Flags.validate(); err != nil {
+		return err
+	}
+	if err := s.Flags.validateKubeletFlags(); err != nil {
 		return err
 	}
 	if errs := configv1alpha1.Validate(&s.NodeletConfiguration); len(errs) > 0 {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,9 +67,58 @@ func WriteReference(w io.Writer) error {
 	writeSections(out, flagsAlone, false, known)
 	fmt.Fprint(out, "\n## The configuration file\n\n"+
 		"Each of these is a field of the file (its path, the nested ones\n"+
-		"dotted) and a flag.\n")
+		"dotted) and a flag, but for the few the kubelet's file alone sets\n"+
+		"(their flag is none).\n")
 	writeSections(out, config, true, known)
+	writeKubeletConfiguration(out)
 	return out.Flush()
+}
+
+// writeKubeletConfiguration writes which fields of the kubelet's file
+// nodelet honours and which it refuses when set, from the tables that
+// decide it.
+func writeKubeletConfiguration(out io.Writer) {
+	fmt.Fprint(out, "\n## The kubelet's configuration file\n\n"+
+		"`--config` and the drop-ins of `--config-dir` may also be the kubelet's\n"+
+		"`KubeletConfiguration` of `"+kubeletAPIVersion+"`, read strictly as the\n"+
+		"kubelet reads it (a zero value is unset). The fields below are carried\n"+
+		"onto nodelet's; any other field is refused by name unless it holds the\n"+
+		"kubelet's default. When `--config` is the kubelet's file (or, without\n"+
+		"one, the first drop-in is), the kubelet's defaults apply where they are\n"+
+		"not nodelet's: `rootDir` `/var/lib/kubelet`, `healthzPort` `10248`,\n"+
+		"`cgroupRoot` `/`.\n\n"+
+		"### Fields nodelet honours\n\n| kubelet's field | nodelet's field |\n| --- | --- |\n")
+	rows := map[string]string{}
+	for path := range carriedKubeletFields() {
+		rows[path] = "`" + path + "`"
+	}
+	for path, to := range mappedKubeletFields {
+		switch {
+		case path == "featureGates":
+			to = "`--feature-gates`: a gate at its default, or one nodelet honours"
+		case to == "":
+			to = "none: nodelet renews the client certificate it requested"
+		default:
+			to = "`" + to + "`"
+		}
+		rows[path] = to
+	}
+	for _, path := range slices.Sorted(maps.Keys(rows)) {
+		fmt.Fprintf(out, "| `%s` | %s |\n", path, rows[path])
+	}
+	fmt.Fprint(out, "\n### Fields refused unless at the kubelet's default\n\n| kubelet's field | the value taken |\n| --- | --- |\n")
+	for _, path := range sortedUnsupported() {
+		field := unsupportedKubeletFields[path]
+		taken := "unset"
+		if field.accepted != nil {
+			js, _ := json.Marshal(field.accepted)
+			taken = "`" + string(js) + "`"
+		}
+		if field.why != "" {
+			taken += ": " + field.why
+		}
+		fmt.Fprintf(out, "| `%s` | %s |\n", path, markdown(taken))
+	}
 }
 
 // writeSections writes a table per section, in the settings' order, with
@@ -111,6 +162,8 @@ func typeText(t reflect.Type) string {
 		return "duration" + kept
 	case t == reflect.TypeFor[[]corev1.Taint]():
 		return "list of taints" + kept
+	case t == reflect.TypeFor[[]configv1alpha1.ShutdownGracePeriodByPodPriority]():
+		return "list of {priority, shutdownGracePeriodSeconds}" + kept
 	}
 	switch t.Kind() {
 	case reflect.String:

@@ -29,6 +29,9 @@ var zeroDefaults = map[string]string{
 	"CNIShimPath":                      "nodelet-cni beside nodelet's binary, which depends on the binary",
 	"ParallelSandboxStarts":            "two per CPU, which depends on the machine",
 	"RegisterWithTaints":               "no taints, as the kubelet's",
+	"StaticPodPath":                    "no static pods from files, as the kubelet's",
+	"StaticPodURL":                     "no static pods from a URL, as the kubelet's",
+	"StaticPodURLHeader":               "no headers, as the kubelet's",
 	"SystemReserved":                   "nothing reserved, as the kubelet's",
 	"KubeReserved":                     "nothing reserved, as the kubelet's",
 	"EvictionSoft":                     "no soft thresholds, as the kubelet's",
@@ -44,6 +47,17 @@ var zeroDefaults = map[string]string{
 	"RotateServerCertificates":         "the kubelet's false",
 	"Authentication.X509.ClientCAFile": "no client certificate authenticates",
 	"PprofBindAddress":                 "off: the profiles are unauthenticated",
+	"ShutdownGracePeriod":              "graceful shutdown off, as the kubelet's",
+	"ShutdownGracePeriodCriticalPods":  "no part kept for critical pods, as the kubelet's",
+	"ShutdownGracePeriodByPodPriority": "no bands, as the kubelet's",
+}
+
+// fileOnly are the configuration's fields that no flag sets, saying why:
+// the kubelet sets them in its file alone, and nodelet keeps its names.
+var fileOnly = map[string]string{
+	"ShutdownGracePeriod":              "the kubelet has no flag for it",
+	"ShutdownGracePeriodCriticalPods":  "the kubelet has no flag for it",
+	"ShutdownGracePeriodByPodPriority": "a list of bands, which the kubelet's file alone sets",
 }
 
 // TestEverySettingIsWrittenOnce walks every field of NodeletConfiguration,
@@ -97,11 +111,18 @@ func TestEverySettingIsWrittenOnce(t *testing.T) {
 		if s.doc == "" {
 			t.Errorf("%s: no doc comment: write one, the setting's one description", s.path)
 		}
-		if len(bound[i]) == 0 {
+		_, noFlag := fileOnly[s.path]
+		noFlag = noFlag && inFile
+		switch {
+		case len(bound[i]) == 0 && !noFlag:
 			t.Errorf("%s: no flag sets it: name one in its `flag` tag", s.path)
+		case len(bound[i]) > 0 && noFlag:
+			t.Errorf("%s: a flag sets it: take it out of fileOnly", s.path)
 		}
 		row := "| `--" + s.flag.name + "`"
-		if s.flag.part != "" {
+		if noFlag {
+			row = "| none"
+		} else if s.flag.part != "" {
 			row += " (" + s.flag.part + ")"
 		}
 		if inFile {
@@ -127,6 +148,11 @@ func TestEverySettingIsWrittenOnce(t *testing.T) {
 	for path := range zeroDefaults {
 		if !slices.ContainsFunc(config, func(s setting) bool { return s.path == path }) {
 			t.Errorf("zeroDefaults lists %s, which is no setting", path)
+		}
+	}
+	for path := range fileOnly {
+		if !slices.ContainsFunc(config, func(s setting) bool { return s.path == path }) {
+			t.Errorf("fileOnly lists %s, which is no setting of the file", path)
 		}
 	}
 }

@@ -106,6 +106,11 @@ type Env struct {
 	CgroupDriver    string
 	CgroupNamespace string
 	SystemdPID      string
+
+	// StaticPodDir is nodelet's --pod-manifest-path, StaticPodURL its
+	// --manifest-url, which the tests serve.
+	StaticPodDir string
+	StaticPodURL string
 }
 
 // LoadEnv reads a shell-style env file: VAR=value lines, with blank lines,
@@ -151,6 +156,8 @@ func LoadEnv(path string) (Env, error) {
 		NodeletLog:            get("NODELET_LOG", true),
 		NodeletBin:            get("NODELET_BIN", false),
 		NodeletArgsFile:       get("NODELET_ARGS_FILE", true),
+		StaticPodDir:          get("STATIC_POD_DIR", false),
+		StaticPodURL:          get("STATIC_POD_URL", false),
 		Kubectl:               get("KUBECTL", false),
 		APIServerURL:          get("API_SERVER_URL", false),
 		AuditLog:              get("AUDIT_LOG", false),

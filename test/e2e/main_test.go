@@ -13,7 +13,8 @@
 // that restart it with other flags (TestBootstrapTokenGivesTheNodeItsCertificate among them), the 100 MB log, the burst of the
 // status invariants checker, the two termination tests that time what
 // they check, and the pod start metric's, which counts starts while no
-// other test starts pods — always run alone.
+// other test starts pods, and TestStaticPodsRunWhileTheAPIServerIsStopped,
+// which stops the API server — always run alone.
 //
 // Tiers. The tests of the files named *_full_test.go (built with
 // `//go:build full`) are the full tier's (`make test-full`); the others

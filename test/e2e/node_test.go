@@ -13,7 +13,7 @@ import (
 	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
-var semanticNodeletVersion = regexp.MustCompile(`^v0\.[0-9]+\.[0-9]+(\+[0-9a-f]{7,}(-dirty)?)?$`)
+var semanticNodeletVersion = regexp.MustCompile(`^v1\.[0-9]+\.[0-9]+\+nodelet\.v0\.[0-9]+\.[0-9]+(\.[0-9a-f]{7,}(-dirty)?)?$`)
 
 func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
 	t.Parallel()
@@ -47,10 +47,11 @@ func TestNodeReadyWithAddressRuntimeAndRenewedLease(t *testing.T) {
 			t.Errorf("MemoryPressure condition reason %q, want KubeletHasSufficientMemory", c.Reason)
 		}
 	}
-	// A semantic version, the commit as build metadata when the binary
-	// was stamped with one.
+	// The Kubernetes version nodelet implements, a semantic version with
+	// nodelet's own and the commit, when the binary was stamped with one,
+	// as build metadata.
 	if version := node.Status.NodeInfo.KubeletVersion; !semanticNodeletVersion.MatchString(version) {
-		t.Errorf("nodeInfo.kubeletVersion = %q, want v0.x.y or v0.x.y+COMMIT", version)
+		t.Errorf("nodeInfo.kubeletVersion = %q, want v1.x.y+nodelet.v0.x.y[.COMMIT]", version)
 	}
 	if version := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(version, "containerd://") {
 		t.Errorf("nodeInfo.containerRuntimeVersion = %q, want containerd://...", version)

@@ -408,8 +408,8 @@ func testOOMKilled(t *testing.T, n *node) {
 // testReboot reboots the guest: the node comes back Ready with the new
 // boot ID, and its pod runs again, in a new container (the runtime's
 // state did not survive the boot). The pod ends on SIGTERM, so that
-// systemd's shutdown does not wait its 90 s for it: nodelet does nothing
-// at a shutdown yet (graceful node shutdown is not done).
+// systemd's shutdown does not wait its 90 s for it: graceful node
+// shutdown is off in this configuration (the next step turns it on).
 func testReboot(t *testing.T, n *node) {
 	ns := newNamespace(t)
 	pod := createPod(t, busyboxPod(ns, "phoenix", n.name, "sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -37,30 +38,41 @@ func Decode(data []byte) (*NodeletConfiguration, error) {
 	}
 
 	c := &NodeletConfiguration{}
-	strictErrs, err := sigsjson.UnmarshalStrict(js, c)
+	if err := UnmarshalStrict(js, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// UnmarshalStrict decodes JSON into the struct into points to as Decode
+// does: an unknown or duplicate field or a value of the wrong type is an
+// error naming the field, on one line. The kubelet's configuration file is
+// read with it too.
+func UnmarshalStrict(js []byte, into any) error {
+	strictErrs, err := sigsjson.UnmarshalStrict(js, into)
 	if err != nil {
-		return nil, badValue(js, err)
+		return badValue(js, err, func() any { return reflect.New(reflect.TypeOf(into).Elem()).Interface() })
 	}
 	if len(strictErrs) > 0 {
 		msgs := make([]string, len(strictErrs))
 		for i, e := range strictErrs {
 			msgs[i] = e.Error()
 		}
-		return nil, errors.New(strings.Join(msgs, "; "))
+		return errors.New(strings.Join(msgs, "; "))
 	}
-	return c, nil
+	return nil
 }
 
 // badValue names the field whose value could not be decoded: the JSON
 // decoder's own error names the Go type and, for values with their own
 // decoding (durations), no field at all. Each field is decoded alone,
 // deepest first, until the one that fails is found.
-func badValue(js []byte, err error) error {
+func badValue(js []byte, err error, newObj func() any) error {
 	var doc map[string]any
 	if json.Unmarshal(js, &doc) != nil {
 		return oneLine(err)
 	}
-	path, fieldErr := findBadValue(nil, doc)
+	path, fieldErr := findBadValue(nil, doc, newObj)
 	if fieldErr == nil {
 		return oneLine(err)
 	}
@@ -71,8 +83,9 @@ func badValue(js []byte, err error) error {
 }
 
 // findBadValue returns the dotted path of the first field under prefix
-// whose value fails to decode on its own, and its error.
-func findBadValue(prefix []string, fields map[string]any) (string, error) {
+// whose value fails to decode on its own into a new object, and its
+// error.
+func findBadValue(prefix []string, fields map[string]any, newObj func() any) (string, error) {
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		keys = append(keys, k)
@@ -88,9 +101,9 @@ func findBadValue(prefix []string, fields map[string]any) (string, error) {
 		if err != nil {
 			continue
 		}
-		if err := json.Unmarshal(js, &NodeletConfiguration{}); err != nil {
+		if err := json.Unmarshal(js, newObj()); err != nil {
 			if children, ok := fields[k].(map[string]any); ok {
-				if childPath, childErr := findBadValue(path, children); childErr != nil {
+				if childPath, childErr := findBadValue(path, children, newObj); childErr != nil {
 					return childPath, childErr
 				}
 			}

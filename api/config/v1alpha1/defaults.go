@@ -76,6 +76,8 @@ func SetDefaults(c *NodeletConfiguration) {
 	}
 	setString(&c.ContainerRuntimeEndpoint, "unix:///run/containerd/containerd.sock")
 	setDuration(&c.RuntimeRequestTimeout, 2*time.Minute)
+	setDuration(&c.FileCheckFrequency, 20*time.Second)
+	setDuration(&c.HTTPCheckFrequency, 20*time.Second)
 	if c.KubeAPIQPS == nil {
 		c.KubeAPIQPS = ptr.To[int32](50)
 	}

@@ -81,6 +81,8 @@ func defaulted() NodeletConfiguration {
 		TypeMeta:                  metav1.TypeMeta{APIVersion: "config.nodelet.dev/v1alpha1", Kind: "NodeletConfiguration"},
 		ContainerRuntimeEndpoint:  "unix:///run/containerd/containerd.sock",
 		RuntimeRequestTimeout:     metav1.Duration{Duration: 2 * time.Minute},
+		FileCheckFrequency:        metav1.Duration{Duration: 20 * time.Second},
+		HTTPCheckFrequency:        metav1.Duration{Duration: 20 * time.Second},
 		KubeAPIQPS:                ptr.To[int32](50),
 		KubeAPIBurst:              100,
 		RootDir:                   "/var/lib/nodelet",

@@ -157,6 +157,26 @@ type NodeletConfiguration struct {
 	// the flag is given.
 	RegisterWithTaints []corev1.Taint `json:"registerWithTaints" flag:"register-with-taints"`
 
+	// Static pods.
+
+	// StaticPodPath is the folder of static pod manifests (or one manifest
+	// file) the node runs without the API server, as kubeadm's control
+	// plane; files whose name starts with a dot are ignored. Empty: none.
+	StaticPodPath string `json:"staticPodPath" flag:"pod-manifest-path"`
+	// StaticPodURL is a URL serving one Pod or a PodList the node runs as
+	// static pods. Empty: none.
+	StaticPodURL string `json:"staticPodURL" flag:"manifest-url"`
+	// StaticPodURLHeader are the HTTP headers sent with each request to
+	// StaticPodURL. On the command line, comma-separated <name>:<value>
+	// pairs; a name given twice keeps both values in order, and the flag
+	// may be given again to add more.
+	StaticPodURLHeader map[string][]string `json:"staticPodURLHeader" flag:"manifest-url-header"`
+	// FileCheckFrequency is how often StaticPodPath is read again besides
+	// the changes the kernel reports.
+	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency" flag:"file-check-frequency"`
+	// HTTPCheckFrequency is how often StaticPodURL is fetched again.
+	HTTPCheckFrequency metav1.Duration `json:"httpCheckFrequency" flag:"http-check-frequency"`
+
 	// Node allocatable and eviction.
 
 	// SystemReserved is what is kept from pods for the system's daemons: a
@@ -233,6 +253,24 @@ type NodeletConfiguration struct {
 	// (where a zero in the file is left out, as in the kubelet's), turns
 	// volume stats off.
 	VolumeStatsAggPeriod metav1.Duration `json:"volumeStatsAggPeriod" flag:"volume-stats-agg-period"`
+
+	// Graceful node shutdown.
+
+	// ShutdownGracePeriod is how long the node's shutdown is delayed for
+	// its pods to stop (a systemd-logind delay inhibitor lock), the
+	// critical pods' ShutdownGracePeriodCriticalPods included; 0 turns
+	// graceful shutdown off. As in the kubelet, only the file sets it.
+	ShutdownGracePeriod metav1.Duration `json:"shutdownGracePeriod"`
+	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
+	// kept for the critical pods (priority system-cluster-critical and
+	// above), stopped after the others.
+	ShutdownGracePeriodCriticalPods metav1.Duration `json:"shutdownGracePeriodCriticalPods"`
+	// ShutdownGracePeriodByPodPriority are the shutdown's bands, instead
+	// of the two above: the pods of a priority at or above a band's
+	// priority (and below the next band's) are stopped in that band, the
+	// lowest band first, each within its shutdownGracePeriodSeconds; the
+	// shutdown is delayed by their sum.
+	ShutdownGracePeriodByPodPriority []ShutdownGracePeriodByPodPriority `json:"shutdownGracePeriodByPodPriority"`
 
 	// The node's HTTPS API.
 
@@ -351,4 +389,13 @@ type NodeletWebhookAuthorization struct {
 	CacheAuthorizedTTL metav1.Duration `json:"cacheAuthorizedTTL" flag:"authorization-webhook-cache-authorized-ttl"`
 	// CacheUnauthorizedTTL is how long a no is remembered.
 	CacheUnauthorizedTTL metav1.Duration `json:"cacheUnauthorizedTTL" flag:"authorization-webhook-cache-unauthorized-ttl"`
+}
+
+// ShutdownGracePeriodByPodPriority is one band of a graceful node
+// shutdown, as the kubelet's.
+type ShutdownGracePeriodByPodPriority struct {
+	// Priority is the lowest pod priority of the band.
+	Priority int32 `json:"priority"`
+	// ShutdownGracePeriodSeconds is how long the band's pods have to stop.
+	ShutdownGracePeriodSeconds int64 `json:"shutdownGracePeriodSeconds"`
 }

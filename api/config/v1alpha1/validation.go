@@ -3,7 +3,10 @@ package v1alpha1
 import (
 	"fmt"
 	"net"
+	"net/url"
+	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -87,8 +90,21 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("slowPodStartThreshold"), c.SlowPodStartThreshold.Duration.String(), "must not be negative"))
 	}
 	errs = append(errs, validateTaints(field.NewPath("registerWithTaints"), c.RegisterWithTaints)...)
+	positive(field.NewPath("fileCheckFrequency"), c.FileCheckFrequency)
+	positive(field.NewPath("httpCheckFrequency"), c.HTTPCheckFrequency)
+	if c.StaticPodURL != "" {
+		if u, err := url.Parse(c.StaticPodURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, field.Invalid(field.NewPath("staticPodURL"), c.StaticPodURL, "must be an http or https URL"))
+		}
+	}
+	for name := range c.StaticPodURLHeader {
+		if !validHeaderName(name) {
+			errs = append(errs, field.Invalid(field.NewPath("staticPodURLHeader").Key(name), name, "must be an HTTP header name"))
+		}
+	}
 	errs = append(errs, validateNodeAllocatable(c)...)
 	errs = append(errs, validateImageGC(c)...)
+	errs = append(errs, validateShutdown(c)...)
 
 	if net.ParseIP(c.Address) == nil {
 		errs = append(errs, field.Invalid(field.NewPath("address"), c.Address, "must be an IP address"))
@@ -138,6 +154,35 @@ func Validate(c *NodeletConfiguration) field.ErrorList {
 	return errs
 }
 
+// validateShutdown checks the graceful shutdown's settings as the kubelet
+// does (with GracefulNodeShutdown and GracefulNodeShutdownBasedOnPodPriority
+// on): whole seconds or zero, the critical pods' part within the whole,
+// the two forms apart; and no band of a negative length.
+func validateShutdown(c *NodeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	total, critical := c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration
+	if critical > total {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownGracePeriodCriticalPods"), critical.String(),
+			fmt.Sprintf("must be <= shutdownGracePeriod %v", total)))
+	}
+	for name, d := range map[string]time.Duration{"shutdownGracePeriod": total, "shutdownGracePeriodCriticalPods": critical} {
+		if d < 0 || (d > 0 && d < time.Second) {
+			errs = append(errs, field.Invalid(field.NewPath(name), d.String(), "must be either zero or otherwise >= 1 sec"))
+		}
+	}
+	byPriority := field.NewPath("shutdownGracePeriodByPodPriority")
+	if len(c.ShutdownGracePeriodByPodPriority) != 0 && (total > 0 || critical > 0) {
+		errs = append(errs, field.Forbidden(byPriority, "cannot be specified with shutdownGracePeriod or shutdownGracePeriodCriticalPods"))
+	}
+	for i, band := range c.ShutdownGracePeriodByPodPriority {
+		if band.ShutdownGracePeriodSeconds < 0 {
+			errs = append(errs, field.Invalid(byPriority.Index(i).Child("shutdownGracePeriodSeconds"), band.ShutdownGracePeriodSeconds, "must not be negative"))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+	return errs
+}
+
 // validateTaints checks the taints the Node registers with as the API
 // server would check the Node: each one valid, no two of the same key and
 // effect.
@@ -174,4 +219,18 @@ func ValidateTaint(taint corev1.Taint) error {
 		return fmt.Errorf("value %q: %s", taint.Value, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validHeaderName reports whether name is an HTTP header name: one or more
+// of the token characters of RFC 9110.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if c > 0x7e || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
+			return false
+		}
+	}
+	return true
 }

@@ -56,6 +56,22 @@ func TestValidate(t *testing.T) {
 			c.SystemReservedCgroup, c.KubeReservedCgroup = "/system.slice", "/kube.slice"
 		}},
 		"no enforcement": {mutate: func(c *NodeletConfiguration) { c.EnforceNodeAllocatable = []string{"none"} }},
+		"graceful shutdown with a critical part": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration = 30*time.Second, 10*time.Second
+		}},
+		"graceful shutdown by priority": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriodByPodPriority = []ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: 10}, {Priority: 2000000000, ShutdownGracePeriodSeconds: 5}}
+		}},
+		"a critical part longer than the shutdown": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration, c.ShutdownGracePeriodCriticalPods.Duration = 10*time.Second, 20*time.Second
+		}, wantFields: []string{"shutdownGracePeriodCriticalPods"}},
+		"a shutdown shorter than a second": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration = 500 * time.Millisecond
+		}, wantFields: []string{"shutdownGracePeriod"}},
+		"both forms of graceful shutdown": {mutate: func(c *NodeletConfiguration) {
+			c.ShutdownGracePeriod.Duration = 30 * time.Second
+			c.ShutdownGracePeriodByPodPriority = []ShutdownGracePeriodByPodPriority{{Priority: 0, ShutdownGracePeriodSeconds: -1}}
+		}, wantFields: []string{"shutdownGracePeriodByPodPriority", "shutdownGracePeriodByPodPriority[0].shutdownGracePeriodSeconds"}},
 		"image GC that always runs": {mutate: func(c *NodeletConfiguration) {
 			c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent, c.ImageMinimumGCAge.Duration = ptr.To[int32](1), ptr.To[int32](0), 0
 		}},
@@ -103,6 +119,13 @@ func TestValidate(t *testing.T) {
 		"a sysctl of no known namespace": {mutate: func(c *NodeletConfiguration) { c.AllowedUnsafeSysctls = []string{"vm.swappiness"} }, wantFields: []string{"allowedUnsafeSysctls[0]"}},
 		"a negative timer slack":         {mutate: func(c *NodeletConfiguration) { c.TimerSlack = &metav1.Duration{Duration: -time.Millisecond} }, wantFields: []string{"timerSlack"}},
 		"a negative GC percent":          {mutate: func(c *NodeletConfiguration) { c.GCPercent = ptr.To[int32](-1) }, wantFields: []string{"gcPercent"}},
+		"static pods from a folder and a URL with headers": {mutate: func(c *NodeletConfiguration) {
+			c.StaticPodPath, c.StaticPodURL = "/etc/kubernetes/manifests", "https://config.example/pods"
+			c.StaticPodURLHeader = map[string][]string{"Authorization": {"Bearer x"}, "X-Node": {"a", "b"}}
+		}},
+		"a static pod URL that is no http URL": {mutate: func(c *NodeletConfiguration) { c.StaticPodURL = "file:///etc/pods" }, wantFields: []string{"staticPodURL"}},
+		"a header name with a colon":           {mutate: func(c *NodeletConfiguration) { c.StaticPodURLHeader = map[string][]string{"a:b": {"c"}} }, wantFields: []string{"staticPodURLHeader[a:b]"}},
+		"a zero file check frequency":          {mutate: func(c *NodeletConfiguration) { c.FileCheckFrequency.Duration = 0 }, wantFields: []string{"fileCheckFrequency"}},
 		"every bad field is named": {
 			mutate:     func(c *NodeletConfiguration) { c.MaxPods, c.Port, c.RelistPeriod.Duration = 0, 0, 0 },
 			wantFields: []string{"relistPeriod", "maxPods", "port"},

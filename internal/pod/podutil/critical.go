@@ -15,10 +15,10 @@ const (
 )
 
 // IsCritical reports whether a pod is critical as the kubelet counts it: a
-// mirror pod, or one whose priority is at least SystemCriticalPriority.
+// static or mirror pod, or one whose priority is at least SystemCriticalPriority.
 // Such a pod is never evicted, and may preempt others on admission.
 func IsCritical(pod *corev1.Pod) bool {
-	if _, mirror := pod.Annotations[MirrorPodAnnotation]; mirror {
+	if IsMirrorPod(pod) || IsStaticPod(pod) {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
