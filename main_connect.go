@@ -55,6 +55,7 @@ func (n *nodelet) connect(ctx context.Context) error {
 		Scheme:                 scheme,
 		Cache:                  nodeclient.CacheOptions(opts.NodeName),
 		Client:                 nodeclient.ClientOptions(),
+		MapperProvider:         nodeclient.NewRESTMapper,
 		LeaderElection:         false,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress(),
