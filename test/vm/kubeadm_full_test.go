@@ -219,6 +219,17 @@ networking:
   serviceSubnet: %[7]s
 dns:
   imageTag: "1.14.7"
+# One control plane node: no leader to elect. Under TCG the API server
+# answers a lease renewal too late now and then, and a component that
+# loses its lease exits, holding CSR approval and scheduling back.
+controllerManager:
+  extraArgs:
+  - name: leader-elect
+    value: "false"
+scheduler:
+  extraArgs:
+  - name: leader-elect
+    value: "false"
 ---
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
