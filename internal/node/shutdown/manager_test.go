@@ -170,7 +170,12 @@ func TestShutdownStopsPodsByPriorityAndCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start = %v after its context ended", err)
+		}
+	}()
 
 	logind.events <- true
 	logind.released(t, 0)
@@ -245,7 +250,12 @@ func TestShutdownBandTimesOut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start = %v after its context ended", err)
+		}
+	}()
 	logind.events <- true
 	logind.released(t, 0)
 	mu.Lock()
