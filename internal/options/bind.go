@@ -253,16 +253,22 @@ func (f *mapFlag) Set(value string) error {
 		*f.m = map[string]string{}
 		f.set = true
 	}
+	return eachPair(value, f.sep, func(k, v string) { (*f.m)[k] = v })
+}
+
+// eachPair calls add with each key and value of value's comma-separated
+// key<sep>value pairs, trimmed, skipping empty ones.
+func eachPair(value, sep string, add func(k, v string)) error {
 	for pair := range strings.SplitSeq(value, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(pair, f.sep)
+		k, v, ok := strings.Cut(pair, sep)
 		if !ok {
-			return fmt.Errorf("malformed pair %q, expect key%svalue", pair, f.sep)
+			return fmt.Errorf("malformed pair %q, expect key%svalue", pair, sep)
 		}
-		(*f.m)[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	return nil
 }
@@ -296,19 +302,7 @@ func (f *multimapFlag) Set(value string) error {
 		*f.m = map[string][]string{}
 		f.set = true
 	}
-	for pair := range strings.SplitSeq(value, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, ":")
-		if !ok {
-			return fmt.Errorf("malformed pair %q, expect key:value", pair)
-		}
-		k = strings.TrimSpace(k)
-		(*f.m)[k] = append((*f.m)[k], strings.TrimSpace(v))
-	}
-	return nil
+	return eachPair(value, ":", func(k, v string) { (*f.m)[k] = append((*f.m)[k], v) })
 }
 
 func (f *multimapFlag) Type() string { return "colonSeparatedMultimapStringString" }

@@ -167,15 +167,7 @@ func TestShutdownStopsPodsByPriorityAndCancels(t *testing.T) {
 		SyncNodeStatus: func() { mu.Lock(); syncs++; mu.Unlock() },
 		Recorder:       recorder,
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- m.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start = %v after its context ended", err)
-		}
-	}()
+	stopManager := startManager(t, m)
 
 	logind.events <- true
 	logind.released(t, 0)
@@ -198,7 +190,7 @@ func TestShutdownStopsPodsByPriorityAndCancels(t *testing.T) {
 		t.Errorf("Admit while shutting down = %+v, want the kubelet's refusal", r)
 	}
 	low := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "low"}, low); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "low"}, low); err != nil {
 		t.Fatal(err)
 	}
 	var condition *corev1.PodCondition
@@ -229,7 +221,7 @@ func TestShutdownStopsPodsByPriorityAndCancels(t *testing.T) {
 	if _, ok := m.Order("low"); ok {
 		t.Error("the orders outlived the cancellation")
 	}
-	cancel()
+	stopManager()
 	logind.released(t, 1)
 }
 
@@ -247,15 +239,7 @@ func TestShutdownBandTimesOut(t *testing.T) {
 		Enqueue:  func(string, string, types.UID) { mu.Lock(); at = append(at, time.Now()); mu.Unlock() },
 		Recorder: record.NewFakeRecorder(10),
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- m.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start = %v after its context ended", err)
-		}
-	}()
+	startManager(t, m)
 	logind.events <- true
 	logind.released(t, 0)
 	mu.Lock()
@@ -304,4 +288,24 @@ func TestInhibitDelayNotRaised(t *testing.T) {
 	if logind.lock(0) != nil {
 		t.Error("a lock was taken though logind would not wait long enough")
 	}
+}
+
+// startManager runs m until stop is called, or the test ends, and then
+// checks what Start returned once its context ended.
+func startManager(t *testing.T, m *Manager) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Start = %v after its context ended", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
