@@ -12,15 +12,16 @@ import (
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
 // ContainerGC removes the node's dead containers and sandboxes when the
 // eviction manager runs short of disk, before it removes images or evicts
 // pods, as the kubelet's eviction manager has its container GC do: every
-// dead container and stopped sandbox of a pod that has terminated, and of
-// a running pod every dead instance but the newest of each container
-// (runtime.DeadToRemove). The reconciler prunes a running pod the same way
+// dead container and stopped sandbox of a pod that has terminated (a
+// static pod known by its mirror pod), and of a running pod every dead
+// instance but the newest of each container (runtime.DeadToRemove). The reconciler prunes a running pod the same way
 // after each sync; this reaches the terminated pods, whose containers it
 // keeps for their logs while there is room.
 type ContainerGC struct {
@@ -33,6 +34,16 @@ type ContainerGC struct {
 		RemoveDead(ctx context.Context, status *kubecontainer.PodStatus, dead noderuntime.Dead) (int, error)
 	}
 	Log logr.Logger
+}
+
+// runtimeUID is the UID pod's containers run under: a mirror pod's is its
+// static pod's, which the mirror annotation holds, and its phase is the
+// static pod's too.
+func runtimeUID(pod *corev1.Pod) types.UID {
+	if podutil.IsMirrorPod(pod) {
+		return types.UID(pod.Annotations[podutil.MirrorPodAnnotation])
+	}
+	return pod.UID
 }
 
 // DeleteAllUnusedContainers removes what is dead and says how many
@@ -51,7 +62,7 @@ func (g *ContainerGC) DeleteAllUnusedContainers(ctx context.Context) (int, error
 	terminated := make(map[types.UID]bool, len(pods.Items))
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		terminated[pod.UID] = podstatus.IsTerminalPhase(pod.Status.Phase)
+		terminated[runtimeUID(pod)] = podstatus.IsTerminalPhase(pod.Status.Phase)
 	}
 	removed := 0
 	var errs []error

@@ -19,6 +19,7 @@ import (
 
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
 	"github.com/nodelet/nodelet/internal/pleg/plegtest"
+	"github.com/nodelet/nodelet/internal/pod/podutil"
 	noderuntime "github.com/nodelet/nodelet/runtime"
 )
 
@@ -56,6 +57,9 @@ func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunnin
 	pod := func(uid types.UID, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-" + string(uid), UID: uid}, Status: corev1.PodStatus{Phase: phase}}
 	}
+	mirror := pod("mirror", corev1.PodSucceeded)
+	mirror.Name = "pod-static"
+	mirror.Annotations = map[string]string{podutil.MirrorPodAnnotation: "static"}
 	exited, running := kubecontainer.ContainerExited, kubecontainer.ContainerRunning
 	rt := &deadRemovingRuntime{Runtime: plegtest.NewRuntime(
 		record("done", kubecontainer.SandboxNotReady, exited, exited),
@@ -63,9 +67,12 @@ func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunnin
 		record("healthy", kubecontainer.SandboxReady, running),
 		// No Pod: the orphan removal's.
 		record("orphan", kubecontainer.SandboxNotReady, exited),
+		// A static pod that ran to completion: its mirror pod, under
+		// another UID, holds its phase.
+		record("static", kubecontainer.SandboxNotReady, exited),
 	), removed: map[types.UID][]string{}}
 	gc := &ContainerGC{
-		Client: fake.NewClientBuilder().WithObjects(pod("done", corev1.PodSucceeded), pod("crashing", corev1.PodRunning), pod("healthy", corev1.PodRunning)).
+		Client: fake.NewClientBuilder().WithObjects(pod("done", corev1.PodSucceeded), pod("crashing", corev1.PodRunning), pod("healthy", corev1.PodRunning), mirror).
 			WithStatusSubresource(&corev1.Pod{}).Build(),
 		Runtime: rt,
 		Log:     logr.Discard(),
@@ -79,6 +86,7 @@ func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunnin
 	want := map[types.UID][]string{
 		"done":     {"done-a", "done-b", "done-sb"},
 		"crashing": {"crashing-c"},
+		"static":   {"static-a", "static-sb"},
 	}
 	for _, ids := range rt.removed {
 		slices.Sort(ids)
@@ -86,10 +94,10 @@ func TestContainerGCRemovesDeadContainersOfTerminatedPodsAndOldInstancesOfRunnin
 	if diff := cmp.Diff(want, rt.removed); diff != "" {
 		t.Errorf("removed (-want +got):\n%s", diff)
 	}
-	if n != 4 {
-		t.Errorf("DeleteAllUnusedContainers() = %d, want 4", n)
+	if n != 6 {
+		t.Errorf("DeleteAllUnusedContainers() = %d, want 6", n)
 	}
-	if rt.DirectReads() != 2 {
-		t.Errorf("%d pods read in full, want the 2 with something to remove", rt.DirectReads())
+	if rt.DirectReads() != 3 {
+		t.Errorf("%d pods read in full, want the 3 with something to remove", rt.DirectReads())
 	}
 }

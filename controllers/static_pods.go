@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,13 +167,24 @@ func (r *PodReconciler) reconcileStatic(ctx context.Context, pod *corev1.Pod) (c
 		return result, err
 	}
 	if err := r.syncMirrorPod(ctx, pod); err != nil {
-		klog.FromContext(ctx).Info("Could not bring the mirror pod in line; trying again", "pod", klog.KObj(pod), "err", err.Error())
+		r.mirrorRetryLog(ctx, pod.UID).Info("Could not bring the mirror pod in line; trying again", "pod", klog.KObj(pod), "err", err.Error())
 		r.statics.setPending(pod.UID, true)
 	}
 	if r.statics.isPending(pod.UID) && (result.RequeueAfter == 0 || result.RequeueAfter > mirrorRetry) {
 		result.RequeueAfter = mirrorRetry
 	}
 	return result, nil
+}
+
+// mirrorRetryLog is the logger for a failed mirror pod write: the first
+// failure is worth an operator's eye, the retries every mirrorRetry while
+// the API server is away are not.
+func (r *PodReconciler) mirrorRetryLog(ctx context.Context, uid types.UID) logr.Logger {
+	logger := klog.FromContext(ctx)
+	if r.statics.isPending(uid) {
+		return logger.V(4)
+	}
+	return logger
 }
 
 // reconcileBeforeAPI runs the static pod named key, if there is one, and
@@ -342,7 +354,7 @@ func (r *PodReconciler) patchMirrorStatus(ctx context.Context, pod *corev1.Pod, 
 	}
 	traced, answered := withAnswerTime(ctx, r.Clock)
 	if err := r.Client.Status().Patch(traced, mirror, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
-		klog.FromContext(ctx).Info("Could not write the status of mirror pod; trying again", "pod", klog.KObj(mirror), "err", err.Error())
+		r.mirrorRetryLog(ctx, pod.UID).Info("Could not write the status of mirror pod; trying again", "pod", klog.KObj(mirror), "err", err.Error())
 		r.statics.setPending(pod.UID, true)
 		return time.Time{}, false, nil
 	}
