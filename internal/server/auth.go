@@ -232,10 +232,21 @@ type attributes struct {
 
 // requestAttributes maps a request to the Node subresources that may
 // allow it, in order, as the kubelet does (with its fine-grained
-// authorization, GA in 1.36): the verb comes from the HTTP method;
-// /stats, /metrics and /logs have their own subresource, /pods, /healthz
-// and /configz theirs or proxy, and everything else (logs of containers,
-// exec, attach, port-forward) needs nodes/proxy.
+// authorization, GA in 1.36): /stats, /metrics and /logs have their own
+// subresource, /pods, /healthz and /configz theirs or proxy, and
+// everything else (logs of containers, exec, attach, port-forward, run)
+// needs nodes/proxy. The verb comes from the HTTP method, except on the
+// streaming endpoints.
+//
+// Exec, attach, port-forward and run are always create, whatever the
+// method: a WebSocket client opens them with GET, and the kubelet v1.36
+// takes the verb from the method there too, so on its port the
+// `get nodes/proxy` that reading metrics or pods through the proxy needs
+// is a shell in every container of the node. The API server has checked
+// create for pods/exec, attach and portforward since 1.35
+// (AuthorizePodWebsocketUpgradeCreatePermission); a client that calls the
+// node's port directly meets only the node's own check, which nodelet
+// makes stricter than the kubelet's.
 func requestAttributes(method, path string) []attributes {
 	verb := ""
 	switch method {
@@ -249,6 +260,9 @@ func requestAttributes(method, path string) []attributes {
 		verb = "patch"
 	case http.MethodDelete:
 		verb = "delete"
+	}
+	if isStreamingPath(path) {
+		verb = "create"
 	}
 	var subresources []string
 	switch {
@@ -274,6 +288,13 @@ func requestAttributes(method, path string) []attributes {
 		attrs = append(attrs, attributes{Verb: verb, Subresource: s})
 	}
 	return attrs
+}
+
+// isStreamingPath tells whether path is one of the endpoints that run
+// commands in containers or reach into them.
+func isStreamingPath(path string) bool {
+	return isSubpath(path, "/exec") || isSubpath(path, "/attach") ||
+		isSubpath(path, "/portForward") || isSubpath(path, "/run")
 }
 
 // isSubpath tells whether path is root or below it.

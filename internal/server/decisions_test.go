@@ -19,23 +19,35 @@ import (
 )
 
 func TestRequestAttributes(t *testing.T) {
-	tests := map[string]struct {
+	type testCase struct {
 		method, path string
 		want         []attributes
-	}{
-		"container logs need proxy":      {"GET", "/containerLogs/ns/pod/c", []attributes{{"get", "proxy"}}},
-		"exec by POST is a create":       {"POST", "/exec/ns/pod/c", []attributes{{"create", "proxy"}}},
-		"exec by GET (WebSocket) is get": {"GET", "/exec/ns/pod/c", []attributes{{"get", "proxy"}}},
-		"port-forward":                   {"POST", "/portForward/ns/pod", []attributes{{"create", "proxy"}}},
-		"stats":                          {"GET", "/stats/summary", []attributes{{"get", "stats"}}},
-		"metrics":                        {"GET", "/metrics", []attributes{{"get", "metrics"}}},
-		"resource metrics":               {"GET", "/metrics/resource", []attributes{{"get", "metrics"}}},
-		"pods, or proxy":                 {"GET", "/pods", []attributes{{"get", "pods"}, {"get", "proxy"}}},
-		"healthz, or proxy":              {"GET", "/healthz", []attributes{{"get", "healthz"}, {"get", "proxy"}}},
-		"configz, or proxy":              {"GET", "/configz", []attributes{{"get", "configz"}, {"get", "proxy"}}},
-		"system logs":                    {"GET", "/logs/messages", []attributes{{"get", "log"}}},
-		"a path that only starts alike":  {"GET", "/statsfoo", []attributes{{"get", "proxy"}}},
-		"other methods":                  {"DELETE", "/run/ns/pod/c", []attributes{{"delete", "proxy"}}},
+	}
+	tests := map[string]testCase{
+		"container logs need proxy":         {"GET", "/containerLogs/ns/pod/c", []attributes{{"get", "proxy"}}},
+		"stats":                             {"GET", "/stats/summary", []attributes{{"get", "stats"}}},
+		"metrics":                           {"GET", "/metrics", []attributes{{"get", "metrics"}}},
+		"resource metrics":                  {"GET", "/metrics/resource", []attributes{{"get", "metrics"}}},
+		"pods, or proxy":                    {"GET", "/pods", []attributes{{"get", "pods"}, {"get", "proxy"}}},
+		"healthz, or proxy":                 {"GET", "/healthz", []attributes{{"get", "healthz"}, {"get", "proxy"}}},
+		"configz, or proxy":                 {"GET", "/configz", []attributes{{"get", "configz"}, {"get", "proxy"}}},
+		"system logs":                       {"GET", "/logs/messages", []attributes{{"get", "log"}}},
+		"a path that only starts alike":     {"GET", "/statsfoo", []attributes{{"get", "proxy"}}},
+		"HEAD is a get":                     {"HEAD", "/containerLogs/ns/pod/c", []attributes{{"get", "proxy"}}},
+		"other methods":                     {"DELETE", "/containerLogs/ns/pod/c", []attributes{{"delete", "proxy"}}},
+		"a path that only starts like exec": {"GET", "/execfoo/ns/pod/c", []attributes{{"get", "proxy"}}},
+		"streaming by any other method":     {"DELETE", "/run/ns/pod/c", []attributes{{"create", "proxy"}}},
+	}
+	// The streaming endpoints are a create on nodes/proxy, whatever the
+	// method: GET opens them over WebSocket, POST over SPDY. Stricter
+	// than the kubelet, which takes a WebSocket GET as get nodes/proxy.
+	for _, path := range []string{
+		"/exec/ns/pod/c", "/exec/ns/pod/uid/c", "/attach/ns/pod/c", "/attach/ns/pod/uid/c",
+		"/portForward/ns/pod", "/portForward/ns/pod/uid", "/run/ns/pod/c", "/run/ns/pod/uid/c",
+	} {
+		for _, method := range []string{"GET", "HEAD", "POST"} {
+			tests[method+" "+path+" is a create"] = testCase{method, path, []attributes{{"create", "proxy"}}}
+		}
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

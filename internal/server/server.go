@@ -5,10 +5,11 @@
 // Every request is authenticated (a client certificate signed by the
 // client CA, or a bearer token through a TokenReview) and authorised with a
 // SubjectAccessReview on the Node's subresources, as the kubelet's webhook
-// mode does. Exec, attach and port-forward are the runtime's own streaming
-// endpoints, proxied: nodelet asks CRI for the stream's URL and relays the
-// upgraded connection, whatever protocol the client speaks with the
-// runtime.
+// mode does, but for the streams, which need create whatever the method
+// (see requestAttributes). Exec, attach and port-forward are the
+// runtime's own streaming endpoints, proxied: nodelet asks CRI for the
+// stream's URL and relays the upgraded connection, whatever protocol the
+// client speaks with the runtime.
 package server
 
 import (

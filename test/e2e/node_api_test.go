@@ -87,13 +87,20 @@ func (f *Framework) serviceAccountToken(t *testing.T, ns, name string, rules ...
 // nodes/<subresource> of this node.
 func (f *Framework) waitForNodeAccess(t *testing.T, user, subresource string) {
 	t.Helper()
-	await.Eventually(t, 30*time.Second, user+" to be allowed nodes/"+subresource, await.Condition(func(ctx context.Context) (bool, error) {
+	f.waitForNodeVerb(t, user, "get", subresource)
+}
+
+// waitForNodeVerb waits until the API server allows user the verb on
+// nodes/<subresource> of this node.
+func (f *Framework) waitForNodeVerb(t *testing.T, user, verb, subresource string) {
+	t.Helper()
+	await.Eventually(t, 30*time.Second, user+" to be allowed to "+verb+" nodes/"+subresource, await.Condition(func(ctx context.Context) (bool, error) {
 		review, err := f.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   user,
 				Groups: []string{"system:serviceaccounts", "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: "get", Version: "v1", Resource: "nodes", Subresource: subresource, Name: f.Env.NodeName,
+					Verb: verb, Version: "v1", Resource: "nodes", Subresource: subresource, Name: f.Env.NodeName,
 				},
 			},
 		}, metav1.CreateOptions{})
