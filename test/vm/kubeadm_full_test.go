@@ -119,7 +119,7 @@ func TestKubeadm(t *testing.T) {
 	worker.run(t, fmt.Sprintf("timeout 30 bash -c '</dev/tcp/%s/22'", kubeadmControlPlane.address))
 
 	timed(t, "kubeadm init", func() {
-		t.Log(cp.run(t, "cat >/root/kubeadm/init.yaml <<'EOF'\n"+kubeadmInitConfig(registry)+"EOF\n"+
+		t.Log(cp.run(t, kubeadmProbePatches()+"cat >/root/kubeadm/init.yaml <<'EOF'\n"+kubeadmInitConfig(registry)+"EOF\n"+
 			"kubeadm init --config /root/kubeadm/init.yaml 2>&1"))
 	})
 	timed(t, "the control plane's static pods, Ready, with their mirror pods", func() {
@@ -208,7 +208,9 @@ nodeRegistration:
   kubeletExtraArgs:
   - name: node-ip
     value: %[2]s
-%[4]s---
+%[4]spatches:
+  directory: %[8]s
+---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: v1.36.3
@@ -234,7 +236,28 @@ scheduler:
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: systemd
-`, kubeadmToken, cp.address, cp.name, kubeadmTimeouts, registry, kubeadmPodSubnet, kubeadmServiceSubnet)
+`, kubeadmToken, cp.address, cp.name, kubeadmTimeouts, registry, kubeadmPodSubnet, kubeadmServiceSubnet, kubeadmPatchDir)
+}
+
+// kubeadmPatchDir holds the patches kubeadm applies to the control
+// plane's manifests (kubeadmProbePatches).
+const kubeadmPatchDir = "/root/kubeadm/patches"
+
+// kubeadmProbePatches is a shell snippet writing kubeadm's patches that
+// loosen the control plane's liveness probes: under TCG, while the nodes
+// pull and unpack the add-ons' images, etcd's writes queue for minutes and
+// the API server answers /livez past kubeadm's 8 failures in 80 s, so the
+// node agent (nodelet or the kubelet alike) restarts it, and the quick
+// start's kubectl meets a closed port. Slow hardware is tuned so.
+func kubeadmProbePatches() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mkdir -p %s\n", kubeadmPatchDir)
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		fmt.Fprintf(&b, "cat >%s/%s+strategic.yaml <<'EOF'\n", kubeadmPatchDir, component)
+		fmt.Fprintf(&b, "spec:\n  containers:\n  - name: %s\n    livenessProbe:\n      failureThreshold: 60\n      timeoutSeconds: 30\n", component)
+		b.WriteString("EOF\n")
+	}
+	return b.String()
 }
 
 func kubeadmJoinConfig(caCertHash string) string {
