@@ -42,6 +42,8 @@ declare -A GO_INSTALLED=(
 	# The newest the module proxy serves that builds on this Go; the CRI
 	# is v1 on both sides, so it talks to any runtime of v1.36's.
 	[crictl]=sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
+	# The release's SBOMs (hack/release.sh).
+	[cyclonedx-gomod]=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 )
 # Their linker flags, where they stamp a version.
 declare -A GO_INSTALLED_LDFLAGS=(
@@ -96,7 +98,7 @@ build_go_installed() {
 	if is_static "$name"; then cgo=0; fi
 	# Outside any module, so that neither nodelet's go.mod nor the tools
 	# module's takes part in the build.
-	(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=$cgo go install -ldflags "${GO_INSTALLED_LDFLAGS[$name]:-}" "${GO_INSTALLED[$name]}")
+	(cd / && GOBIN=$out GOFLAGS='' CGO_ENABLED=$cgo go install -ldflags "${GO_INSTALLED_LDFLAGS[$name]:-}" "${GO_INSTALLED[$name]}")
 }
 
 build_coredns() {
