@@ -64,7 +64,7 @@ release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<
 	hack/release.sh
 
 .PHONY: lint
-lint: ## gofmt, go vet, golangci-lint (.golangci.yml), the file-length budget, and the generated docs up to date.
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml), govulncheck (hack/govulncheck.sh), the file-length budget, and the generated docs up to date.
 	hack/test.sh lint
 
 .PHONY: docs
