@@ -141,16 +141,32 @@ refuses() {
 	ok "charts/nodelet refuses $what ($*), saying $want"
 }
 
-# check_approver_and_tests checks the default rendering: two approver
-# replicas under a PodDisruptionBudget that selects them, and the helm
-# test pods (a Ready check, then a pod on a companion).
+# check_approver_and_tests checks the default rendering: no key twice in
+# a mapping, two approver replicas under a PodDisruptionBudget that
+# selects them, and the helm test pods (a Ready check, then a pod on a
+# companion).
 check_approver_and_tests() {
 	"$PYTHON" - "$work/helm.yaml" "$RELEASE" <<'EOF' || die "the chart's approver or helm test pods are not as they should be"
 import sys, yaml
 
 path, release = sys.argv[1:3]
+
+# A key given twice in one mapping is refused by the API server's strict
+# decoding, and silently the last one here: refuse it.
+class Loader(yaml.SafeLoader):
+    pass
+def mapping(loader, node):
+    keys = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in keys:
+            sys.exit(f"{path}: {key} given twice in one mapping (line {key_node.start_mark.line + 1})")
+        keys.add(key)
+    return loader.construct_mapping(node)
+Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+
 with open(path) as f:
-    docs = [d for d in yaml.safe_load_all(f) if d]
+    docs = [d for d in yaml.load_all(f, Loader=Loader) if d]
 def one(kind, name):
     found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
     if len(found) != 1:
