@@ -60,11 +60,11 @@ build: ## Build nodelet into .cache/bin/nodelet.
 	go build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN_DIR)/nodelet .
 
 .PHONY: release
-release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<arch>.tar.gz (deploy/host/INSTALL.md; GOARCH=arm64 for another).
+release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<arch>.tar.gz, its binaries' SBOMs and SHA256SUMS (deploy/host/INSTALL.md; GOARCH=arm64 for another).
 	hack/release.sh
 
 .PHONY: lint
-lint: ## gofmt, go vet, golangci-lint (.golangci.yml), the file-length budget, and the generated docs up to date.
+lint: ## gofmt, go vet, golangci-lint (.golangci.yml), govulncheck (hack/govulncheck.sh), the file-length budget, and the generated docs up to date.
 	hack/test.sh lint
 
 .PHONY: docs

@@ -32,6 +32,15 @@
 # (where Debian puts them), iptables for those plugins, and blkid and
 # mkfs.ext4 and mkfs.xfs for the local volumes on block devices nodelet
 # formats.
+#
+# Beside the layout, SBOM_DIR (.cache/images/nodelet.sbom) holds a CycloneDX
+# SBOM (JSON) of each of the image's Go programs, nodelet.cdx.json,
+# nodelet-cni.cdx.json and nodelet-approver.cdx.json, made by
+# cyclonedx-gomod from the module list stamped into the binaries, built as
+# the image's are. They cover the Go modules linked into nodelet's own
+# programs, not the base image's or the runtime's packages (containerd,
+# runc, the CNI plugins, iptables, busybox), which their distributions
+# account for.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=hack/image-lib.sh
@@ -43,6 +52,7 @@ MODE=${MODE:-auto}
 VERSION=${VERSION:-$(sed -n 's/^const baseVersion = "\(.*\)"$/\1/p' "$REPO_ROOT/version.go")}
 DOCKERFILE=$REPO_ROOT/Dockerfile
 LAYOUT=$IMAGES_DIR/nodelet
+SBOM_DIR=$IMAGES_DIR/nodelet.sbom
 # The CNI plugins the image carries, as the Dockerfile's.
 CNI_PLUGINS="bridge host-local loopback portmap bandwidth"
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -213,6 +223,20 @@ build_no_base() {
 	umoci gc --layout "$LAYOUT"
 }
 
+# write_sbom writes SBOM_DIR from the binaries the local modes built in
+# $work, or builds them so when the Dockerfile built the image's.
+write_sbom() {
+	local bin
+	[[ -x $work/nodelet ]] || build_binary "$work/nodelet"
+	rm -rf "$SBOM_DIR"
+	mkdir -p "$SBOM_DIR"
+	for bin in nodelet nodelet-cni nodelet-approver; do
+		"$BIN_DIR/cyclonedx-gomod" bin -json -noserial -notimestamp -version "$VERSION" \
+			-output "$SBOM_DIR/$bin.cdx.json" "$work/$bin" || return 1
+	done
+	log "Wrote the SBOMs of the image's programs in $SBOM_DIR"
+}
+
 push() {
 	local registry=$1
 	curl -fsS -o /dev/null "http://$registry/v2/" ||
@@ -235,6 +259,7 @@ main() {
 	require_root
 	[[ $VERSION =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "VERSION '$VERSION' is not a valid image tag"
 	ensure_packages skopeo
+	"$REPO_ROOT/hack/build-tools.sh" cyclonedx-gomod || die "could not build cyclonedx-gomod"
 
 	local mode=$MODE
 	[[ $mode == auto ]] && mode=$(pick_mode)
@@ -251,6 +276,7 @@ main() {
 	log "Building image nodelet:$VERSION ($mode)"
 	"build_${mode//-/_}"
 	log "Built nodelet:$VERSION in $LAYOUT in $((SECONDS - started))s ($mode)"
+	write_sbom || die "could not write the image's SBOMs"
 
 	if [[ -n $registry ]]; then
 		push "$registry"

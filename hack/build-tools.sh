@@ -18,9 +18,13 @@
 #                                    tests), `kubeadm` and `crictl` (for
 #                                    the kubeadm test bed) or `golangci-lint`
 #
-# golangci-lint, local-path-provisioner and crictl are not in the tools
-# module: each is built from its own module at a pinned version with `go
-# install`, so its dependencies never enter hack/tools/go.mod's module graph
+# cyclonedx-gomod (the release's SBOMs) and govulncheck (the lint's
+# vulnerability check) are built on demand by the scripts that use them.
+#
+# golangci-lint, local-path-provisioner, crictl, cyclonedx-gomod and
+# govulncheck are not in the tools module: each is built from its own
+# module at a pinned version with `go install`, so its dependencies never
+# enter hack/tools/go.mod's module graph
 # (crictl's would move the Kubernetes staging modules past v1.36). CoreDNS and helm
 # have modules of their own under hack/tools.
 #
@@ -42,6 +46,10 @@ declare -A GO_INSTALLED=(
 	# The newest the module proxy serves that builds on this Go; the CRI
 	# is v1 on both sides, so it talks to any runtime of v1.36's.
 	[crictl]=sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
+	# The release's SBOMs (hack/release.sh).
+	[cyclonedx-gomod]=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+	# The lint phase's vulnerability check (hack/govulncheck.sh).
+	[govulncheck]=golang.org/x/vuln/cmd/govulncheck@v1.9.0
 )
 # Their linker flags, where they stamp a version.
 declare -A GO_INSTALLED_LDFLAGS=(
@@ -96,7 +104,7 @@ build_go_installed() {
 	if is_static "$name"; then cgo=0; fi
 	# Outside any module, so that neither nodelet's go.mod nor the tools
 	# module's takes part in the build.
-	(cd / && GOBIN=$out GOFLAGS= CGO_ENABLED=$cgo go install -ldflags "${GO_INSTALLED_LDFLAGS[$name]:-}" "${GO_INSTALLED[$name]}")
+	(cd / && GOBIN=$out GOFLAGS='' CGO_ENABLED=$cgo go install -ldflags "${GO_INSTALLED_LDFLAGS[$name]:-}" "${GO_INSTALLED[$name]}")
 }
 
 build_coredns() {

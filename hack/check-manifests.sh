@@ -6,7 +6,10 @@
 #   2. the chart passes `helm lint --strict` and renders, with its defaults
 #      and with the values that switch parts off; an empty node name suffix,
 #      capacityFromPod without resources.requests and no runtime at all
-#      are refused;
+#      are refused, as are values its values.schema.json refuses (each
+#      naming the value) and Kubernetes versions outside its kubeVersion;
+#      its approver runs two replicas under a PodDisruptionBudget, and its
+#      helm test pods are hooks;
 #   3. the chart's roles have the same rules as config/rbac/role.yaml and
 #      config/approver/role.yaml (generated from the +kubebuilder:rbac
 #      markers);
@@ -30,6 +33,9 @@ NAMESPACE=nodelet-system
 RELEASE=nodelet
 CHART_DIR=$REPO_ROOT/charts/nodelet
 HELM=$BIN_DIR/helm
+# The chart's kubeVersion refuses helm template's default (v1.20): render
+# for the version the stack runs.
+HELM_TEMPLATE=("$HELM" template --kube-version "$KUBE_VERSION")
 
 if [[ -n $kubectl_from_env ]]; then
 	KUBECTL=$kubectl_from_env
@@ -87,7 +93,7 @@ render() {
 	}
 	ok "helm lint --strict charts/nodelet"
 
-	"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" >"$work/helm.yaml" ||
+	"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" >"$work/helm.yaml" ||
 		die "helm could not render charts/nodelet with its default values"
 	ok "charts/nodelet renders with its defaults ($(grep -c '^kind:' "$work/helm.yaml") objects)"
 
@@ -100,25 +106,89 @@ render() {
 		"runtime.enabled=false,containerRuntime.endpoint=unix:///run/nodelet/containerd/containerd.sock" \
 		"runtime.enabled=false,containerRuntime.endpoint=unix:///run/nodelet/containerd/containerd.sock,cni.agentMode.enabled=false" \
 		"capacityFromPod=false,kubeReserved=,registerWithTaints=null,resources=null,ownAddress=192.0.2.10,labelsFromHost=false,hostRoot="; do
-		"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" --set "$variant" >/dev/null ||
+		"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" --set "$variant" >/dev/null ||
 			die "helm could not render charts/nodelet with --set $variant"
 	done
 	ok "charts/nodelet renders with the values that switch parts off or override names"
 
-	if "$HELM" template "$RELEASE" "$CHART_DIR" --set nodeName.suffix= >/dev/null 2>&1; then
-		die "charts/nodelet rendered with an empty nodeName.suffix; it must refuse it"
-	fi
-	ok "charts/nodelet refuses an empty nodeName.suffix"
+	refuses "an empty nodeName.suffix" "'/nodeName/suffix'" --set nodeName.suffix=
+	refuses "no runtime in the pod and no containerRuntime.endpoint" "containerRuntime.endpoint must be set" --set runtime.enabled=false
+	refuses "capacityFromPod without the requests that are its capacity" "resources.requests.cpu" --set resources.requests=null
+	# values.schema.json: a bad value, or a name the chart does not read,
+	# fails naming it.
+	refuses "a port that is not a number" "'/daemonPort': got string, want integer" --set daemonPort=abc
+	refuses "a misspelt value" "'/approver': additional properties 'replcas' not allowed" --set approver.replcas=2
+	refuses "a bridge name longer than Linux takes" "'/cni/bridge': maxLength" --set cni.bridge=nodelet-companion0
+	refuses "a relative host folder" "'/paths/rootDir'" --set paths.rootDir=var/lib/nodelet
+	# kubeVersion: the API servers a kubelet v1.36 may talk to.
+	refuses "an API server older than nodelet's Kubernetes version" "requires kubeVersion" --kube-version v1.35.9
+	refuses "an API server more than three minor versions newer" "requires kubeVersion" --kube-version v1.40.0
+	"$HELM" template "$RELEASE" "$CHART_DIR" --kube-version v1.39.2 >/dev/null ||
+		die "charts/nodelet refused Kubernetes v1.39.2, which its kubeVersion should take"
+	ok "charts/nodelet takes Kubernetes v1.36 to v1.39"
+	check_approver_and_tests
+}
 
-	if "$HELM" template "$RELEASE" "$CHART_DIR" --set runtime.enabled=false >/dev/null 2>&1; then
-		die "charts/nodelet rendered without a runtime in the pod nor a containerRuntime.endpoint; it must refuse it"
+# refuses WHAT WANT ARGS... fails unless rendering the chart with ARGS
+# fails with an error holding WANT: refused, and for that reason.
+refuses() {
+	local what=$1 want=$2 out
+	shift 2
+	if out=$("${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" "$@" 2>&1 >/dev/null); then
+		die "charts/nodelet rendered with $*; it must refuse $what"
 	fi
-	ok "charts/nodelet refuses no runtime in the pod and no containerRuntime.endpoint"
+	[[ $out == *"$want"* ]] || die "charts/nodelet refused $* without saying $want: $out"
+	ok "charts/nodelet refuses $what ($*), saying $want"
+}
 
-	if "$HELM" template "$RELEASE" "$CHART_DIR" --set resources.requests=null >/dev/null 2>&1; then
-		die "charts/nodelet rendered capacityFromPod without resources.requests; it must refuse it"
-	fi
-	ok "charts/nodelet refuses capacityFromPod without the requests that are its capacity"
+# check_approver_and_tests checks the default rendering: no key twice in
+# a mapping, two approver replicas under a PodDisruptionBudget that
+# selects them, and the helm test pods (a Ready check, then a pod on a
+# companion).
+check_approver_and_tests() {
+	"$PYTHON" - "$work/helm.yaml" "$RELEASE" <<'EOF' || die "the chart's approver or helm test pods are not as they should be"
+import sys, yaml
+
+path, release = sys.argv[1:3]
+
+# A key given twice in one mapping is refused by the API server's strict
+# decoding, and silently the last one here: refuse it.
+class Loader(yaml.SafeLoader):
+    pass
+def mapping(loader, node):
+    keys = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in keys:
+            sys.exit(f"{path}: {key} given twice in one mapping (line {key_node.start_mark.line + 1})")
+        keys.add(key)
+    return loader.construct_mapping(node)
+Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+
+with open(path) as f:
+    docs = [d for d in yaml.load_all(f, Loader=Loader) if d]
+def one(kind, name):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    if len(found) != 1:
+        sys.exit(f"want one {kind} {name}, found {len(found)}")
+    return found[0]
+approver = one("Deployment", release + "-approver")
+if approver["spec"]["replicas"] != 2:
+    sys.exit(f"the approver runs {approver['spec']['replicas']} replicas, want 2")
+pdb = one("PodDisruptionBudget", release + "-approver")
+if pdb["spec"].get("maxUnavailable") != 1 or pdb["spec"]["selector"] != approver["spec"]["selector"]:
+    sys.exit(f"the approver's PodDisruptionBudget is {pdb['spec']}, want maxUnavailable 1 over {approver['spec']['selector']}")
+ready = one("Pod", release + "-test-ready")
+pod = one("Pod", release + "-test-pod")
+for test in (ready, pod):
+    if test["metadata"]["annotations"].get("helm.sh/hook") != "test":
+        sys.exit(f"{test['metadata']['name']} is not a helm test hook")
+if "check-companions" not in ready["spec"]["containers"][0]["command"]:
+    sys.exit(f"{ready['metadata']['name']} does not run check-companions")
+if pod["spec"].get("nodeSelector", {}).get("nodelet.dev/release") != release:
+    sys.exit(f"{pod['metadata']['name']} is not placed on the release's companions")
+EOF
+	ok "charts/nodelet runs two approver replicas under a PodDisruptionBudget, and has a helm test"
 }
 
 # compare_role KIND GENERATED NAME CHART_TEMPLATE CHART_NAME fails unless the
@@ -161,7 +231,9 @@ dry_run() {
 	printf 'namespace: %s\nresources:\n- %s\n' "$namespace" \
 		"$(realpath --relative-to="$work/overlay" "$REPO_ROOT/config/default")" >"$work/overlay/kustomization.yaml"
 	"$KUBECTL" kustomize "$work/overlay" >"$work/kustomize.dry-run.yaml"
-	"$HELM" template "$RELEASE" "$CHART_DIR" --namespace "$namespace" >"$work/helm.dry-run.yaml"
+	# Without the helm test pods: the ServiceAccount they run as is not
+	# stored by a dry run, and a pod's admission looks it up.
+	"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --namespace "$namespace" --skip-tests >"$work/helm.dry-run.yaml"
 
 	local name
 	for name in kustomize helm; do

@@ -68,12 +68,12 @@ write_config() {
 		echo "#"
 		echo "# nodelet's DaemonSet: the agent of the companion Node <node>-nodelet"
 		echo "# beside each labelled node's kubelet (see \"As a DaemonSet\" in the README)."
-		"$HELM" template nodelet "$CHART_DIR" --namespace nodelet-system --show-only templates/daemonset.yaml | to_config
+		"$HELM" template --kube-version "$KUBE_VERSION" nodelet "$CHART_DIR" --namespace nodelet-system --show-only templates/daemonset.yaml | to_config
 	} >"$dir/manager/manager.yaml"
 	{
 		echo "$header"
 		echo "---"
-		"$HELM" template nodelet "$CHART_DIR" --namespace nodelet-system \
+		"$HELM" template --kube-version "$KUBE_VERSION" nodelet "$CHART_DIR" --namespace nodelet-system \
 			--show-only templates/runtime-config.yaml --show-only templates/runtime-daemonset.yaml | to_config
 	} >"$dir/runtime/runtime.yaml"
 }

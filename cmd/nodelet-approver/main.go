@@ -5,7 +5,8 @@
 // decides at a time. `nodelet-approver drain-companions` is the chart's
 // pre-delete hook (drain.go), `nodelet-approver remove-companions` its
 // post-delete hook (remove.go), `nodelet-approver clean-host` the pod that
-// one runs on each host (clean.go).
+// one runs on each host (clean.go), `nodelet-approver check-companions`
+// its `helm test` (check.go).
 package main
 
 import (
@@ -62,6 +63,10 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == drainCommand {
 		mainDrain(os.Args[2:], goFlags, &zapOpts)
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == checkCommand {
+		mainCheck(os.Args[2:], goFlags, &zapOpts)
 		return
 	}
 	if len(os.Args) > 1 && os.Args[1] == cleanCommand {

@@ -216,3 +216,26 @@ func portOffset(t *testing.T, delta int) int {
 	}
 	return port + delta
 }
+
+// checkHelmTest runs the chart's `helm test`: its first pod waits for the
+// release's companions to be Ready, its second runs on one and prints
+// nodelet's version; helm prints both pods' logs.
+func checkHelmTest(t *testing.T, r companionRelease) {
+	out, err := helm(t.Context(), "test", r.name, "--namespace", r.namespace, "--timeout", "5m", "--logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"TEST SUITE:     " + r.name + "-nodelet-test-ready",
+		"TEST SUITE:     " + r.name + "-nodelet-test-pod",
+		"Every companion is Ready",
+		"Kubernetes v1.36.3+nodelet.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("helm test %s: no %q in its output:\n%s", r.name, want, out)
+		}
+	}
+	if strings.Count(out, "Phase:          Succeeded") != 2 {
+		t.Errorf("helm test %s: want both test pods Succeeded:\n%s", r.name, out)
+	}
+}

@@ -88,6 +88,7 @@ func TestCompanion(t *testing.T) {
 		return nil
 	})
 	checkCompanionNode(t, companion, host)
+	t.Run("helm test: the companions Ready, a pod run on one", func(t *testing.T) { checkHelmTest(t, r) })
 	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, ns, companion) })
 
 	agent, runtimePod := daemonSetPod(t, r, "agent"), daemonSetPod(t, r, "runtime")

@@ -52,15 +52,21 @@ type chartRendering struct {
 // renderChart renders charts/nodelet with the helm that
 // hack/check-manifests.sh builds into .cache/bin (the e2e suite runs it
 // before the tests).
-func renderChart(t *testing.T, release, namespace string) chartRendering {
+func (f *Framework) renderChart(t *testing.T, release, namespace string) chartRendering {
 	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// For the stack's API server: the chart's kubeVersion refuses helm
+	// template's default.
+	version, err := f.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
 	helm := filepath.Join(root, ".cache", "bin", "helm")
 	out, err := exec.CommandContext(t.Context(), helm, "template", release, filepath.Join(root, "charts", "nodelet"),
-		"--namespace", namespace).Output()
+		"--namespace", namespace, "--kube-version", version.GitVersion).Output()
 	if err != nil {
 		t.Fatalf("rendering the chart with %s (hack/check-manifests.sh builds it): %v", helm, err)
 	}

@@ -55,7 +55,7 @@ func TestNodeIdentityOfTheDaemonSet(t *testing.T) {
 		}
 	})
 
-	rendering := renderChart(t, release, ns)
+	rendering := f.renderChart(t, release, ns)
 	f.applyRendering(t, rendering.objects)
 
 	// The host and another node, where the DaemonSet's pods may be.

@@ -1,6 +1,8 @@
 // Package release tests the host install's tarball (hack/release.sh, `make
 // release`): it holds what its INSTALL.md lists, the binaries run and take
-// the example configuration, and systemd accepts the unit. No stack and no
+// the example configuration, and systemd accepts the unit; beside it,
+// SHA256SUMS verifies, and each binary's CycloneDX SBOM names the modules
+// go.mod pins. No stack and no
 // systemd as PID 1 are needed: the unit is checked by reading it and by
 // `systemd-analyze verify` on a root folder laid out as INSTALL.md installs
 // it, not run.
@@ -169,6 +171,9 @@ func TestReleaseTarballHoldsWhatINSTALLSays(t *testing.T) {
 	}
 
 	checkUnit(t, filepath.Join(top, "systemd/nodelet.service"), install)
+	t.Run("SHA256SUMS and SBOMs", func(t *testing.T) {
+		checkSupplyChain(t, repo, tarball, string(version[1]))
+	})
 	t.Run("systemd-analyze verify", func(t *testing.T) {
 		prereq.Tools(t, "systemd-analyze")
 		verifyUnit(t, top, install)
