@@ -98,7 +98,7 @@ declare -A PHASE_LIMITS=(
 	[e2e-userns]=180/240
 	[e2e-companion]=300/360
 	[e2e-systemd]=180/240
-	[vm]=480/2700
+	[vm]=480/3600
 )
 # The chaos phase's limit is its run's CHAOS_DURATION and this much more:
 # the stack up and down, nodelet built, the pods left to settle, the
