@@ -108,7 +108,11 @@ func installNodelet(t *testing.T, g *guest, node string, install hostInstall) {
 	t.Cleanup(func() { deleteInstallObjects(t, node) })
 	release := filepath.Base(cluster.release)
 	folder := strings.TrimSuffix(release, ".tar.gz")
-	g.copy(t, cluster.release, "/root/"+release)
+	// What a release holds beside the tarball, for INSTALL.md's check
+	// of the sums.
+	for _, file := range []string{release, "SHA256SUMS", folder + ".nodelet.cdx.json", folder + ".nodelet-cni.cdx.json"} {
+		g.copy(t, filepath.Join(filepath.Dir(cluster.release), file), "/root/"+file)
+	}
 	apiServer := strings.TrimPrefix(cluster.get("APISERVER_GUEST_URL"), "https://")
 
 	var token string
