@@ -55,13 +55,26 @@ func testGracefulShutdown(t *testing.T, n *node) {
 	ctx := t.Context()
 	n.withConfig(t, fmt.Sprintf("shutdownGracePeriodByPodPriority:\n- priority: 0\n  shutdownGracePeriodSeconds: %d\n- priority: 100000\n  shutdownGracePeriodSeconds: %d\n- priority: 1000000\n  shutdownGracePeriodSeconds: %d",
 		shutdownBandSeconds, shutdownBandSeconds, shutdownBandSeconds))
-	// The lock is held, and logind waits for the whole shutdown.
-	if out := n.run(t, "systemd-inhibit --list --no-legend --no-pager"); !strings.Contains(out, "nodelet") || !strings.Contains(out, "delay") {
-		t.Fatalf("systemd-inhibit --list shows no delay lock of nodelet:\n%s", out)
-	}
-	if out := n.run(t, "busctl get-property org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager InhibitDelayMaxUSec"); out != fmt.Sprintf("t %d", 3*shutdownBandSeconds*1000000) {
-		t.Errorf("InhibitDelayMaxUSec is %q, want the bands' sum", out)
-	}
+	// The lock is held, and logind waits for the whole shutdown. nodelet
+	// takes it after raising logind's delay, once it has started: the
+	// Node's Ready of before the restart does not say it is there yet.
+	await.Eventually(t, 2*time.Minute, "nodelet's delay lock, and logind's delay the bands' sum", func(ctx context.Context) error {
+		out, err := n.guest.output(ctx, "systemd-inhibit --list --no-legend --no-pager")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "nodelet") || !strings.Contains(out, "delay") {
+			return fmt.Errorf("systemd-inhibit --list shows no delay lock of nodelet:\n%s", out)
+		}
+		out, err = n.guest.output(ctx, "busctl get-property org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager InhibitDelayMaxUSec")
+		if err != nil {
+			return err
+		}
+		if want := fmt.Sprintf("t %d", 3*shutdownBandSeconds*1000000); strings.TrimSpace(out) != want {
+			return fmt.Errorf("InhibitDelayMaxUSec is %q, want %q, the bands' sum", out, want)
+		}
+		return nil
+	})
 
 	ns := newNamespace(t)
 	const logDir = "/var/lib/nodelet-shutdown-test"
