@@ -199,6 +199,22 @@ func kubectl(t *testing.T, g *guest, args string) string {
 	return g.run(t, "kubectl --kubeconfig /etc/kubernetes/admin.conf "+args)
 }
 
+// kubectlCreate runs a kubectl command that creates an object, again
+// while it fails (for three minutes at most): under TCG the control
+// plane's etcd times a write out now and then ("etcdserver: request timed
+// out"). A retry that finds the object already there counts, as the
+// timed-out write may have been made.
+func kubectlCreate(t *testing.T, g *guest, args string) {
+	t.Helper()
+	await.Eventually(t, 3*time.Minute, "kubectl "+args, func(ctx context.Context) error {
+		out, err := kubectlContext(ctx, g, args)
+		if err != nil && !strings.Contains(out, "AlreadyExists") && !strings.Contains(out, "already exists") {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+}
+
 func kubectlContext(ctx context.Context, g *guest, args string) (string, error) {
 	return g.output(ctx, "kubectl --kubeconfig /etc/kubernetes/admin.conf "+args)
 }
@@ -290,11 +306,11 @@ func quickStart(t *testing.T, cp *guest, registry string) {
 		}
 		return shellQuote(`{"spec":{` + spec + `}}`)
 	}
-	kubectl(t, cp, fmt.Sprintf("run x --image=%s --overrides=%s -- sleep 3600", busybox, onNode(kubeadmWorker.name, false)))
-	kubectl(t, cp, fmt.Sprintf("run web --image=%s --labels=app=web --port=8080 --overrides=%s -- "+
+	kubectlCreate(t, cp, fmt.Sprintf("run x --image=%s --overrides=%s -- sleep 3600", busybox, onNode(kubeadmWorker.name, false)))
+	kubectlCreate(t, cp, fmt.Sprintf("run web --image=%s --labels=app=web --port=8080 --overrides=%s -- "+
 		"sh -c 'mkdir -p /tmp/www && echo hello from web >/tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www'",
 		busybox, onNode(kubeadmControlPlane.name, true)))
-	kubectl(t, cp, "expose pod web --name=web --port=80 --target-port=8080")
+	kubectlCreate(t, cp, "expose pod web --name=web --port=80 --target-port=8080")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
