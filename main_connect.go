@@ -17,9 +17,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/node/nodeclient"
 	"github.com/nodelet/nodelet/internal/node/nodeidentity"
 	"github.com/nodelet/nodelet/internal/options"
+	"github.com/nodelet/nodelet/runtime/instrumented"
 )
 
 // connect reaches what the node works with: the API server as the node
@@ -65,6 +67,8 @@ func (n *nodelet) connect(ctx context.Context) error {
 		return fmt.Errorf("building manager: %w", err)
 	}
 	n.recorder = nodeclient.NewEventRecorder(ctx, n.clientset, scheme, opts.NodeName)
+	kubeletmetrics.SetNodeName(opts.NodeName)
+	kubeletmetrics.SetBuildInfo(version, commit)
 	return nil
 }
 
@@ -105,7 +109,9 @@ func connectRuntime(ctx context.Context, opts *options.NodeletServer) (cri.Runti
 	if err != nil {
 		return nil, nil, fmt.Errorf("container runtime at %s does not answer: %w", opts.ContainerRuntimeEndpoint, errors.Join(err, lastErr))
 	}
-	return runtimeService, imageService, nil
+	// Counted and timed from here on, as the kubelet's
+	// runtime_operations metrics (the wait above is not).
+	return instrumented.RuntimeService(runtimeService), instrumented.ImageService(imageService), nil
 }
 
 // nodeRestConfig is how nodelet reaches the API server as its node. With

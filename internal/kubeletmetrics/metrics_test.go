@@ -5,8 +5,10 @@ package kubeletmetrics
 // served from.
 
 import (
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -75,6 +77,9 @@ func TestMetricsHaveTheKubeletsNamesLabelsAndBuckets(t *testing.T) {
 	SetRunning(2, map[string]int{ContainerStateRunning: 3, ContainerStateExited: 1})
 	StartedContainersTotal.WithLabelValues(Container).Inc()
 	StartedContainersErrorsTotal.WithLabelValues(InitContainer, "CreateContainerConfigError").Inc()
+	ObserveRuntimeOperation("run_podsandbox", time.Now(), errors.New("failed"))
+	SetNodeName("node-1")
+	SetBuildInfo("v1.36.3+nodelet.v0.1.0.7f8550a", "7f8550a-dirty")
 
 	podStart := []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
 	checkShapes(t, gather(t, metrics.Registry), map[string]shape{
@@ -88,6 +93,12 @@ func TestMetricsHaveTheKubeletsNamesLabelsAndBuckets(t *testing.T) {
 		"kubelet_running_containers":              {kind: dto.MetricType_GAUGE, labels: []string{"container_state"}},
 		"kubelet_started_containers_total":        {kind: dto.MetricType_COUNTER, labels: []string{"container_type"}},
 		"kubelet_started_containers_errors_total": {kind: dto.MetricType_COUNTER, labels: []string{"container_type", "code"}},
+		"kubelet_runtime_operations_total":        {kind: dto.MetricType_COUNTER, labels: []string{"operation_type"}},
+		"kubelet_runtime_operations_errors_total": {kind: dto.MetricType_COUNTER, labels: []string{"operation_type"}},
+		"kubelet_runtime_operations_duration_seconds": {kind: dto.MetricType_HISTOGRAM, labels: []string{"operation_type"},
+			buckets: []float64{.005, .0125, .03125, .078125, .1953125, .48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828}},
+		"kubelet_node_name":     {kind: dto.MetricType_GAUGE, labels: []string{"node"}},
+		"kubernetes_build_info": {kind: dto.MetricType_GAUGE, labels: []string{"major", "minor", "git_version", "git_commit", "git_tree_state", "build_date", "go_version", "compiler", "platform"}},
 	})
 }
 
@@ -120,5 +131,22 @@ func TestProbeMetricsHaveTheKubeletsNamesAndLabels(t *testing.T) {
 	// Not mixed into /metrics.
 	if _, ok := gather(t, metrics.Registry)["prober_probe_total"]; ok {
 		t.Error("prober_probe_total is served on /metrics too")
+	}
+}
+
+func TestBuildInfoReadsTheVersionAndTreeState(t *testing.T) {
+	SetBuildInfo("v1.36.3+nodelet.v0.1.0.abc1234", "abc1234-dirty")
+	m := gather(t, metrics.Registry)["kubernetes_build_info"].GetMetric()
+	if len(m) != 1 {
+		t.Fatalf("%d kubernetes_build_info series, want 1", len(m))
+	}
+	got := map[string]string{}
+	for _, l := range m[0].GetLabel() {
+		got[l.GetName()] = l.GetValue()
+	}
+	for k, v := range map[string]string{"major": "1", "minor": "36", "git_commit": "abc1234", "git_tree_state": "dirty"} {
+		if got[k] != v {
+			t.Errorf("kubernetes_build_info{%s} = %q, want %q", k, got[k], v)
+		}
 	}
 }

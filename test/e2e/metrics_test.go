@@ -155,6 +155,11 @@ func TestKubeletMetricsProbeMetricsAndCadvisorMetricsOnTheNodesPort(t *testing.T
 			"kubelet_pleg_relist_interval_seconds_bucket":   {"le": "0.005"},
 			"kubelet_running_containers":                    {"container_state": "running"},
 			"kubelet_started_containers_total":              {"container_type": "container"},
+			// Every CRI call counted and timed, a start's among them.
+			"kubelet_runtime_operations_total":                   {"operation_type": "run_podsandbox"},
+			"kubelet_runtime_operations_duration_seconds_bucket": {"operation_type": "start_container", "le": "0.005"},
+			"kubelet_node_name":                                  {"node": f.Env.NodeName},
+			"kubernetes_build_info":                              {"major": "1", "minor": "36"},
 		},
 		"/metrics/probes": {
 			"prober_probe_total": {"probe_type": "Readiness", "result": "successful", "container": "app",
