@@ -114,12 +114,21 @@ var (
 		Name:      "preemptions",
 		Help:      "Cumulative number of pod preemptions by preemption resource",
 	}, []string{"preemption_signal"})
+	// Evictions counts the pods the eviction manager evicted, by the
+	// signal of the threshold met (memory.available, nodefs.available,
+	// ...) or the local storage limit a pod went over
+	// (emptydirfs.limit, ephemeralpodfs.limit, ephemeralcontainerfs.limit).
+	Evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: kubeletSubsystem,
+		Name:      "evictions",
+		Help:      "Cumulative number of pod evictions by eviction signal",
+	}, []string{"eviction_signal"})
 )
 
 func init() {
 	metrics.Registry.MustRegister(PodStartSLIDuration, PodStartDuration, PodWorkerDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGDiscardEvents,
-		RunningPodCount, RunningContainerCount, StartedContainersTotal, StartedContainersErrorsTotal, Preemptions)
+		RunningPodCount, RunningContainerCount, StartedContainersTotal, StartedContainersErrorsTotal, Preemptions, Evictions)
 }
 
 // Container states as the running_containers metric names them, the

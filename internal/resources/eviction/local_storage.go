@@ -98,16 +98,25 @@ func addQuantity(sum *resource.Quantity, q resource.Quantity) *resource.Quantity
 	return &total
 }
 
+// The kubelet's names for the three local storage limits, which are not
+// thresholds but label the evictions they cause (kubelet_evictions).
+const (
+	SignalEmptyDirFsLimit           Signal = "emptydirfs.limit"
+	SignalEphemeralPodFsLimit       Signal = "ephemeralpodfs.limit"
+	SignalEphemeralContainerFsLimit Signal = "ephemeralcontainerfs.limit"
+)
+
 // LocalStorageViolation is the kubelet's message for a pod over one of its
 // local storage limits, checked in the kubelet's order: an emptyDir over
 // its sizeLimit, the pod's local ephemeral storage over its limit (its
 // containers' ephemeral-storage limits summed, when any sets one), a
 // container's writable layer and logs over its own limit. ok is false
-// when the pod is within them all, or was not measured.
-func LocalStorageViolation(pod *corev1.Pod, usage Usage) (message string, ok bool) {
+// when the pod is within them all, or was not measured; signal names the
+// limit it is over.
+func LocalStorageViolation(pod *corev1.Pod, usage Usage) (signal Signal, message string, ok bool) {
 	u, measured := usage[pod.UID]
 	if !measured {
-		return "", false
+		return "", "", false
 	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
@@ -116,11 +125,11 @@ func LocalStorageViolation(pod *corev1.Pod, usage Usage) (message string, ok boo
 		}
 		used, ok := u.Volumes[v.Name]
 		if ok && resource.NewQuantity(used.Bytes, resource.BinarySI).Cmp(*v.EmptyDir.SizeLimit) > 0 {
-			return fmt.Sprintf(emptyDirMessageFmt, v.Name, v.EmptyDir.SizeLimit.String()), true
+			return SignalEmptyDirFsLimit, fmt.Sprintf(emptyDirMessageFmt, v.Name, v.EmptyDir.SizeLimit.String()), true
 		}
 	}
 	if limit, ok := podLimit(pod, corev1.ResourceEphemeralStorage); ok && u.EphemeralStorage != nil && u.EphemeralStorage.Cmp(limit) > 0 {
-		return fmt.Sprintf(podEphemeralStorageMessageFmt, limit.String()), true
+		return SignalEphemeralPodFsLimit, fmt.Sprintf(podEphemeralStorageMessageFmt, limit.String()), true
 	}
 	for _, cu := range u.Containers {
 		for i := range pod.Spec.Containers {
@@ -130,11 +139,11 @@ func LocalStorageViolation(pod *corev1.Pod, usage Usage) (message string, ok boo
 			}
 			limit, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]
 			if ok && !limit.IsZero() && cu.EphemeralStorage != nil && cu.EphemeralStorage.Cmp(limit) > 0 {
-				return fmt.Sprintf(containerEphemeralStorageMessageFmt, c.Name, limit.String()), true
+				return SignalEphemeralContainerFsLimit, fmt.Sprintf(containerEphemeralStorageMessageFmt, c.Name, limit.String()), true
 			}
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // podLimit is the pod's limit of a resource as the kubelet's PodLimits

@@ -85,6 +85,7 @@ func TestLocalStorageViolation(t *testing.T) {
 		mutate      func(*corev1.Pod, *PodUsage)
 		unmeasured  bool
 		wantMessage string
+		wantSignal  Signal
 	}{
 		"within every limit": {},
 		"not measured": {
@@ -94,6 +95,7 @@ func TestLocalStorageViolation(t *testing.T) {
 		"an emptyDir over its sizeLimit": {
 			mutate:      func(_ *corev1.Pod, u *PodUsage) { u.Volumes["scratch"] = DiskUsage{Bytes: 101 << 20} },
 			wantMessage: `Usage of EmptyDir volume "scratch" exceeds the limit "100Mi". `,
+			wantSignal:  SignalEmptyDirFsLimit,
 		},
 		"an emptyDir at its sizeLimit is within it": {
 			mutate: func(_ *corev1.Pod, u *PodUsage) { u.Volumes["scratch"] = DiskUsage{Bytes: 100 << 20} },
@@ -101,18 +103,21 @@ func TestLocalStorageViolation(t *testing.T) {
 		"the pod over its containers' limits summed (the unlimited helper adds nothing)": {
 			mutate:      func(_ *corev1.Pod, u *PodUsage) { u.EphemeralStorage = quantity("201Mi") },
 			wantMessage: "Pod ephemeral local storage usage exceeds the total limit of containers 200Mi. ",
+			wantSignal:  SignalEphemeralPodFsLimit,
 		},
 		"the pod-level limit before the containers'": {
 			mutate: func(p *corev1.Pod, u *PodUsage) {
 				p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("50Mi")}}
 			},
 			wantMessage: "Pod ephemeral local storage usage exceeds the total limit of containers 50Mi. ",
+			wantSignal:  SignalEphemeralPodFsLimit,
 		},
 		"a container over its own limit": {
 			mutate: func(p *corev1.Pod, u *PodUsage) {
 				p.Spec.Containers[1].Resources = limits("5Mi")
 			},
 			wantMessage: `Container helper exceeded its local ephemeral storage limit "5Mi". `,
+			wantSignal:  SignalEphemeralContainerFsLimit,
 		},
 		"the emptyDir's limit is checked first": {
 			mutate: func(p *corev1.Pod, u *PodUsage) {
@@ -120,6 +125,7 @@ func TestLocalStorageViolation(t *testing.T) {
 				u.EphemeralStorage = quantity("300Mi")
 			},
 			wantMessage: `Usage of EmptyDir volume "scratch" exceeds the limit "100Mi". `,
+			wantSignal:  SignalEmptyDirFsLimit,
 		},
 		"no limits at all": {
 			mutate: func(p *corev1.Pod, u *PodUsage) {
@@ -139,9 +145,12 @@ func TestLocalStorageViolation(t *testing.T) {
 			if tc.unmeasured {
 				usage = Usage{}
 			}
-			message, ok := LocalStorageViolation(pod, usage)
+			signal, message, ok := LocalStorageViolation(pod, usage)
 			if ok != (tc.wantMessage != "") {
 				t.Errorf("LocalStorageViolation() ok = %v, want %v", ok, !ok)
+			}
+			if signal != tc.wantSignal {
+				t.Errorf("signal = %q, want %q", signal, tc.wantSignal)
 			}
 			if diff := cmp.Diff(tc.wantMessage, message); diff != "" {
 				t.Errorf("message (-want +got):\n%s", diff)

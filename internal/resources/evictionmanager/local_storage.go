@@ -108,7 +108,7 @@ func (m *Manager) localStorageEviction(ctx context.Context, active []*corev1.Pod
 	}
 	evicted := false
 	for _, pod := range limited {
-		message, over := eviction.LocalStorageViolation(pod, usage)
+		signal, message, over := eviction.LocalStorageViolation(pod, usage)
 		if !over {
 			continue
 		}
@@ -120,6 +120,7 @@ func (m *Manager) localStorageEviction(ctx context.Context, active []*corev1.Pod
 			Reason:             eviction.Reason,
 			Message:            message,
 			GracePeriodSeconds: eviction.LocalStorageGracePeriodSeconds,
+			signal:             signal,
 			at:                 now,
 			pod:                types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 			withoutCondition:   true,

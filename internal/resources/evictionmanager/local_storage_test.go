@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/resources/eviction"
 )
 
@@ -101,8 +103,13 @@ func TestAPodOverItsEmptyDirSizeLimitIsEvicted(t *testing.T) {
 		Log:      logr.Discard(),
 	})
 
+	evictions := kubeletmetrics.Evictions.WithLabelValues("emptydirfs.limit")
+	before := testutil.ToFloat64(evictions)
 	m.synchronize(context.Background())
 
+	if n := testutil.ToFloat64(evictions) - before; n != 1 {
+		t.Errorf(`kubelet_evictions{eviction_signal="emptydirfs.limit"} rose by %v, want 1`, n)
+	}
 	const want = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
 	order, ok := m.Eviction("filler")
 	if !ok || order.Reason != "Evicted" || order.Message != want || order.GracePeriodSeconds != 1 {

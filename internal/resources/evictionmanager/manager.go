@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/pod/podstatus"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
@@ -105,8 +106,11 @@ type Order struct {
 	Reason             string
 	Message            string
 	GracePeriodSeconds int64
-	at                 time.Time
-	pod                types.NamespacedName
+	// signal is what the pod was evicted for: the threshold's signal,
+	// or the local storage limit it went over.
+	signal eviction.Signal
+	at     time.Time
+	pod    types.NamespacedName
 	// withoutCondition: no DisruptionTarget condition, as the kubelet
 	// sets none for a pod over its own local storage limits (a Job's
 	// podFailurePolicy then counts the failure as the pod's own).
@@ -285,6 +289,7 @@ func (m *Manager) synchronize(ctx context.Context) {
 			Reason:             eviction.Reason,
 			Message:            message,
 			GracePeriodSeconds: eviction.GracePeriodSeconds(threshold, pod, m.opts.Config.MaxPodGracePeriodSeconds),
+			signal:             threshold.Signal,
 			at:                 now,
 			pod:                types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		})
@@ -343,6 +348,7 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, order Order) {
 	m.mu.Lock()
 	m.orders[pod.UID] = order
 	m.mu.Unlock()
+	kubeletmetrics.Evictions.WithLabelValues(string(order.signal)).Inc()
 	if !order.withoutCondition {
 		if err := m.setDisruptionTarget(ctx, pod, order.Message); err != nil {
 			log.Error(err, "Eviction manager: failed to set the pod's DisruptionTarget condition", "pod", klog.KObj(pod))
