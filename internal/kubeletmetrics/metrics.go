@@ -6,6 +6,8 @@
 package kubeletmetrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -123,12 +125,26 @@ var (
 		Name:      "evictions",
 		Help:      "Cumulative number of pod evictions by eviction signal",
 	}, []string{"eviction_signal"})
+	// CgroupManagerDuration is the time of making (create), limiting
+	// (update) and removing (destroy) the pods' and QoS tiers' cgroups.
+	CgroupManagerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: kubeletSubsystem,
+		Name:      "cgroup_manager_duration_seconds",
+		Help:      "Duration in seconds for cgroup manager operations. Broken down by method.",
+		Buckets:   prometheus.DefBuckets,
+	}, []string{"operation_type"})
 )
 
 func init() {
 	metrics.Registry.MustRegister(PodStartSLIDuration, PodStartDuration, PodWorkerDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGDiscardEvents,
-		RunningPodCount, RunningContainerCount, StartedContainersTotal, StartedContainersErrorsTotal, Preemptions, Evictions)
+		RunningPodCount, RunningContainerCount, StartedContainersTotal, StartedContainersErrorsTotal, Preemptions, Evictions, CgroupManagerDuration)
+}
+
+// ObserveCgroupManagerOperation records one cgroup operation (create,
+// update, destroy) that started at start.
+func ObserveCgroupManagerOperation(operation string, start time.Time) {
+	CgroupManagerDuration.WithLabelValues(operation).Observe(time.Since(start).Seconds())
 }
 
 // Container states as the running_containers metric names them, the

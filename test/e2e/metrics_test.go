@@ -159,6 +159,7 @@ func TestKubeletMetricsProbeMetricsAndCadvisorMetricsOnTheNodesPort(t *testing.T
 			"kubelet_runtime_operations_total":                   {"operation_type": "run_podsandbox"},
 			"kubelet_runtime_operations_duration_seconds_bucket": {"operation_type": "start_container", "le": "0.005"},
 			"kubelet_node_name":                                  {"node": f.Env.NodeName},
+			"kubelet_cgroup_manager_duration_seconds_bucket":     {"operation_type": "create"},
 			"kubernetes_build_info":                              {"major": "1", "minor": "36"},
 		},
 		"/metrics/probes": {

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/pod/podutil"
 )
 
@@ -189,6 +191,7 @@ func (m *Manager) path(name CgroupName) string {
 // with config's limits, and the hierarchies systemd leaves alone (cpuset,
 // freezer, ...) get the folder the runtime expects, as runc does.
 func (m *Manager) make(name CgroupName, config *ResourceConfig) error {
+	defer kubeletmetrics.ObserveCgroupManagerOperation("create", time.Now())
 	cgroup := m.path(name)
 	if m.systemd != nil && cgroup != "/" {
 		unit, parent := path.Base(cgroup), path.Base(path.Dir(cgroup))
@@ -216,6 +219,7 @@ func (m *Manager) set(cgroup string, config *ResourceConfig) error {
 	if config == nil {
 		return nil
 	}
+	defer kubeletmetrics.ObserveCgroupManagerOperation("update", time.Now())
 	if props := resourceProperties(config, m.unified); m.systemd != nil && cgroup != "/" && len(props) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), systemdCallTimeout)
 		defer cancel()
@@ -378,6 +382,7 @@ func (m *Manager) updateBurstable(uid types.UID, milliCPU int64) error {
 // processes cannot go: the error names it. What is already gone is not an
 // error.
 func (m *Manager) RemovePod(uid types.UID) error {
+	defer kubeletmetrics.ObserveCgroupManagerOperation("destroy", time.Now())
 	var errs []error
 	if err := m.updateBurstable(uid, 0); err != nil {
 		errs = append(errs, err)
