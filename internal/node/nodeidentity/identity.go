@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
 
@@ -165,10 +166,12 @@ func Start(ctx context.Context, opts Options) (*Identity, error) {
 		BootstrapKeyPEM:              opts.InitialKeyPEM,
 		Name:                         "nodelet client",
 		Ctx:                          &managerCtx,
+		CertificateRenewFailure:      kubeletmetrics.ClientCertificateRenewErrors,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node %s: starting the client certificate manager: %w", opts.NodeName, err)
 	}
+	kubeletmetrics.SetClientCertificateSource(manager.Current)
 	manager.Start()
 	go func() {
 		<-ctx.Done()
