@@ -30,6 +30,7 @@ func (n *nodelet) buildServer() error {
 		Healthz:      n.plegHealthy,
 		Metrics:      ctrlmetrics.Registry,
 		ProbeMetrics: kubeletmetrics.ProbeRegistry,
+		SLIMetrics:   kubeletmetrics.SLIRegistry,
 		Volumes:      n.podVolumes,
 		Cgroups:      n.podCgroups,
 		Configz:      &opts.NodeletConfiguration,

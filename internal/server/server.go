@@ -30,6 +30,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 )
 
 // Options are the server's settings.
@@ -68,6 +70,8 @@ type Config struct {
 	Configz any
 	// ProbeMetrics are the probe metrics, for /metrics/probes.
 	ProbeMetrics prometheus.Gatherer
+	// SLIMetrics are the health checks' indicators, for /metrics/slis.
+	SLIMetrics prometheus.Gatherer
 	// Volumes measures the pods' volumes for /stats/summary; nil reports
 	// none.
 	Volumes VolumeStats
@@ -189,6 +193,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.Handle("GET /metrics/resource", s.resourceMetricsHandler())
 	mux.Handle("GET /metrics/probes", s.probeMetricsHandler())
+	mux.Handle("GET /metrics/slis", gathererHandler(s.cfg.SLIMetrics))
 	mux.Handle("GET /metrics/cadvisor", s.cadvisorMetricsHandler())
 	mux.HandleFunc("GET /stats/summary", s.serveStatsSummary)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveContainerLogs)
@@ -251,8 +256,13 @@ func (s *Server) serveConfigz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {
+	kubeletmetrics.ObserveHealthcheck("ping", kubeletmetrics.HealthcheckHealthz, nil)
 	if s.cfg.Healthz != nil {
-		if err := s.cfg.Healthz(); err != nil {
+		// The kubelet's name for the check that its loop keeps up: here
+		// the PLEG's relists, which drive the reconciles.
+		err := s.cfg.Healthz()
+		kubeletmetrics.ObserveHealthcheck("syncloop", kubeletmetrics.HealthcheckHealthz, err)
+		if err != nil {
 			http.Error(w, "unhealthy: "+err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -49,6 +49,7 @@ import (
 
 	"github.com/nodelet/nodelet/api/config/v1alpha1"
 	kubecontainer "github.com/nodelet/nodelet/internal/container"
+	"github.com/nodelet/nodelet/internal/kubeletmetrics"
 	"github.com/nodelet/nodelet/internal/testutil/await"
 )
 
@@ -215,16 +216,17 @@ func newTestServer(t *testing.T, auth AuthOptions) *testServer {
 			TLS:      TLSOptions{CertDir: t.TempDir()},
 			Auth:     auth,
 		},
-		Client:  clientset,
-		Pods:    pods,
-		Runtime: ts.runtime,
-		Images:  critesting.NewFakeImageService(),
-		Healthz: func() error { return ts.healthErr },
-		Metrics: metrics,
-		Configz: testConfigz,
-		NodeIPs: func() []string { return []string{"127.0.0.1"} },
-		Clock:   ts.clock,
-		Log:     testr.New(t),
+		Client:     clientset,
+		Pods:       pods,
+		Runtime:    ts.runtime,
+		Images:     critesting.NewFakeImageService(),
+		Healthz:    func() error { return ts.healthErr },
+		Metrics:    metrics,
+		SLIMetrics: kubeletmetrics.SLIRegistry,
+		Configz:    testConfigz,
+		NodeIPs:    func() []string { return []string{"127.0.0.1"} },
+		Clock:      ts.clock,
+		Log:        testr.New(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -740,6 +742,13 @@ func TestNodeEndpoints(t *testing.T) {
 		t.Errorf("/healthz of an unhealthy nodelet: %d %q, want 500 naming why", code, body)
 	}
 
+	// The two /healthz answers above, as every component's SLIs.
+	if code, body := ts.get(t, "/metrics/slis", admin); code != http.StatusOK ||
+		!strings.Contains(body, `kubernetes_healthcheck{name="syncloop",type="healthz"} 0`) ||
+		!strings.Contains(body, `kubernetes_healthchecks_total{name="syncloop",status="error",type="healthz"}`) ||
+		!strings.Contains(body, `kubernetes_healthcheck{name="ping",type="healthz"} 1`) {
+		t.Errorf("/metrics/slis: %d, want the failed syncloop check and the ping; got:\n%s", code, body)
+	}
 	if code, body := ts.get(t, "/metrics", admin); code != http.StatusOK || !strings.Contains(body, "nodelet_test_total 0") {
 		t.Errorf("/metrics: %d, want nodelet's own metrics; got:\n%s", code, body)
 	}
