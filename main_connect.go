@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelet/nodelet/internal/kubeletmetrics"
+	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/node/nodeclient"
 	"github.com/nodelet/nodelet/internal/node/nodeidentity"
 	"github.com/nodelet/nodelet/internal/options"
@@ -67,6 +69,9 @@ func (n *nodelet) connect(ctx context.Context) error {
 		return fmt.Errorf("building manager: %w", err)
 	}
 	n.recorder = nodeclient.NewEventRecorder(ctx, n.clientset, scheme, opts.NodeName)
+	// The kubelet's reason, so that `kubectl describe node` and event
+	// watchers see each start.
+	n.recorder.Event(node.Ref(opts.NodeName), corev1.EventTypeNormal, "Starting", "Starting nodelet.")
 	kubeletmetrics.SetNodeName(opts.NodeName)
 	kubeletmetrics.SetBuildInfo(version, commit)
 	return nil

@@ -108,7 +108,8 @@ type NodeStatusOptions struct {
 	// ShutdownStatus, when set, says why the node is not ready while it
 	// shuts down (the shutdown manager's). Default: nil, never.
 	ShutdownStatus func() error
-	// Recorder, when set, records the Node's Rebooted event.
+	// Recorder, when set, records the Node's events: Rebooted, and each
+	// condition's change (NodeReady, NodeHasDiskPressure, ...).
 	Recorder record.EventRecorder
 	// VolumesInUse, when set, lists the attachable volumes the node's pods
 	// use or are about to (status.volumesInUse, which the attach/detach
@@ -332,6 +333,7 @@ func (r *NodeStatusReporter) register(ctx context.Context, log logr.Logger, fact
 	switch err := r.client.Create(ctx, node); {
 	case err == nil:
 		log.Info("Registered the node")
+		r.recordConditionEvents(nil, node.Status.Conditions)
 	case apierrors.IsAlreadyExists(err):
 		log.V(2).Info("Found the node registered already")
 		if err := r.updateDefaultLabels(ctx, log, node); err != nil {
@@ -418,6 +420,7 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 			log.Error(err, "Failed to update the node's status")
 		} else {
 			log.V(2).Info("Updated the node's status")
+			r.recordConditionEvents(node.Status.Conditions, status.Conditions)
 		}
 	}
 	return nodeReady(status)

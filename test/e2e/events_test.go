@@ -49,3 +49,41 @@ func TestStartedPodHasPulledCreatedStartedEventsFromComponentKubeletOnItsNode(t 
 		t.Errorf("events of the pod = %v, want %v from component nodelet: %v", seen, want, err)
 	}
 }
+
+// nodelet's start and its first status are seen on the Node as the
+// kubelet's: Starting, then each condition's event with the kubelet's
+// message.
+func TestNodeHasStartingAndConditionEvents(t *testing.T) {
+	t.Parallel()
+	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady"}
+	var seen []string
+	err := await.Poll(t.Context(), 30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
+		events, err := f.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{
+			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.kind", "Node"),
+				fields.OneTermEqualSelector("involvedObject.name", f.Env.NodeName)).String(),
+		})
+		if err != nil {
+			return false, err
+		}
+		seen = nil
+		var reasons []string
+		for _, e := range events.Items {
+			seen = append(seen, fmt.Sprintf("%s %q from %q", e.Reason, e.Message, e.Source.Component))
+			if e.Source.Component != "kubelet" || e.Source.Host != f.Env.NodeName {
+				continue
+			}
+			if e.Reason == "Starting" || e.Message == fmt.Sprintf("Node %s status is now: %s", f.Env.NodeName, e.Reason) {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		for _, reason := range want {
+			if !slices.Contains(reasons, reason) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}))
+	if err != nil {
+		t.Errorf("events of node %s = %v, want %v from the kubelet's component with its messages: %v", f.Env.NodeName, seen, want, err)
+	}
+}
