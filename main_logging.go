@@ -10,8 +10,14 @@ import (
 
 // applyKubeletLogFlags gives the kubelet's --v and --logging-format their
 // meaning in nodelet's logger, unless the logger's own flags
-// (--zap-log-level, --zap-encoder) are given, which win.
+// (--zap-log-level, --zap-encoder) are given, which win. Errors carry no
+// stack trace, as the kubelet's do not: most are the runtime's or the API
+// server's answers, where a trace of nodelet's frames reads as a crash
+// (--zap-stacktrace-level brings them back).
 func applyKubeletLogFlags(zapOpts *zap.Options, opts *options.NodeletServer) {
+	if !opts.Changed("zap-stacktrace-level") {
+		zapOpts.StacktraceLevel = zapcore.PanicLevel
+	}
 	if v := opts.Verbosity; v > 0 && !opts.Changed("zap-log-level") {
 		// zap's levels below Debug are the verbosities logr's V(n) logs at.
 		zapOpts.Level = zapcore.Level(-min(v, 127))
