@@ -190,6 +190,8 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /pods", s.servePods)
 	mux.HandleFunc("GET /pods/", s.servePods)
+	mux.HandleFunc("GET /runningpods", s.serveRunningPods)
+	mux.HandleFunc("GET /runningpods/", s.serveRunningPods)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.Handle("GET /metrics/resource", s.resourceMetricsHandler())
 	mux.Handle("GET /metrics/probes", s.probeMetricsHandler())

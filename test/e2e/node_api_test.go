@@ -369,3 +369,33 @@ func serial(c *x509.Certificate) string {
 	}
 	return c.SerialNumber.String()
 }
+
+// /runningpods lists what the runtime runs, as the kubelet's: a pod this
+// test started, with its container's name and the image the runtime
+// names (the kubelet's shows the runtime's name too, often the image ID).
+func TestNodeAPIRunningPods(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	pod := f.createPod(t, newPod(ns, "runs").obj())
+	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+	code, body, err := f.nodeAPI(t.Context(), "/runningpods/", f.kubeletClientCert(t), "")
+	var list corev1.PodList
+	if err == nil {
+		err = json.Unmarshal(body, &list)
+	}
+	if code != http.StatusOK || err != nil {
+		t.Fatalf("GET /runningpods/: %d %.200q %v, want 200 and a PodList", code, body, err)
+	}
+	for _, p := range list.Items {
+		if p.UID != pod.UID {
+			continue
+		}
+		if p.Namespace != ns || p.Name != "runs" || len(p.Spec.Containers) != 1 ||
+			p.Spec.Containers[0].Name != pod.Spec.Containers[0].Name || p.Spec.Containers[0].Image == "" {
+			t.Errorf("/runningpods/ has the pod as %s/%s %+v, want %s/runs with its container %s and an image",
+				p.Namespace, p.Name, p.Spec.Containers, ns, pod.Spec.Containers[0].Name)
+		}
+		return
+	}
+	t.Errorf("/runningpods/ lacks the running pod %s/runs: %.500s", ns, body)
+}
