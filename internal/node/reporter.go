@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -416,11 +417,13 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 	}
 	status, changed := nodeStatus(node, facts, r.lastRuntime, r.opts.Clock.Now(), r.opts.ReportFrequency)
 	if changed {
+		// The patch writes the API server's answer into node.
+		before := slices.Clone(node.Status.Conditions)
 		if err := r.patchStatus(ctx, node, status); err != nil {
 			log.Error(err, "Failed to update the node's status")
 		} else {
 			log.V(2).Info("Updated the node's status")
-			r.recordConditionEvents(node.Status.Conditions, status.Conditions)
+			r.recordConditionEvents(before, status.Conditions)
 		}
 	}
 	return nodeReady(status)

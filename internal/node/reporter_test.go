@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 	"k8s.io/utils/ptr"
@@ -459,6 +460,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recorder := record.NewFakeRecorder(100)
 	reporter, err := NewNodeStatusReporter(mgr.GetClient(), mgr.GetAPIReader(), fakeRuntime, NodeStatusOptions{
 		NodeName:        nodeName,
 		NodeIPs:         []string{"127.0.0.1"},
@@ -470,6 +472,7 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 		},
 		Allocatable: AllocatableConfig{SystemReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
 		Images:      fakeImages,
+		Recorder:    recorder,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -605,6 +608,14 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 	})
 
 	t.Run("sets Ready back to True after someone set it Unknown", func(t *testing.T) {
+		// What registering recorded.
+		for drained := false; !drained; {
+			select {
+			case <-recorder.Events:
+			default:
+				drained = true
+			}
+		}
 		node := &corev1.Node{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 			t.Fatal(err)
@@ -615,5 +626,15 @@ func TestNodeLoopsAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		await.Eventually(t, 10*time.Second, "node Ready=True again", readyIs(corev1.ConditionTrue))
+		// Once, with the kubelet's message.
+		want := "Normal NodeReady Node " + nodeName + " status is now: NodeReady"
+		select {
+		case event := <-recorder.Events:
+			if event != want {
+				t.Errorf("event %q, want %q", event, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("no event; want %q", want)
+		}
 	})
 }
