@@ -157,6 +157,10 @@ func (s *NodeletServer) ServerOptions() server.Options {
 			AuthorizedTTL:     authz.Webhook.CacheAuthorizedTTL.Duration,
 			UnauthorizedTTL:   authz.Webhook.CacheUnauthorizedTTL.Duration,
 		},
+		Logs: server.NodeLogsOptions{
+			Enabled: *s.EnableSystemLogHandler,
+			Query:   *s.EnableSystemLogQuery,
+		},
 	}
 }
 

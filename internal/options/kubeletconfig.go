@@ -54,8 +54,6 @@ var unsupportedKubeletFields = map[string]unsupportedField{
 	"tlsMinVersion":                  {},
 	"enableDebuggingHandlers":        {accepted: true},
 	"enableContentionProfiling":      {},
-	"enableSystemLogHandler":         {accepted: true},
-	"enableSystemLogQuery":           {accepted: false},
 	"enableProfilingHandler":         {accepted: true},
 	"enableDebugFlagsHandler":        {accepted: true},
 	"streamingConnectionIdleTimeout": {accepted: "4h0m0s"},

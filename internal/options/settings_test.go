@@ -58,6 +58,8 @@ var fileOnly = map[string]string{
 	"ShutdownGracePeriod":              "the kubelet has no flag for it",
 	"ShutdownGracePeriodCriticalPods":  "the kubelet has no flag for it",
 	"ShutdownGracePeriodByPodPriority": "a list of bands, which the kubelet's file alone sets",
+	"EnableSystemLogHandler":           "the kubelet has no flag for it",
+	"EnableSystemLogQuery":             "the kubelet has no flag for it",
 }
 
 // TestEverySettingIsWrittenOnce walks every field of NodeletConfiguration,

@@ -47,6 +47,8 @@ type Options struct {
 	// RootDir is the file system whose usage /stats/summary reports as
 	// the node's.
 	RootDir string
+	// Logs is what /logs/ serves.
+	Logs NodeLogsOptions
 }
 
 // Config is the server's settings and what it serves from.
@@ -198,6 +200,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics/slis", gathererHandler(s.cfg.SLIMetrics))
 	mux.Handle("GET /metrics/cadvisor", s.cadvisorMetricsHandler())
 	mux.HandleFunc("GET /stats/summary", s.serveStatsSummary)
+	mux.Handle("GET /logs/", nodeLogsHandler(s.cfg.Logs))
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveContainerLogs)
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", s.serveExec)

@@ -12,6 +12,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -398,4 +400,35 @@ func TestNodeAPIRunningPods(t *testing.T) {
 		return
 	}
 	t.Errorf("/runningpods/ lacks the running pod %s/runs: %.500s", ns, body)
+}
+
+// /logs/ serves the node's /var/log, as the kubelet's, to a user allowed
+// nodes/log and to no one with nodes/proxy alone.
+func TestNodeAPILogs(t *testing.T) {
+	t.Parallel()
+	name := fmt.Sprintf("nodelet-e2e-%d.log", time.Now().UnixNano())
+	path := filepath.Join("/var/log", name)
+	if err := os.WriteFile(path, []byte("a line for the node log test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(path) })
+	ns := f.NewNamespace(t)
+	reader := f.serviceAccountToken(t, ns, "log-reader", rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"nodes/log"}, Verbs: []string{"get"},
+	})
+	proxier := f.serviceAccountToken(t, ns, "proxier", rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"},
+	})
+	f.waitForNodeAccess(t, "system:serviceaccount:"+ns+":log-reader", "log")
+	f.waitForNodeAccess(t, "system:serviceaccount:"+ns+":proxier", "proxy")
+
+	if code, body, err := f.nodeAPI(t.Context(), "/logs/"+name, nil, reader); err != nil || code != http.StatusOK || string(body) != "a line for the node log test\n" {
+		t.Errorf("GET /logs/%s with nodes/log: %d %q %v, want 200 and the file", name, code, body, err)
+	}
+	if code, body, err := f.nodeAPI(t.Context(), "/logs/", nil, reader); err != nil || code != http.StatusOK || !strings.Contains(string(body), name) {
+		t.Errorf("GET /logs/ with nodes/log: %d %.300q %v, want 200 and a listing naming %s", code, body, err, name)
+	}
+	if code, _, err := f.nodeAPI(t.Context(), "/logs/"+name, nil, proxier); err != nil || code != http.StatusForbidden {
+		t.Errorf("GET /logs/%s with nodes/proxy alone: %d %v, want 403", name, code, err)
+	}
 }

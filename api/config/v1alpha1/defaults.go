@@ -142,6 +142,12 @@ func SetDefaults(c *NodeletConfiguration) {
 	if c.Authentication.Anonymous.Enabled == nil {
 		c.Authentication.Anonymous.Enabled = ptr.To(false)
 	}
+	if c.EnableSystemLogHandler == nil {
+		c.EnableSystemLogHandler = ptr.To(true)
+	}
+	if c.EnableSystemLogQuery == nil {
+		c.EnableSystemLogQuery = ptr.To(false)
+	}
 	setString(&c.Authorization.Mode, AuthorizationModeWebhook)
 	setDuration(&c.Authorization.Webhook.CacheAuthorizedTTL, 5*time.Minute)
 	setDuration(&c.Authorization.Webhook.CacheUnauthorizedTTL, 30*time.Second)

@@ -115,6 +115,8 @@ func defaulted() NodeletConfiguration {
 		VolumeStatsAggPeriod:             metav1.Duration{Duration: time.Minute},
 		Address:                          "0.0.0.0",
 		Port:                             10250,
+		EnableSystemLogHandler:           ptr.To(true),
+		EnableSystemLogQuery:             ptr.To(false),
 		Authentication: NodeletAuthentication{
 			Webhook:   NodeletWebhookAuthentication{Enabled: ptr.To(true), CacheTTL: metav1.Duration{Duration: 2 * time.Minute}},
 			Anonymous: NodeletAnonymousAuthentication{Enabled: ptr.To(false)},

@@ -295,6 +295,15 @@ type NodeletConfiguration struct {
 	// kubernetes.io/kubelet-serving) and renewed before it expires; the
 	// requests need approving.
 	RotateServerCertificates bool `json:"rotateServerCertificates" flag:"rotate-server-certificates"`
+	// EnableSystemLogHandler serves the node's /var/log on /logs/
+	// (authorised as nodes/log). As in the kubelet, only the file sets
+	// it; default true.
+	EnableSystemLogHandler *bool `json:"enableSystemLogHandler"`
+	// EnableSystemLogQuery lets /logs/ take the node log query
+	// (?query=<unit or file>&sinceTime=&untilTime=&tailLines=&pattern=&boot=):
+	// a systemd unit's journal through journalctl, else its file under
+	// /var/log. Only the file sets it; default false, as the kubelet's.
+	EnableSystemLogQuery *bool `json:"enableSystemLogQuery"`
 	// Authentication is how requests to the node's API are authenticated.
 	Authentication NodeletAuthentication `json:"authentication"`
 	// Authorization is how requests to the node's API are authorised.
