@@ -806,10 +806,21 @@ node_disk_loops() {
 
 # remove_node_disk detaches the node's disk image, once unmounted, and
 # removes it: what was written to it is the host's disk space.
+# A mount taken down lazily (umount -l) keeps its loop device busy until
+# the kernel lets go of it, which on a loaded machine takes seconds: the
+# detach is tried again for a while before it is reported.
 remove_node_disk() {
-	local dev
-	for dev in $(node_disk_loops); do
-		losetup -d "$dev" 2>/dev/null || log "Could not detach $dev ($NODE_DISK_IMAGE)"
+	local dev loops deadline=$((SECONDS + 15))
+	while loops=$(node_disk_loops) && [[ -n $loops ]]; do
+		for dev in $loops; do
+			losetup -d "$dev" 2>/dev/null || true
+		done
+		[[ -z $(node_disk_loops) ]] && break
+		if ((SECONDS >= deadline)); then
+			log "Could not detach $(node_disk_loops | tr '\n' ' ')($NODE_DISK_IMAGE)"
+			break
+		fi
+		sleep 0.5
 	done
 	[[ -n $(node_disk_loops) ]] || rm -f "$NODE_DISK_IMAGE"
 }
