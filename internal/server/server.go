@@ -210,6 +210,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc(method+" /portForward/{namespace}/{pod}", s.servePortForward)
 		mux.HandleFunc(method+" /portForward/{namespace}/{pod}/{uid}", s.servePortForward)
 	}
+	mux.HandleFunc("POST /checkpoint/{namespace}/{pod}/{container}", s.serveCheckpoint)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.serveRun)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{uid}/{container}", s.serveRun)
 	return mux

@@ -432,3 +432,30 @@ func TestNodeAPILogs(t *testing.T) {
 		t.Errorf("GET /logs/%s with nodes/proxy alone: %d %v, want 403", name, code, err)
 	}
 }
+
+// /checkpoint asks the runtime to checkpoint a running container, as the
+// kubelet's: this stack's containerd 1.6 cannot, and the request fails
+// with the kubelet's message and the runtime's reason; an unknown pod or
+// container is 404.
+func TestNodeAPICheckpoint(t *testing.T) {
+	t.Parallel()
+	ns := f.NewNamespace(t)
+	pod := f.createPod(t, newPod(ns, "frozen").obj())
+	pod = f.waitForPod(t, pod, podStartTimeout, "to be Running and Ready", runningAndReady)
+	container := pod.Spec.Containers[0].Name
+	cert := f.kubeletClientCert(t)
+
+	code, body, err := f.nodeAPIRequest(t.Context(), http.MethodPost, "/checkpoint/"+ns+"/frozen/"+container, cert, "")
+	want := fmt.Sprintf("checkpointing of %s/frozen/%s failed (", ns, container)
+	if err != nil || code != http.StatusInternalServerError || !strings.Contains(string(body), want) || !strings.Contains(string(body), "rpc error") {
+		t.Errorf("POST /checkpoint on containerd 1.6: %d %q %v, want 500 with %q and the runtime's reason", code, body, err, want)
+	}
+	for path, wantBody := range map[string]string{
+		"/checkpoint/" + ns + "/frozen/nothing": "container nothing does not exist",
+		"/checkpoint/" + ns + "/nothing/app":    "pod does not exist",
+	} {
+		if code, body, err := f.nodeAPIRequest(t.Context(), http.MethodPost, path, cert, ""); err != nil || code != http.StatusNotFound || !strings.Contains(string(body), wantBody) {
+			t.Errorf("POST %s: %d %q %v, want 404 with %q", path, code, body, err, wantBody)
+		}
+	}
+}
