@@ -81,6 +81,7 @@ func TestMetricsHaveTheKubeletsNamesLabelsAndBuckets(t *testing.T) {
 	SetNodeName("node-1")
 	Evictions.WithLabelValues("memory.available").Inc()
 	ObserveCgroupManagerOperation("create", time.Now())
+	ObserveStorageOperation("kubernetes.io/configmap", "volume_mount", time.Now(), nil)
 	SetBuildInfo("v1.36.3+nodelet.v0.1.0.7f8550a", "7f8550a-dirty")
 
 	podStart := []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
@@ -100,9 +101,11 @@ func TestMetricsHaveTheKubeletsNamesLabelsAndBuckets(t *testing.T) {
 		"kubelet_runtime_operations_duration_seconds": {kind: dto.MetricType_HISTOGRAM, labels: []string{"operation_type"},
 			buckets: []float64{.005, .0125, .03125, .078125, .1953125, .48828125, 1.220703125, 3.0517578125, 7.62939453125, 19.073486328125, 47.6837158203125, 119.20928955078125, 298.0232238769531, 745.0580596923828}},
 		"kubelet_cgroup_manager_duration_seconds": {kind: dto.MetricType_HISTOGRAM, labels: []string{"operation_type"}, buckets: prometheus.DefBuckets},
-		"kubelet_evictions":                       {kind: dto.MetricType_COUNTER, labels: []string{"eviction_signal"}},
-		"kubelet_node_name":                       {kind: dto.MetricType_GAUGE, labels: []string{"node"}},
-		"kubernetes_build_info":                   {kind: dto.MetricType_GAUGE, labels: []string{"major", "minor", "git_version", "git_commit", "git_tree_state", "build_date", "go_version", "compiler", "platform"}},
+		"storage_operation_duration_seconds": {kind: dto.MetricType_HISTOGRAM, labels: []string{"volume_plugin", "operation_name", "status", "migrated"},
+			buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600}},
+		"kubelet_evictions":     {kind: dto.MetricType_COUNTER, labels: []string{"eviction_signal"}},
+		"kubelet_node_name":     {kind: dto.MetricType_GAUGE, labels: []string{"node"}},
+		"kubernetes_build_info": {kind: dto.MetricType_GAUGE, labels: []string{"major", "minor", "git_version", "git_commit", "git_tree_state", "build_date", "go_version", "compiler", "platform"}},
 	})
 }
 

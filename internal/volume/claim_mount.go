@@ -36,6 +36,8 @@ type claimSetUp struct {
 	republish bool
 	// relabel: the runtime relabels the volume's mounts (selinux.go).
 	relabel bool
+	// plugin is the volume's plugin, as the metrics name it.
+	plugin string
 }
 
 // setUpClaim resolves the pod's claim (a persistentVolumeClaim volume's or
@@ -102,6 +104,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 			return claimSetUp{}, err
 		}
 		out.dir, out.usage, out.csi, out.republish = set.path, usageCSI, set.volume, set.republish
+		out.plugin = metricPluginCSI + ":" + pv.Spec.CSI.Driver
 		if mount.block {
 			// A device's usage is not measured (docs/compatibility.md).
 			out.usage = usageNone
@@ -121,7 +124,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		if err := ensureDir(m.volumeDir(pod.UID, pluginHostPath, mount.pv), 0o750); err != nil {
 			return claimSetUp{}, &MountError{Volume: mount.pv, Err: err}
 		}
-		out.dir, out.usage = mount.path, usageNone
+		out.dir, out.usage, out.plugin = mount.path, usageNone, metricPluginHostPath
 	case mount.block:
 		// The device itself, linked into the pod's folder: nothing is
 		// mounted, no ownership changed; its size is its capacity.
@@ -129,7 +132,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 		if err := mapLocalDevice(m.hostRoot, mount.path, link); err != nil {
 			return claimSetUp{}, &MountError{Operation: "MapVolume.MapBlockVolume", Volume: mount.pv, Err: err}
 		}
-		out.dir, out.usage = link, usageDevice
+		out.dir, out.usage, out.plugin = link, usageDevice, metricPluginLocalVolume
 	default:
 		dir := m.volumeDir(pod.UID, pluginLocalVolume, mount.pv)
 		source := OnHost(m.hostRoot, mount.path)
@@ -158,7 +161,7 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, vol *corev1.V
 				}
 			}
 		}
-		out.dir, out.usage = dir, claimUsageMethod(ownFS, true)
+		out.dir, out.usage, out.plugin = dir, claimUsageMethod(ownFS, true), metricPluginLocalVolume
 		out.relabel = selinuxRelabel(m.selinux, relabelWritable, mount.readOnly, nil)
 	}
 	return out, nil

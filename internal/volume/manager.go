@@ -177,6 +177,8 @@ type volumeState struct {
 	gid string
 	// relabel: the runtime relabels the volume's mounts (SELinuxRelabel).
 	relabel bool
+	// plugin is a claim's volume plugin, as the metrics name it.
+	plugin string
 }
 
 // NewManager returns a Manager that keeps pod folders under opts.RootDir
@@ -302,11 +304,11 @@ func (m *Manager) forgetPod(uid types.UID) {
 	m.forgetUsage(uid)
 }
 
-// setUpVolume sets up one volume and records in state where it is and
+// setUpVolumeOnce sets up one volume and records in state where it is and
 // when it is next due. Files that come from the API are gathered before
 // anything is mounted, so a volume whose ConfigMap is missing leaves
 // nothing behind.
-func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) error {
+func (m *Manager) setUpVolumeOnce(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, state *volumeState, now time.Time) error {
 	if err := checkSupported(vol); err != nil {
 		return err
 	}
@@ -326,7 +328,7 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.
 			return err
 		}
 		dir, usage, claim, csi, relabel = set.dir, set.usage, set.claim, set.csi, set.relabel
-		state.gid = set.gid
+		state.gid, state.plugin = set.gid, set.plugin
 		if set.republish {
 			dueAt = now.Add(m.csiRepublishPeriod())
 		}
