@@ -55,9 +55,16 @@ func TestStartedPodHasPulledCreatedStartedEventsFromComponentKubeletOnItsNode(t 
 // message.
 func TestNodeHasStartingAndConditionEvents(t *testing.T) {
 	t.Parallel()
-	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady"}
+	f.waitForNodeEvents(t, 30*time.Second, "Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady")
+}
+
+// waitForNodeEvents waits for the node's events of each reason from the
+// kubelet's component: Starting, or a condition's with the kubelet's
+// message "Node <name> status is now: <reason>".
+func (f *Framework) waitForNodeEvents(t *testing.T, timeout time.Duration, want ...string) {
+	t.Helper()
 	var seen []string
-	err := await.Poll(t.Context(), 30*time.Second, await.Condition(func(ctx context.Context) (bool, error) {
+	err := await.Poll(t.Context(), timeout, await.Condition(func(ctx context.Context) (bool, error) {
 		events, err := f.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{
 			FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.kind", "Node"),
 				fields.OneTermEqualSelector("involvedObject.name", f.Env.NodeName)).String(),

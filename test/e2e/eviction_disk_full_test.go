@@ -125,6 +125,8 @@ func TestEvictionUnderDiskPressure(t *testing.T) {
 		// pressure lasts at least the transition period past it.
 		await.Eventually(t, 30*time.Second, "DiskPressure true", underPressure)
 	}
+	// Its event, with the kubelet's reason and message.
+	f.waitForNodeEvents(t, 30*time.Second, "NodeHasDiskPressure")
 	// The evicted filler's container goes as a finished pod's, its layer
 	// with it: the pressure ends, and the bystander was never touched.
 	await.Eventually(t, 3*time.Minute, "DiskPressure false again", diskPressure(corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"))

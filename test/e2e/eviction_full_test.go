@@ -53,6 +53,7 @@ func TestEvictionUnderMemoryPressure(t *testing.T) {
 		}
 		return nil
 	})
+	f.waitForNodeEvents(t, 30*time.Second, "NodeHasInsufficientMemory")
 	evicted := f.waitForPod(t, hog, 2*time.Minute, "Failed, Evicted", func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodFailed, nil
 	})
