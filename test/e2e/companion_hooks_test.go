@@ -19,18 +19,18 @@ func TestCompanionFailedHooksLeaveNoRights(t *testing.T) {
 	host := loadHostEnv(t)
 	ns := f.NewNamespace(t)
 	for _, tc := range []struct {
-		hook, values string
-		rights       []authorizationv1.ResourceAttributes
+		release, hook, values string
+		rights                []authorizationv1.ResourceAttributes
 	}{
 		{
-			hook: "drain-companions", values: "drainCompanions",
+			release: "failed-drain", hook: "drain-companions", values: "drainCompanions",
 			rights: []authorizationv1.ResourceAttributes{
 				{Verb: "patch", Resource: "nodes"},
 				{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "kube-system"},
 			},
 		},
 		{
-			hook: "remove-companions", values: "removeCompanions",
+			release: "failed-remove", hook: "remove-companions", values: "removeCompanions",
 			rights: []authorizationv1.ResourceAttributes{
 				{Verb: "delete", Resource: "nodes"},
 				{Verb: "create", Resource: "pods", Namespace: ns},
@@ -39,7 +39,7 @@ func TestCompanionFailedHooksLeaveNoRights(t *testing.T) {
 	} {
 		t.Run("a failed "+tc.hook+" hook", func(t *testing.T) {
 			t.Parallel()
-			release := "failed-" + tc.hook[:strings.Index(tc.hook, "-")]
+			release := tc.release
 			installFenced(t, host, release, ns, map[string]any{tc.values: map[string]any{"enabled": true, "activeDeadlineSeconds": 1}})
 			out, err := helm(t.Context(), "uninstall", release, "--namespace", ns, "--wait", "--timeout", "2m")
 			if err == nil {
