@@ -51,9 +51,10 @@ var (
 //     not a mirror pod, changing its own Node's taints or a label
 //     NodeRestriction keeps from nodes, requesting a token bound to no pod;
 //     while its own Node, Lease, CSINode and pods' status it may write;
-//   - the same name outside system:nodes, given a node's rights by RBAC:
-//     neither NodeRestriction nor the Node authorizer knows it, so the
-//     chart's policy alone refuses it, with or without NodeRestriction;
+//   - the same name outside system:nodes, given a node's rights (and the
+//     creation of ConfigMaps) by RBAC: the Node authorizer does not know
+//     it; its ConfigMap, which NodeRestriction does not judge either, the
+//     chart's policy alone refuses, with or without NodeRestriction;
 //   - a token for nodelet's ServiceAccount requested by the administrator,
 //     by a user whose role allows it, and by a kubelet for no pod;
 //   - by a user whose role lets them create pods in the release's
@@ -98,11 +99,14 @@ func TestCompanionFences(t *testing.T) {
 	asNode := f.impersonating(t, "system:node:"+own, "system:nodes")
 	asNamed := f.impersonating(t, "system:node:"+own)
 	grantNodeRights(t, "e2e-fences-"+suffix, "system:node:"+own)
-	// The policies are in force once the API server has loaded them.
+	// The policies are in force once the API server has loaded them. A
+	// ConfigMap no node writes, which RBAC lets the name write and
+	// NodeRestriction does not judge: the policy alone refuses it.
+	configMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "by-a-companion", Namespace: ns}}
 	await.Eventually(t, time.Minute, "the chart's policies to be in force", func(ctx context.Context) error {
-		_, err := asNamed.CoreV1().Nodes().Patch(ctx, other.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"e2e-fences":"x"}}}`), dryRunPatch)
+		_, err := asNamed.CoreV1().ConfigMaps(ns).Create(ctx, configMap, dryRunCreate)
 		if err := refusedSaying(err, companionPolicySays); err != nil {
-			return fmt.Errorf("labelling another Node by a companion's name: %w", err)
+			return fmt.Errorf("a ConfigMap by a companion's name: %w", err)
 		}
 		_, err = f.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, agentSA, &authenticationTokenRequest, metav1.CreateOptions{})
 		if err := refusedSaying(err, tokenPolicySays); err != nil {
@@ -119,16 +123,17 @@ func TestCompanionFences(t *testing.T) {
 		t.Fatalf("the companion registering its own Node %s: %v", own, err)
 	}
 	for name, client := range map[string]kubernetes.Interface{"in system:nodes": asNode, "outside system:nodes, with RBAC": asNamed} {
-		// NodeRestriction judges a node's writes before the policies; a
-		// name outside system:nodes it does not know.
-		// The Node authorizer may refuse a node a token before the policy
-		// sees the request.
-		want, tokenWant := companionPolicySays, companionPolicySays
+		// NodeRestriction, where it runs, judges a node's writes before
+		// the policies (it knows a node by its name); the Node
+		// authorizer may refuse a node a token before the policy sees
+		// the request.
+		want := companionPolicySays
+		if f.Env.NodeRestriction {
+			want = "forbidden"
+		}
+		tokenWant := want
 		if name == "in system:nodes" {
 			tokenWant = "forbidden"
-			if f.Env.NodeRestriction {
-				want = "forbidden"
-			}
 		}
 		t.Run("a companion "+name+" writes only its own", func(t *testing.T) {
 			checkOwnWritesAllowed(t, client, ns, own, onOwn)
@@ -216,7 +221,7 @@ func (f *Framework) impersonating(t *testing.T, user string, groups ...string) k
 }
 
 // grantNodeRights gives user, by RBAC, the writes the Node authorizer
-// gives a node, cluster-wide.
+// gives a node, cluster-wide, and the creation of ConfigMaps.
 func grantNodeRights(t *testing.T, name, user string) {
 	t.Helper()
 	rules := []rbacv1.PolicyRule{
@@ -225,6 +230,8 @@ func grantNodeRights(t *testing.T, name, user string) {
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "patch", "update"}},
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"create", "patch", "update"}},
+		// Beyond a node's: what no node writes.
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
 	}
 	bindClusterRole(t, name, rules, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user})
 }
