@@ -7,7 +7,8 @@
 #      and with the values that switch parts off; an empty node name suffix,
 #      capacityFromPod without resources.requests and no runtime at all
 #      are refused, as are values its values.schema.json refuses (each
-#      naming the value) and Kubernetes versions outside its kubeVersion;
+#      naming the value), Kubernetes versions outside its kubeVersion and
+#      clusters that do not serve ValidatingAdmissionPolicy (its fences);
 #      its approver runs two replicas under a PodDisruptionBudget, and its
 #      helm test pods are hooks;
 #   3. the chart's roles have the same rules as config/rbac/role.yaml and
@@ -126,6 +127,17 @@ render() {
 	"$HELM" template "$RELEASE" "$CHART_DIR" --kube-version v1.39.2 >/dev/null ||
 		die "charts/nodelet refused Kubernetes v1.39.2, which its kubeVersion should take"
 	ok "charts/nodelet takes Kubernetes v1.36 to v1.39"
+	# The fences are ValidatingAdmissionPolicies: a cluster whose discovery
+	# (v1/Pod: helm asked one) has no such kinds is refused, naming them;
+	# one that has them, or admissionPolicy.create=false, is not.
+	local vap=admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy
+	refuses "a cluster that does not serve ValidatingAdmissionPolicy" "does not serve ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding in admissionregistration.k8s.io/v1" --api-versions v1/Pod
+	"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --api-versions v1/Pod --api-versions "$vap" --api-versions "${vap}Binding" >/dev/null ||
+		die "charts/nodelet refused a cluster that serves ValidatingAdmissionPolicy"
+	"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --api-versions v1/Pod --set admissionPolicy.create=false >/dev/null ||
+		die "charts/nodelet refused a cluster without ValidatingAdmissionPolicy with admissionPolicy.create=false"
+	ok "charts/nodelet installs where the cluster serves ValidatingAdmissionPolicy, or without its fences"
+	refuses "fences that cannot tell nodelet's pods" "must be nodelet's own" --set serviceAccount.create=false
 	check_approver_and_tests
 }
 

@@ -23,6 +23,11 @@
 # NETWORK_MODE=agent has nodelet run CNI itself behind its shim plugin
 # (--network-mode=agent); the default, runtime, lets containerd run it.
 #
+# NODE_RESTRICTION=false starts kube-apiserver without the NodeRestriction
+# admission plugin (on by default): the Node authorizer alone, and
+# whatever admission policies are installed, then confine the nodes, as
+# on a cluster that left the plugin off.
+#
 # RUNTIME=containerd2 runs containerd 2 and runc 1.5 (hack/build-runtime.sh)
 # in place of Debian's containerd 1.6 and runc 1.1: a runtime that gives
 # pods user namespaces (hostUsers: false), for the tests of those.
@@ -217,6 +222,13 @@ EOF
 # enough that no burst the benches make fills it: a full queue drops
 # events, which the e2e tests that read the log check did not happen.
 log "Starting kube-apiserver on $API_SERVER_URL"
+NODE_RESTRICTION=${NODE_RESTRICTION:-true}
+[[ $NODE_RESTRICTION == true || $NODE_RESTRICTION == false ]] || die "NODE_RESTRICTION must be true or false, not '$NODE_RESTRICTION'"
+if $NODE_RESTRICTION; then
+	admission_plugins=(--enable-admission-plugins=NodeRestriction)
+else
+	admission_plugins=(--disable-admission-plugins=NodeRestriction)
+fi
 start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 	--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 	--bind-address="$APISERVER_BIND" \
@@ -232,7 +244,7 @@ start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
 	--service-account-signing-key-file="$PKI_DIR/sa.key" \
 	--service-account-issuer=https://kubernetes.default.svc \
 	--authorization-mode=Node,RBAC \
-	--enable-admission-plugins=NodeRestriction \
+	"${admission_plugins[@]}" \
 	--service-cluster-ip-range="$SERVICE_CIDR" \
 	--allow-privileged=true \
 	--kubelet-preferred-address-types=InternalIP \
@@ -419,6 +431,7 @@ CNI_CONF_DIR=$CNI_CONF_DIR
 CNI_BIN_DIR=$CNI_BIN_DIR
 CNI_PLUGINS_DIR=$CNI_PLUGINS_DIR
 NETWORK_MODE=$NETWORK_MODE
+NODE_RESTRICTION=$NODE_RESTRICTION
 CNI_NETWORK_NAME=$CNI_NETWORK_NAME
 CNI_BRIDGE=$CNI_BRIDGE
 CLUSTER_CIDR=$CLUSTER_CIDR

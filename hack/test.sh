@@ -42,6 +42,7 @@
 #   e2e-agent      the TestNetwork cases on a stack in the agent network mode
 #   e2e-userns     the TestPodUserNamespace cases on containerd 2 and runc 1.5
 #   e2e-companion  the TestCompanion cases: the chart on a real kubelet's node
+#                  (full tier: without NodeRestriction on the API server)
 #   e2e-systemd    the cgroup cases on a stack with the systemd cgroup driver
 #   vm             test/vm: nodelet installed by deploy/host/INSTALL.md from
 #                  the release tarball in a guest with systemd as PID 1 and
@@ -384,8 +385,12 @@ phase_e2e-userns() {
 
 phase_e2e-companion() {
 	# No disk of the node's own: the host node's mount namespace would
-	# hold a copy of its mount.
-	NODE_DISK_SIZE='' E2E_HOST_KUBELET=true e2e_on_stack e2e-companion runtime "$E2E_COMPANION_RUN" ""
+	# hold a copy of its mount. The gate's API server runs NodeRestriction,
+	# the full tier's does not: the chart's fences hold, and nodelet works
+	# within them, either way.
+	local node_restriction=true
+	[[ $TIER == gate ]] || node_restriction=false
+	NODE_RESTRICTION=$node_restriction NODE_DISK_SIZE='' E2E_HOST_KUBELET=true e2e_on_stack e2e-companion runtime "$E2E_COMPANION_RUN" ""
 }
 
 phase_e2e-systemd() {

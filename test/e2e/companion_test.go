@@ -74,6 +74,11 @@ func TestCompanion(t *testing.T) {
 	f.mustKubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged")
 
 	installCompanion(t, r, companionValues(host, r))
+	// The companion's pods, in a namespace of their own: in the
+	// release's, the chart's admission policy lets no one but the
+	// DaemonSet controller make a pod with hostPath volumes. Deleted
+	// before helm uninstall, while nodelet runs to stop its pods.
+	apps := f.NewNamespace(t)
 
 	var companion *corev1.Node
 	await.Eventually(t, companionReadyTimeout, "the companion Node "+r.node+" to be Ready", func(ctx context.Context) error {
@@ -89,28 +94,28 @@ func TestCompanion(t *testing.T) {
 	})
 	checkCompanionNode(t, companion, host)
 	t.Run("helm test: the companions Ready, a pod run on one", func(t *testing.T) { checkHelmTest(t, r) })
-	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, ns, companion) })
+	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, apps, companion) })
 
 	agent, runtimePod := daemonSetPod(t, r, "agent"), daemonSetPod(t, r, "runtime")
 	hostFiles := writeHostFiles(t, r)
-	pod := runOnCompanion(t, ns, r.node, hostFiles)
+	pod := runOnCompanion(t, apps, r.node, hostFiles)
 	checkPodCgroupInRuntimePod(t, host, runtimePod, pod)
 	t.Run("the pods' PID limit is the runtime pod's", func(t *testing.T) { checkPodsPidsLimit(t, host, runtimePod) })
 	t.Run("hostPath volumes are the host's", func(t *testing.T) { checkHostPathVolumes(t, pod, hostFiles) })
 
 	t.Run("logs", func(t *testing.T) {
-		out := f.mustKubectl(t, "logs", "-n", ns, pod.Name)
+		out := f.mustKubectl(t, "logs", "-n", apps, pod.Name)
 		if !strings.Contains(out, "hello from the companion") {
 			t.Errorf("kubectl logs of %s on %s: %q, want the line it printed", pod.Name, r.node, out)
 		}
 	})
 	t.Run("exec", func(t *testing.T) {
-		out := f.mustKubectl(t, "exec", "-n", ns, pod.Name, "--", "cat", "/www/index.html")
+		out := f.mustKubectl(t, "exec", "-n", apps, pod.Name, "--", "cat", "/www/index.html")
 		if out != "served by the companion\n" {
 			t.Errorf("kubectl exec in %s on %s: %q, want the file's content", pod.Name, r.node, out)
 		}
 	})
-	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, ns, pod.Name) })
+	t.Run("port-forward", func(t *testing.T) { checkPortForward(t, apps, pod.Name) })
 	t.Run("the image formats a local volume's device", func(t *testing.T) { checkImageFormatsDevices(t, agent) })
 	for container, in := range map[string]*corev1.Pod{"nodelet": agent, "containerd": runtimePod} {
 		t.Run("a restart of the "+container+" container keeps the pod's container", func(t *testing.T) {
@@ -126,7 +131,7 @@ func TestCompanion(t *testing.T) {
 	// under the chart's host folders when the release goes, its iptables
 	// rules are on the host, and the host's runtime kills its processes
 	// with the runtime's pod.
-	runDaemonSetOnCompanion(t, ns, r.node)
+	runDaemonSetOnCompanion(t, apps, r.node)
 	if mounts := chartMounts(t, host, r); len(mounts) == 0 {
 		t.Fatal("nothing is mounted under the chart's host folders before helm uninstall: its cleaning would not be checked")
 	}
@@ -151,7 +156,7 @@ func TestCompanion(t *testing.T) {
 	t.Run("helm uninstall leaves no process of the companion", func(t *testing.T) { checkNoProcessLeft(t, processes) })
 	// Its Node gone, nothing finishes the pod's deletion: force it (the
 	// pod garbage collector may have already).
-	err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	err := f.Client.CoreV1().Pods(apps).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}

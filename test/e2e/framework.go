@@ -107,6 +107,10 @@ type Env struct {
 	CgroupNamespace string
 	SystemdPID      string
 
+	// NodeRestriction tells whether the API server runs the
+	// NodeRestriction admission plugin (hack/local-up.sh NODE_RESTRICTION).
+	NodeRestriction bool
+
 	// StaticPodDir is nodelet's --pod-manifest-path, StaticPodURL its
 	// --manifest-url, which the tests serve.
 	StaticPodDir string
@@ -170,6 +174,7 @@ func LoadEnv(path string) (Env, error) {
 		PrivateImage:            get("PRIVATE_IMAGE", true),
 		ContainerdLog:           get("CONTAINERD_LOG", false),
 		NetworkMode:             get("NETWORK_MODE", false),
+		NodeRestriction:         get("NODE_RESTRICTION", false) != "false",
 		NodeIP:                  get("NODE_IP", false),
 		NodeletPort:             get("NODELET_PORT", false),
 		CAFile:                  get("CA_FILE", false),

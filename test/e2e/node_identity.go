@@ -81,6 +81,12 @@ func (f *Framework) renderChart(t *testing.T, release, namespace string) chartRe
 		if _, hook := object.GetAnnotations()["helm.sh/hook"]; hook {
 			continue
 		}
+		// The test plays the DaemonSet controller and the kubelet as the
+		// administrator (a DaemonSet's pod it makes, tokens it asks
+		// for), which this policy refuses (TestCompanionFences).
+		if strings.HasSuffix(object.GetName(), "-release-identities") {
+			continue
+		}
 		switch object.GetKind() {
 		case "":
 		case "DaemonSet":

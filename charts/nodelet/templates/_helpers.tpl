@@ -189,3 +189,19 @@ selector, or a --node-labels value.
 {{- end }}
 {{- join "," $pairs }}
 {{- end }}
+
+{{/*
+The fences (admission-policy.yaml, companion-fences.yaml) are
+ValidatingAdmissionPolicies, admissionregistration.k8s.io/v1 (Kubernetes
+1.30 and later, unless the API server has them switched off): without
+them nothing but NodeRestriction, which nothing checks is on, would keep
+a companion to its own Node and pods. A cluster's discovery names each
+API's kinds (v1/Pod); `helm template` without a cluster knows groups
+only, and renders.
+*/}}
+{{- define "nodelet.requireAdmissionPolicies" -}}
+{{- $apis := .Capabilities.APIVersions }}
+{{- if and ($apis.Has "v1/Pod") (not (and ($apis.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") ($apis.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding"))) }}
+{{- fail "admissionPolicy.create: this cluster does not serve ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding in admissionregistration.k8s.io/v1, which the chart's fences are (they keep each companion to its own Node, Lease, CSINode and pods, and the release's ServiceAccounts to its own pods, whether or not NodeRestriction is on); enable that API (Kubernetes 1.30 or later), or set admissionPolicy.create=false to install without the fences" }}
+{{- end }}
+{{- end }}
