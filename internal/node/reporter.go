@@ -108,8 +108,16 @@ type NodeStatusOptions struct {
 	// ShutdownStatus, when set, says why the node is not ready while it
 	// shuts down (the shutdown manager's). Default: nil, never.
 	ShutdownStatus func() error
-	// Recorder, when set, records the Node's Rebooted event.
+	// Recorder, when set, records the Node's Rebooted event, and those of
+	// its RuntimeOutOfDate condition's transitions.
 	Recorder record.EventRecorder
+	// RuntimeRevision, when set, is the revision of the container runtime
+	// its deployment wants (--runtime-revision), and RuntimeRevisionFile
+	// the file in which the runtime recorded the one it was started with:
+	// the Node's RuntimeOutOfDate condition says whether they differ.
+	// Default: empty, no such condition.
+	RuntimeRevision     string
+	RuntimeRevisionFile string
 	// VolumesInUse, when set, lists the attachable volumes the node's pods
 	// use or are about to (status.volumesInUse, which the attach/detach
 	// controller reads before it detaches). Default: nil, left as it is.
@@ -418,6 +426,7 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 			log.Error(err, "Failed to update the node's status")
 		} else {
 			log.V(2).Info("Updated the node's status")
+			r.recordRuntimeRevision(log, node.Status, status)
 		}
 	}
 	return nodeReady(status)
@@ -460,6 +469,7 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	if r.opts.ShutdownStatus != nil {
 		r.lastRuntime.shutdownError = r.opts.ShutdownStatus()
 	}
+	r.observeRuntimeRevision()
 	if r.opts.VolumesInUse != nil {
 		r.lastRuntime.volumesInUse = r.opts.VolumesInUse()
 		r.lastRuntime.volumesInUseRead = true
