@@ -422,11 +422,13 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 	}
 	status, changed := nodeStatus(node, facts, r.lastRuntime, r.opts.Clock.Now(), r.opts.ReportFrequency)
 	if changed {
+		// The patch reads the Node back into node.
+		before := node.Status.DeepCopy()
 		if err := r.patchStatus(ctx, node, status); err != nil {
 			log.Error(err, "Failed to update the node's status")
 		} else {
 			log.V(2).Info("Updated the node's status")
-			r.recordRuntimeRevision(log, node.Status, status)
+			r.recordRuntimeRevision(log, *before, status)
 		}
 	}
 	return nodeReady(status)
