@@ -94,19 +94,22 @@ func TestRuntimeRevisionCondition(t *testing.T) {
 }
 
 func TestValidateRuntimeRevision(t *testing.T) {
-	for revision, wantErr := range map[string]bool{
-		"":                      false,
-		revisionV1:              false,
-		"image=":                false,
-		"image":                 true,
-		"=x":                    true,
-		"image=a,image=b":       true,
-		"image=a,,config=b":     true,
-		"image=a, config=b ":    false,
-		"image=a=b,config=c=d=": false,
+	for _, tc := range []struct {
+		revision string
+		wantErr  bool
+	}{
+		{"", false},
+		{revisionV1, false},
+		{"image=", false},
+		{"image", true},
+		{"=x", true},
+		{"image=a,image=b", true},
+		{"image=a,,config=b", true},
+		{"image=a, config=b ", false},
+		{"image=a=b,config=c=d=", false},
 	} {
-		if err := ValidateRuntimeRevision(revision); (err != nil) != wantErr {
-			t.Errorf("ValidateRuntimeRevision(%q) = %v, want an error: %t", revision, err, wantErr)
+		if err := ValidateRuntimeRevision(tc.revision); (err != nil) != tc.wantErr {
+			t.Errorf("ValidateRuntimeRevision(%q) = %v, want an error: %t", tc.revision, err, tc.wantErr)
 		}
 	}
 }
