@@ -199,10 +199,11 @@ func checkSamePod(t *testing.T, pod *corev1.Pod, after string) {
 // whose new pod takes the new runtime pod's cgroup, and uncordon the
 // Node once the condition is False. Returns the new nodelet and runtime
 // pods.
-func replaceRuntime(t *testing.T, r companionRelease, agent, runtimePod *corev1.Pod) (*corev1.Pod, *corev1.Pod) {
+func replaceRuntime(t *testing.T, r companionRelease) (*corev1.Pod, *corev1.Pod) {
 	t.Helper()
 	ctx := t.Context()
 	f.mustKubectl(t, "drain", r.node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=2m")
+	runtimePod, agent := daemonSetPod(t, r, "runtime"), daemonSetPod(t, r, "agent")
 	for _, p := range []*corev1.Pod{runtimePod, agent} {
 		if err := f.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)

@@ -129,7 +129,7 @@ func TestCompanion(t *testing.T) {
 		checkRuntimeOutOfDate(t, r, host.Image, upgradeImage(host), runtimePod, controlled)
 	})
 	t.Run("the documented procedure replaces the runtime; controllers restart their pods on it", func(t *testing.T) {
-		agent, runtimePod = replaceRuntime(t, r, agent, runtimePod)
+		agent, runtimePod = replaceRuntime(t, r)
 		checkRuntimeServes(t, r)
 		checkReplacedRuntimeRunsPods(t, host, r, runtimePod, controlled)
 	})
