@@ -19,15 +19,19 @@
 #               final base with the packages its final stage installs, by
 #               buildah. Needs only the final base image.
 #   no-base     the static binaries on a minimal root filesystem (Debian's
-#               static busybox for a shell and mount(8)), with this
-#               machine's containerd, runc shim, runc, CNI plugins and
-#               iptables (and the libraries they load), assembled with
-#               umoci. Needs no registry.
+#               static busybox for a shell and mount(8)), with the runtime
+#               hack/build-runtime.sh builds, and this machine's CNI
+#               plugins and iptables (and the libraries they load),
+#               assembled with umoci. Needs no registry.
 #
 # Every mode gives the image what a companion node's pod runs: nodelet,
 # nodelet-cni, nodelet-approver, and the runtime the pod brings (the
-# chart's containerd container): containerd with its runc shim and runc,
-# the CNI plugins bridge, host-local, loopback, portmap and bandwidth (the
+# chart's containerd container): containerd 2 with its runc shim, and
+# runc, built from their Go modules at CONTAINERD2_VERSION and
+# RUNC_VERSION (hack/lib.sh), the versions the tests run (the dockerfile
+# mode builds them in the Dockerfile's runtime stage, whose defaults must
+# be these; the other modes take hack/build-runtime.sh's build), in
+# /usr/local/bin; the CNI plugins bridge, host-local, loopback, portmap and bandwidth (the
 # node conflist nodelet writes names them) in /usr/lib/cni
 # (where Debian puts them), iptables for those plugins, and blkid and
 # mkfs.ext4 and mkfs.xfs for the local volumes on block devices nodelet
@@ -35,11 +39,11 @@
 #
 # Beside the layout, SBOM_DIR (.cache/images/nodelet.sbom) holds a CycloneDX
 # SBOM (JSON) of each of the image's Go programs, nodelet.cdx.json,
-# nodelet-cni.cdx.json and nodelet-approver.cdx.json, made by
-# cyclonedx-gomod from the module list stamped into the binaries, built as
-# the image's are. They cover the Go modules linked into nodelet's own
-# programs, not the base image's or the runtime's packages (containerd,
-# runc, the CNI plugins, iptables, busybox), which their distributions
+# nodelet-cni.cdx.json and nodelet-approver.cdx.json, and containerd's,
+# its shim's and runc's, made by cyclonedx-gomod from the module list
+# stamped into the binaries, built as the image's are. They cover the Go
+# modules linked into those programs, not the base image's packages (the
+# CNI plugins, iptables, busybox, libseccomp), which their distributions
 # account for.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -65,7 +69,28 @@ export BUILDAH_ISOLATION=chroot
 # its base images and the packages of its final stage from it.
 build_base() { awk '$1 == "FROM" && tolower($NF) == "build" { for (i = 2; i <= NF; i++) if ($i !~ /^--/) { print $i; exit } }' "$DOCKERFILE"; }
 final_base() { awk '$1 == "FROM" { for (i = 2; i <= NF; i++) if ($i !~ /^--/) { image = $i; break } } END { print image }' "$DOCKERFILE"; }
-final_packages() { sed -n 's/.*apt-get install -y --no-install-recommends \(.*\) \\$/\1/p' "$DOCKERFILE"; }
+final_packages() { sed -n 's/.*apt-get install -y --no-install-recommends \(.*\) \\$/\1/p' "$DOCKERFILE" | tail -n 1; }
+# dockerfile_arg NAME is the default of the Dockerfile's ARG NAME.
+dockerfile_arg() { sed -n "s/^ARG $1=\(.*\)$/\1/p" "$DOCKERFILE" | head -n 1; }
+# The programs of the runtime the image carries, from hack/build-runtime.sh.
+RUNTIME_PROGRAMS="containerd containerd-shim-runc-v2 runc"
+
+# check_runtime_versions fails unless the Dockerfile builds the runtime
+# the tests run: one version, written in hack/lib.sh, for both.
+check_runtime_versions() {
+	local arg want
+	for arg in CONTAINERD_VERSION:$CONTAINERD2_VERSION RUNC_VERSION:$RUNC_VERSION; do
+		want=${arg#*:}
+		[[ $(dockerfile_arg "${arg%%:*}") == "$want" ]] ||
+			die "the Dockerfile's ARG ${arg%%:*} is '$(dockerfile_arg "${arg%%:*}")', not hack/lib.sh's $want: make them one"
+	done
+}
+
+# build_runtime builds (or finds in the build cache) the runtime the image
+# carries, into CONTAINERD2_BIN_DIR.
+build_runtime() {
+	"$REPO_ROOT/hack/build-runtime.sh" || die "could not build containerd $CONTAINERD2_VERSION and runc $RUNC_VERSION"
+}
 
 ensure_packages() {
 	local missing=() package
@@ -126,6 +151,7 @@ build_dockerfile() {
 	ensure_packages buildah
 	# buildah 1.28 does not set TARGETARCH by itself as BuildKit does.
 	"${BUILDAH[@]}" bud --build-arg "VERSION=$VERSION" --build-arg "COMMIT=$(nodelet_commit)" --build-arg "TARGETARCH=$(go env GOARCH)" \
+		--build-arg "CONTAINERD_VERSION=$CONTAINERD2_VERSION" --build-arg "RUNC_VERSION=$RUNC_VERSION" \
 		-f "$DOCKERFILE" -t "nodelet:$VERSION" "$REPO_ROOT"
 	"${BUILDAH[@]}" push "nodelet:$VERSION" "oci:$LAYOUT:$VERSION"
 }
@@ -136,6 +162,7 @@ build_local_go() {
 	packages=$(final_packages)
 	[[ -n $packages ]] || die "cannot read the final stage's packages from $DOCKERFILE"
 	build_binary "$work/nodelet"
+	build_runtime
 	container=$("${BUILDAH[@]}" from --pull "$(final_base)")
 	# shellcheck disable=SC2064 # the container's name is known now
 	trap "${BUILDAH[*]} rm $container >/dev/null 2>&1 || true; rm -rf $work" EXIT
@@ -144,6 +171,10 @@ build_local_go() {
 	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet" /usr/local/bin/nodelet
 	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet-cni" /usr/local/bin/nodelet-cni
 	"${BUILDAH[@]}" copy --chmod 0755 "$container" "$work/nodelet-approver" /usr/local/bin/nodelet-approver
+	local program
+	for program in $RUNTIME_PROGRAMS; do
+		"${BUILDAH[@]}" copy --chmod 0755 "$container" "$CONTAINERD2_BIN_DIR/$program" "/usr/local/bin/$program"
+	done
 	while IFS= read -r label; do config+=(--label "$label"); done < <(labels)
 	# As in a Dockerfile, a new entrypoint drops the base's command.
 	"${BUILDAH[@]}" config --cmd '' "$container"
@@ -156,12 +187,13 @@ populate_no_base() {
 	install -D -m 0755 "$work/nodelet" "$rootfs/usr/local/bin/nodelet"
 	install -D -m 0755 "$work/nodelet-cni" "$rootfs/usr/local/bin/nodelet-cni"
 	install -D -m 0755 "$work/nodelet-approver" "$rootfs/usr/local/bin/nodelet-approver"
-	# The runtime the pod brings, this machine's: the Dockerfile installs
-	# the same Debian packages.
+	# The runtime the pod brings, hack/build-runtime.sh's (the Dockerfile
+	# builds the same), in /usr/local/bin, with runc's libraries
+	# (libseccomp, the C library).
 	local program
-	for program in containerd containerd-shim-runc-v2 runc; do
-		command -v "$program" >/dev/null || die "no $program on this machine (Debian packages containerd and runc)"
-		copy_with_libraries "$rootfs" "$(readlink -f "$(command -v "$program")")"
+	for program in $RUNTIME_PROGRAMS; do
+		install -D -m 0755 "$CONTAINERD2_BIN_DIR/$program" "$rootfs/usr/local/bin/$program"
+		copy_libraries "$rootfs" "$CONTAINERD2_BIN_DIR/$program"
 	done
 	for program in $CNI_PLUGINS; do
 		[[ -x $CNI_PLUGINS_DIR/$program ]] || die "no CNI plugin $program in $CNI_PLUGINS_DIR (Debian package containernetworking-plugins)"
@@ -209,8 +241,9 @@ install_format_tools() {
 build_no_base() {
 	# busybox-static's /bin/busybox: the image has no libc of its own; the
 	# runtime's and iptables' libraries are copied with them.
-	ensure_packages umoci busybox-static containerd runc containernetworking-plugins iptables util-linux e2fsprogs xfsprogs
+	ensure_packages umoci busybox-static containernetworking-plugins iptables util-linux e2fsprogs xfsprogs
 	build_binary "$work/nodelet"
+	build_runtime
 	umoci init --layout "$LAYOUT"
 	umoci new --image "$LAYOUT:$VERSION"
 	umoci unpack --image "$LAYOUT:$VERSION" "$work/bundle"
@@ -233,6 +266,12 @@ write_sbom() {
 	for bin in nodelet nodelet-cni nodelet-approver; do
 		"$BIN_DIR/cyclonedx-gomod" bin -json -noserial -notimestamp -version "$VERSION" \
 			-output "$SBOM_DIR/$bin.cdx.json" "$work/$bin" || return 1
+	done
+	# The runtime's, at the versions the Dockerfile builds too.
+	[[ -x $CONTAINERD2_BIN_DIR/runc ]] || build_runtime
+	for bin in $RUNTIME_PROGRAMS; do
+		"$BIN_DIR/cyclonedx-gomod" bin -json -noserial -notimestamp \
+			-output "$SBOM_DIR/$bin.cdx.json" "$CONTAINERD2_BIN_DIR/$bin" || return 1
 	done
 	log "Wrote the SBOMs of the image's programs in $SBOM_DIR"
 }
@@ -259,6 +298,7 @@ main() {
 	require_root
 	[[ $VERSION =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "VERSION '$VERSION' is not a valid image tag"
 	ensure_packages skopeo
+	check_runtime_versions
 	"$REPO_ROOT/hack/build-tools.sh" cyclonedx-gomod || die "could not build cyclonedx-gomod"
 
 	local mode=$MODE

@@ -8,8 +8,10 @@
 # module takes part; rebuilt only when a version, the tags or the Go
 # version changed. About 3 minutes cold on 2 cores, seconds warm.
 #
-# Only the e2e stack of the user namespace tests runs it (local-up.sh with
-# RUNTIME=containerd2); every other stack runs Debian's containerd.
+# The e2e stack of the user namespace tests runs it (local-up.sh with
+# RUNTIME=containerd2), and nodelet's image carries it
+# (hack/build-image.sh), for the chart's runtime pod; every other stack
+# runs Debian's containerd.
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

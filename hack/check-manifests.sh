@@ -139,6 +139,38 @@ render() {
 	ok "charts/nodelet installs where the cluster serves ValidatingAdmissionPolicy, or without its fences"
 	refuses "fences that cannot tell nodelet's pods" "must be nodelet's own" --set serviceAccount.create=false
 	check_approver_and_tests
+	check_runtime_revision
+}
+
+# runtime_revision [--set VALUES] prints the runtime revision the chart
+# renders, failing unless nodelet's --runtime-revision and the runtime
+# pod's annotation, which its start script records, are the same.
+runtime_revision() {
+	"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" "$@" | "$PYTHON" -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d and d.get("kind") == "DaemonSet"]
+agent = [a for d in docs for a in d["spec"]["template"]["spec"]["containers"][0].get("args", []) if a.startswith("--runtime-revision=")]
+runtime = [d["spec"]["template"]["metadata"]["annotations"]["nodelet.dev/runtime-revision"] for d in docs if d["metadata"]["name"].endswith("-runtime")]
+if len(agent) != 1 or runtime != [agent[0].split("=", 1)[1]]:
+    sys.exit(f"nodelet wants runtime revision {agent}, the runtime pod records {runtime}")
+print(runtime[0])'
+}
+
+# check_runtime_revision: the revision nodelet compares with the runtime's
+# record changes in the part a value changes, and not at all for a value
+# of nodelet's alone, so that RuntimeOutOfDate says what a helm upgrade
+# changed.
+check_runtime_revision() {
+	local base variant want got
+	base=$(runtime_revision) || die "the chart's runtime revisions differ"
+	for variant in image.tag=v9.9.9:image runtime.sandboxImage=pause:9:config runtime.logLevel=debug:pod \
+		logLevel=debug: nodeName.suffix=-companion: podLabels.team=a:; do
+		want=${variant##*:}
+		got=$(runtime_revision --set "${variant%:*}") || die "the chart's runtime revisions differ with --set ${variant%:*}"
+		got=$("$PYTHON" -c 'import sys; a, b = (dict(p.split("=", 1) for p in r.split(",")) for r in sys.argv[1:]); print(",".join(k for k in a if a[k] != b[k]))' "$base" "$got")
+		[[ $got == "$want" ]] || die "--set ${variant%:*} changes the runtime revision's '$got', want '$want'"
+	done
+	ok "nodelet's --runtime-revision is the runtime pod's; a value changes the runtime revision's image, config or pod, or nothing for nodelet's own"
 }
 
 # refuses WHAT WANT ARGS... fails unless rendering the chart with ARGS

@@ -40,10 +40,16 @@ while i < len(lines):
         continue
     if re.match(r"\s+- --node-labels=nodelet\.dev/release=", line):
         continue
-    # The configuration checksum, a Helm release'"'"'s alone.
+    # The configuration checksum and the runtime revision, a Helm
+    # release'"'"'s alone: without them, no RuntimeOutOfDate condition.
     if re.match(r"\s+annotations:$", line) and i < len(lines) and lines[i].strip().startswith("# Which configuration"):
-        while i < len(lines) and (lines[i].strip().startswith("#") or "checksum/" in lines[i]):
+        while i < len(lines) and (lines[i].strip().startswith("#") or "checksum/" in lines[i] or "nodelet.dev/runtime-revision:" in lines[i]):
             i += 1
+        continue
+    if re.match(r"\s+# The runtime.s pod records the revision", line):
+        while i < len(lines) and not lines[i].strip().startswith("- --runtime-revision="):
+            i += 1
+        i += 1
         continue
     line = line.replace("app.kubernetes.io/managed-by: Helm", "app.kubernetes.io/managed-by: kustomize")
     line = line.replace("namespace: nodelet-system", "namespace: system")

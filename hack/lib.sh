@@ -45,7 +45,9 @@ COREDNS_TAG=1.14.7
 # local-path-provisioner's, as hack/build-tools.sh pins it.
 LOCAL_PATH_PROVISIONER_TAG=v0.0.30
 # The runtime of the user namespace tests (hack/build-runtime.sh): Debian
-# 12's containerd 1.6 and runc 1.1 cannot give pods user namespaces.
+# 12's containerd 1.6 and runc 1.1 cannot give pods user namespaces. The
+# chart's runtime, nodelet's image's, is the same (hack/build-image.sh,
+# and the Dockerfile's runtime stage, whose ARG defaults must be these).
 CONTAINERD2_VERSION=v2.4.2
 RUNC_VERSION=v1.5.2
 CONTAINERD2_BIN_DIR="$CACHE_DIR/containerd2/bin"

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,9 +108,17 @@ type NodeStatusOptions struct {
 	// ShutdownStatus, when set, says why the node is not ready while it
 	// shuts down (the shutdown manager's). Default: nil, never.
 	ShutdownStatus func() error
-	// Recorder, when set, records the Node's events: Rebooted, and each
-	// condition's change (NodeReady, NodeHasDiskPressure, ...).
+	// Recorder, when set, records the Node's events: Rebooted, each
+	// condition's change (NodeReady, NodeHasDiskPressure, ...), and the
+	// RuntimeOutOfDate condition's transitions.
 	Recorder record.EventRecorder
+	// RuntimeRevision, when set, is the revision of the container runtime
+	// its deployment wants (--runtime-revision), and RuntimeRevisionFile
+	// the file in which the runtime recorded the one it was started with:
+	// the Node's RuntimeOutOfDate condition says whether they differ.
+	// Default: empty, no such condition.
+	RuntimeRevision     string
+	RuntimeRevisionFile string
 	// VolumesInUse, when set, lists the attachable volumes the node's pods
 	// use or are about to (status.volumesInUse, which the attach/detach
 	// controller reads before it detaches). Default: nil, left as it is.
@@ -418,12 +425,13 @@ func (r *NodeStatusReporter) sync(ctx context.Context, log logr.Logger, facts no
 	status, changed := nodeStatus(node, facts, r.lastRuntime, r.opts.Clock.Now(), r.opts.ReportFrequency)
 	if changed {
 		// The patch writes the API server's answer into node.
-		before := slices.Clone(node.Status.Conditions)
+		before := node.Status.DeepCopy()
 		if err := r.patchStatus(ctx, node, status); err != nil {
 			log.Error(err, "Failed to update the node's status")
 		} else {
 			log.V(2).Info("Updated the node's status")
-			r.recordConditionEvents(before, status.Conditions)
+			r.recordConditionEvents(before.Conditions, status.Conditions)
+			r.recordRuntimeRevision(log, *before, status)
 		}
 	}
 	return nodeReady(status)
@@ -466,6 +474,7 @@ func (r *NodeStatusReporter) observeRuntime(ctx context.Context, log logr.Logger
 	if r.opts.ShutdownStatus != nil {
 		r.lastRuntime.shutdownError = r.opts.ShutdownStatus()
 	}
+	r.observeRuntimeRevision()
 	if r.opts.VolumesInUse != nil {
 		r.lastRuntime.volumesInUse = r.opts.VolumesInUse()
 		r.lastRuntime.volumesInUseRead = true

@@ -115,15 +115,6 @@ func readyNodeStatus(heartbeat, transition time.Time) corev1.NodeStatus {
 	}
 }
 
-func findNodeCondition(status *corev1.NodeStatus, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			return &status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func TestNodeStatus(t *testing.T) {
 	now := nodeT0.Add(10 * time.Second)
 	tests := map[string]struct {

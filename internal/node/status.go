@@ -99,6 +99,8 @@ type nodeRuntimeState struct {
 	volumesInUseRead bool
 	// shutdownError says the node is shutting down.
 	shutdownError error
+	// revision is the runtime's revision, wanted and running.
+	revision runtimeRevision
 }
 
 // annotationControllerManagedAttachDetach tells the attach/detach
@@ -186,13 +188,17 @@ func nodeStatus(node *corev1.Node, facts nodeFacts, rt nodeRuntimeState, now tim
 
 	heartbeat := metav1.NewTime(now)
 	readyStatus, readyReason, readyMessage := nodeReadiness(rt, now)
-	for _, want := range []corev1.NodeCondition{
+	conditions := []corev1.NodeCondition{
 		pressureCondition(rt.pressure, corev1.NodeMemoryPressure),
 		pressureCondition(rt.pressure, corev1.NodeDiskPressure),
 		pressureCondition(rt.pressure, corev1.NodePIDPressure),
-		// Ready comes last, as the kubelet keeps it.
-		{Type: corev1.NodeReady, Status: readyStatus, Reason: readyReason, Message: readyMessage},
-	} {
+	}
+	if outOfDate, ok := runtimeRevisionCondition(rt.revision); ok {
+		conditions = append(conditions, outOfDate)
+	}
+	// Ready comes last, as the kubelet keeps it.
+	conditions = append(conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: readyStatus, Reason: readyReason, Message: readyMessage})
+	for _, want := range conditions {
 		want.LastHeartbeatTime = heartbeat
 		status.Conditions = setNodeCondition(status.Conditions, want)
 	}

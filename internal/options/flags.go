@@ -122,6 +122,15 @@ type Flags struct {
 	// node whose runtime runs in a DaemonSet pod of its own, which an
 	// upgrade of nodelet's does not replace.
 	CgroupRootInRuntimePod bool `flag:"cgroup-root-in-runtime-pod"`
+	// RuntimeRevision is the revision of the container runtime its
+	// deployment wants, as key=value pairs, comma separated (the chart's:
+	// the runtime pod's image, and checksums of its configuration and of
+	// its pod's other settings). The runtime's pod records the revision it
+	// was started with in the file runtime-revision beside its socket
+	// (--container-runtime-endpoint); while the two differ, or there is no
+	// record, the Node's RuntimeOutOfDate condition is True. Empty: no
+	// such condition.
+	RuntimeRevision string `flag:"runtime-revision"`
 
 	// The kubelet's command line, where nodelet stands in for the kubelet.
 
@@ -268,7 +277,28 @@ func (f *Flags) validateCompanion(config *configv1alpha1.NodeletConfiguration) e
 			return fmt.Errorf("--cgroup-root-in-runtime-pod: %w", err)
 		}
 	}
+	if f.RuntimeRevision != "" {
+		if err := node.ValidateRuntimeRevision(f.RuntimeRevision); err != nil {
+			return fmt.Errorf("--runtime-revision: %w", err)
+		}
+		if _, err := RuntimeSocketPath(config.ContainerRuntimeEndpoint); err != nil {
+			return fmt.Errorf("--runtime-revision: the runtime's record is beside its socket: %w", err)
+		}
+	}
 	return nil
+}
+
+// RuntimeRevisionFile is where the runtime records the revision it was
+// started with: beside its socket. Empty without --runtime-revision.
+func (s *NodeletServer) RuntimeRevisionFile() string {
+	if s.RuntimeRevision == "" {
+		return ""
+	}
+	socket, err := RuntimeSocketPath(s.ContainerRuntimeEndpoint)
+	if err != nil {
+		return ""
+	}
+	return path.Join(path.Dir(socket), node.RuntimeRevisionFile)
 }
 
 // checkNodeLabel refuses, as the kubelet's --node-labels does, a label in

@@ -44,7 +44,12 @@ const companionReadyTimeout = 5 * time.Minute
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
 // container when the nodelet or the containerd container restarts, and
-// when `helm upgrade` to a new image tag replaces nodelet's pod. `helm
+// when `helm upgrade` to a new image tag replaces nodelet's pod. The
+// runtime is containerd at hack/lib.sh's version; that upgrade leaves the
+// runtime's pod (OnDelete) with its pods, and the companion's
+// RuntimeOutOfDate condition True, until the documented procedure (drain,
+// delete the runtime's pod, then nodelet's) brings the new runtime pod,
+// the condition False, and a Deployment's pod running on it. `helm
 // uninstall` then drains the companion (its pod evicted, its preStop
 // hook run), removes the DaemonSets' pods, and its post-delete hook the
 // chart's host folders with the mounts under them, the iptables rules of
@@ -93,6 +98,7 @@ func TestCompanion(t *testing.T) {
 		return nil
 	})
 	checkCompanionNode(t, companion, host)
+	t.Run("the runtime is containerd at the pinned version, up to date", func(t *testing.T) { checkRuntimeServes(t, r) })
 	t.Run("helm test: the companions Ready, a pod run on one", func(t *testing.T) { checkHelmTest(t, r) })
 	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, apps, companion) })
 
@@ -122,9 +128,21 @@ func TestCompanion(t *testing.T) {
 			checkRestartKeepsPod(t, host, in, container, pod)
 		})
 	}
-	t.Run("helm upgrade to a new image tag keeps the pod's container", func(t *testing.T) {
+	controlled := runDeploymentOnCompanion(t, ns, r.node)
+	t.Run("helm upgrade to a new image tag keeps the pod's container, the runtime out of date", func(t *testing.T) {
 		agent = checkUpgradeKeepsPod(t, host, r, agent, runtimePod, pod)
+		checkRuntimeOutOfDate(t, r, host.Image, upgradeImage(host), runtimePod, controlled)
 	})
+	t.Run("the documented procedure replaces the runtime; controllers restart their pods on it", func(t *testing.T) {
+		agent, runtimePod = replaceRuntime(t, r)
+		checkRuntimeServes(t, r)
+		checkReplacedRuntimeRunsPods(t, host, r, runtimePod, controlled)
+	})
+	// The procedure's drain took the pod (its preStop hook's mark is on
+	// the host): another, for helm uninstall's drain to stop.
+	f.waitForPodGone(t, pod, time.Minute)
+	hostFiles = writeHostFiles(t, r)
+	pod = runOnCompanion(t, ns, r.node, hostFiles)
 
 	// A DaemonSet's pod stays, as kubectl drain --ignore-daemonsets leaves
 	// it: its network namespace, volumes and root file system are mounted

@@ -24,7 +24,7 @@ import (
 func checkUpgradeKeepsPod(t *testing.T, host hostEnv, r companionRelease, agent, runtimePod, pod *corev1.Pod) *corev1.Pod {
 	ctx := t.Context()
 	colon := strings.LastIndex(host.Image, ":")
-	newImage := host.Image[:colon] + ":" + host.Image[colon+1:] + "-upgrade"
+	newImage := upgradeImage(host)
 	// Within one registry: only the manifest is written again.
 	copyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -83,3 +83,7 @@ func checkUpgradeKeepsPod(t *testing.T, host hostEnv, r companionRelease, agent,
 	checkContainerKept(t, before, "helm upgrade")
 	return upgraded
 }
+
+// upgradeImage is the image checkUpgradeKeepsPod upgrades the release to:
+// the release's, under another tag.
+func upgradeImage(host hostEnv) string { return host.Image + "-upgrade" }

@@ -108,6 +108,30 @@ nodelet registered itself, which carries the label nodelet.dev/agent.
 {{- toYaml $affinity }}
 {{- end }}
 
+{{/*
+The revision of the runtime the release wants, which the runtime's pod
+records as it starts and nodelet compares with it (--runtime-revision):
+the runtime container's image, and checksums of the runtime's
+configuration (the ConfigMap's data, not its labels, which name the
+chart's version) and of the rest of its pod's spec (but for the image and
+the ConfigMap's name, which the first two say). A value of the
+release that changes none of them (nodelet's own settings, pod labels)
+leaves the runtime up to date.
+*/}}
+{{- define "nodelet.runtimeRevision" -}}
+{{- $image := include "nodelet.image" . }}
+{{- $config := include "nodelet.runtimeConfigData" . | sha256sum | trunc 16 }}
+{{- $pod := include "nodelet.runtimePodSpec" . | replace $image "" | replace (include "nodelet.runtimeConfigName" .) "" | sha256sum | trunc 16 }}
+{{- printf "image=%s,config=%s,pod=%s" $image $config $pod }}
+{{- end }}
+
+{{/*
+The runtime's ConfigMap, named after its data.
+*/}}
+{{- define "nodelet.runtimeConfigName" -}}
+{{- printf "%s-runtime-%s" (include "nodelet.fullname" .) (include "nodelet.runtimeConfigData" . | sha256sum | trunc 10) }}
+{{- end }}
+
 {{- define "nodelet.runtimeSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "nodelet.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
