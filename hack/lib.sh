@@ -984,8 +984,12 @@ sweep() {
 	sweep_iptables
 	# kube-proxy's rules outlive it: they go with its own --cleanup. They
 	# are the host's one set of KUBE-* chains, so only a profile that ran
-	# kube-proxy removes them.
-	if [[ -d $ADDONS_DIR && -x $BIN_DIR/kube-proxy ]]; then
+	# kube-proxy removes them, and only when no other profile's kube-proxy
+	# (this one's went with its pods) still needs them: removed under it,
+	# that stack's pods lose their Services until its next resync.
+	if pgrep -x kube-proxy >/dev/null; then
+		log "Leaving kube-proxy's iptables rules to the kube-proxy still running"
+	elif [[ -d $ADDONS_DIR && -x $BIN_DIR/kube-proxy ]]; then
 		log "Removing kube-proxy's iptables rules"
 		mkdir -p "$LOG_DIR"
 		"$BIN_DIR/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy-cleanup.log" 2>&1 ||
