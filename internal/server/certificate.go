@@ -174,16 +174,16 @@ func newCertificateManager(dir, nodeName string, nodeIPs func() []string, client
 		GetTemplate: func() *x509.CertificateRequest {
 			return servingCertificateRequest(nodeName, nodeIPs())
 		},
-		SignerName:       certificatesv1.KubeletServingSignerName,
+		SignerName: certificatesv1.KubeletServingSignerName,
 		// Asked for, unlike the kubelet's (the signer's default, a year):
 		// an approver that bounds lifetimes (nodelet-approver) can judge
 		// it, and a certificate that cannot be revoked outlives its node
 		// by a day at most. It is renewed at 70 to 90% of that.
 		RequestedCertificateLifetime: ptr.To(ServingCertificateLifetime),
-		GetUsages:        certificate.DefaultKubeletServingGetUsages,
-		CertificateStore: store,
-		Name:             "nodelet serving",
-		Ctx:              &ctx,
+		GetUsages:                    certificate.DefaultKubeletServingGetUsages,
+		CertificateStore:             store,
+		Name:                         "nodelet serving",
+		Ctx:                          &ctx,
 	})
 }
 
