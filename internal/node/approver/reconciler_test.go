@@ -217,6 +217,21 @@ func TestReconcilerApprovesTheCompanionsServingCertificateOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// envtest authorises with RBAC alone: the rights the Node authorizer
+	// gives nodes over their CSRs, given to system:nodes.
+	if err := admin.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodes-csrs"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodes-csrs"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodes-csrs"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: "system:nodes"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	node := companionNode()
 	node.Name = "serving-1-nodelet"
 	status := node.Status
