@@ -105,6 +105,10 @@ type Request struct {
 type Decision struct {
 	Approve bool
 	Reason  string
+	// Retry: the request may pass later without changing, on a change the
+	// approver is not told of (a serving certificate asked for before its
+	// Node is registered, or lists the address it asks for).
+	Retry bool
 }
 
 func pending(format string, args ...any) Decision {

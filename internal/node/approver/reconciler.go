@@ -3,6 +3,7 @@ package approver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,6 +36,15 @@ import (
 
 // ApprovedReason is the reason of the approval condition.
 const ApprovedReason = "NodeletAutoApproved"
+
+// A request that may pass later (Decision.Retry) is judged again every
+// RetryPeriod while it is younger than RetryWindow; after that, the
+// requester's own retry (client-go's certificate manager makes a new
+// request when one waits 15 minutes) brings it back.
+const (
+	RetryPeriod = 10 * time.Second
+	RetryWindow = 15 * time.Minute
+)
 
 // Reconciler approves the CSRs Decide approves and leaves the others
 // pending.
@@ -86,6 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := r.Log.WithValues("csr", csr.Name, "requester", csr.Spec.Username, "signer", csr.Spec.SignerName)
 	if !decision.Approve {
 		log.Info("Left the certificate signing request pending", "reason", decision.Reason)
+		// Nothing the approver watches changes when a Node registers or
+		// reports its addresses: look again, for a while.
+		if decision.Retry && time.Since(csr.CreationTimestamp.Time) < RetryWindow {
+			return ctrl.Result{RequeueAfter: RetryPeriod}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{

@@ -276,10 +276,16 @@ func TestReconcilerApprovesTheCompanionsServingCertificateOnly(t *testing.T) {
 	request(as("system:node:absent-nodelet"), "serving-no-node", "system:node:absent-nodelet", "10.0.0.7")
 
 	reconciler := &Reconciler{Client: admin, APIReader: admin, Policy: policy, Log: testr.New(t)}
+	wantRequeue := map[string]bool{"serving-another-ip": true, "serving-no-node": true}
 	check := func(name string, want bool) {
 		t.Helper()
-		if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+		result, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}})
+		if err != nil {
 			t.Fatalf("Reconcile(%s): %v", name, err)
+		}
+		// Those the Node may yet allow are judged again.
+		if requeue := result.RequeueAfter > 0; reconciler.Serving != nil && requeue != wantRequeue[name] {
+			t.Errorf("Reconcile(%s) requeues after %s, want a requeue %v", name, result.RequeueAfter, wantRequeue[name])
 		}
 		csr := &certificatesv1.CertificateSigningRequest{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: name}, csr); err != nil {

@@ -89,21 +89,23 @@ func DecideServing(policy ServingPolicy, r ServingRequest) Decision {
 	if len(csr.DNSNames)+len(csr.IPAddresses) == 0 {
 		return pending("it names no DNS name or IP address to serve")
 	}
+	// nodelet asks as soon as it has its identity, which may be before its
+	// Node is registered or lists its addresses: judged again later.
 	switch {
 	case r.Node == nil:
-		return pending("node %s, its requester, does not exist", node)
+		return retry("node %s, its requester, does not exist", node)
 	case r.Node.Name != node:
 		return pending("the Node read is %s, not %s", r.Node.Name, node)
 	}
 	names, ips := nodeNames(r.Node)
 	for _, name := range csr.DNSNames {
 		if !slices.Contains(names, name) {
-			return pending("it asks for DNS name %q, which is not node %s's name or one of its host names %q", name, node, names)
+			return retry("it asks for DNS name %q, which is not node %s's name or one of its host names %q", name, node, names)
 		}
 	}
 	for _, ip := range csr.IPAddresses {
 		if !slices.ContainsFunc(ips, ip.Equal) {
-			return pending("it asks for IP address %s, which is not one of node %s's addresses %v", ip, node, ips)
+			return retry("it asks for IP address %s, which is not one of node %s's addresses %v", ip, node, ips)
 		}
 	}
 	rsaKey, err := checkKey(csr.PublicKey)
@@ -116,6 +118,12 @@ func DecideServing(policy ServingPolicy, r ServingRequest) Decision {
 	return Decision{Approve: true, Reason: fmt.Sprintf(
 		"companion node %s asks to serve as itself, for its own names %q and addresses %v; for %d seconds at most",
 		node, csr.DNSNames, csr.IPAddresses, *r.ExpirationSeconds)}
+}
+
+func retry(format string, args ...any) Decision {
+	d := pending(format, args...)
+	d.Retry = true
+	return d
 }
 
 // nodeNames are the DNS names and IPs a Node may be served as: its name,

@@ -68,6 +68,8 @@ func TestDecideServing(t *testing.T) {
 		mutate      func(r *ServingRequest)
 		wantApprove bool
 		wantReason  string
+		// wantRetry: the Node may yet allow it.
+		wantRetry bool
 	}{
 		"the companion asks to serve as itself": {
 			mutate:      func(*ServingRequest) {},
@@ -129,14 +131,17 @@ func TestDecideServing(t *testing.T) {
 		"an IP address that is not the Node's": {
 			mutate:     withCSR(func(c *x509.CertificateRequest) { c.IPAddresses = append(c.IPAddresses, net.ParseIP("10.96.0.1")) }),
 			wantReason: "IP address 10.96.0.1, which is not one of node worker-1-nodelet's addresses",
+			wantRetry:  true,
 		},
 		"a DNS name that is not the Node's": {
 			mutate:     withCSR(func(c *x509.CertificateRequest) { c.DNSNames = []string{"kubernetes.default.svc"} }),
 			wantReason: `DNS name "kubernetes.default.svc", which is not node worker-1-nodelet's name`,
+			wantRetry:  true,
 		},
 		"another node's name": {
 			mutate:     withCSR(func(c *x509.CertificateRequest) { c.DNSNames = []string{"worker-2-nodelet"} }),
 			wantReason: `DNS name "worker-2-nodelet"`,
+			wantRetry:  true,
 		},
 		"a URI": {
 			mutate: withCSR(func(c *x509.CertificateRequest) {
@@ -151,6 +156,7 @@ func TestDecideServing(t *testing.T) {
 		"a Node that does not exist": {
 			mutate:     func(r *ServingRequest) { r.Node = nil },
 			wantReason: "does not exist",
+			wantRetry:  true,
 		},
 		"client auth": {
 			mutate:     func(r *ServingRequest) { r.Usages = append(r.Usages, certificatesv1.UsageClientAuth) },
@@ -175,6 +181,9 @@ func TestDecideServing(t *testing.T) {
 			}
 			if !strings.Contains(got.Reason, tc.wantReason) {
 				t.Errorf("DecideServing reason = %q, want it to say %q", got.Reason, tc.wantReason)
+			}
+			if got.Retry != tc.wantRetry {
+				t.Errorf("DecideServing retry = %v, want %v (reason: %s)", got.Retry, tc.wantRetry, got.Reason)
 			}
 		})
 	}
