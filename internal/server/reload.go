@@ -105,23 +105,27 @@ func (f *fileReloader) run(ctx context.Context, clk clock.WithTicker, resync tim
 	}
 	ticker := clk.NewTicker(resync)
 	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		case _, ok := <-events:
-			if !ok {
-				events = nil
+	// A check first: a change made after the files were first loaded and
+	// before the watch began is not reported.
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C():
+			case _, ok := <-events:
+				if !ok {
+					events = nil
+					continue
+				}
+			case err, ok := <-watchErrors:
+				if !ok {
+					watchErrors = nil
+				} else {
+					f.log.Error(err, "Watching the files failed", "what", f.what)
+				}
 				continue
 			}
-		case err, ok := <-watchErrors:
-			if !ok {
-				watchErrors = nil
-			} else {
-				f.log.Error(err, "Watching the files failed", "what", f.what)
-			}
-			continue
 		}
 		changed, err := f.check()
 		switch {
