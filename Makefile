@@ -60,8 +60,13 @@ build: ## Build nodelet into .cache/bin/nodelet.
 	go build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN_DIR)/nodelet .
 
 .PHONY: release
-release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<arch>.tar.gz, its binaries' SBOMs and SHA256SUMS (deploy/host/INSTALL.md; GOARCH=arm64 for another).
+release: ## The host install's tarball, .cache/release/nodelet-<version>-linux-<arch>.tar.gz, its binaries' SBOMs, the chart and config/ pinned to the image's digest (build it first: make image), and SHA256SUMS (deploy/host/INSTALL.md; GOARCH=arm64 for another).
 	hack/release.sh
+	hack/release-manifests.sh
+
+.PHONY: image
+image: ## Build nodelet's image as an OCI layout in .cache/images/nodelet, and its SBOMs (hack/build-image.sh; root).
+	hack/build-image.sh
 
 .PHONY: lint
 lint: ## gofmt, go vet, golangci-lint (.golangci.yml), govulncheck (hack/govulncheck.sh), the file-length budget, and the generated docs up to date.

@@ -97,6 +97,14 @@ render() {
 	"${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --namespace "$NAMESPACE" >"$work/helm.yaml" ||
 		die "helm could not render charts/nodelet with its default values"
 	ok "charts/nodelet renders with its defaults ($(grep -c '^kind:' "$work/helm.yaml") objects)"
+	# config/ runs the chart's default image (a release pins it by digest,
+	# hack/release-manifests.sh), never an untagged or :latest one.
+	local chart_images config_images
+	chart_images=$(sed -n 's/^ *\(- \)\{0,1\}image: //p' "$work/helm.yaml" | sort -u)
+	config_images=$(sed -n 's/^ *\(- \)\{0,1\}image: //p' "$work/kustomize.yaml" | sort -u)
+	[[ $config_images == "$chart_images" ]] ||
+		die "config/default runs $config_images, the chart $chart_images: give config/approver/deployment.yaml the chart's image"
+	ok "config/default runs the chart's image, $chart_images"
 
 	local variant
 	for variant in \
@@ -121,6 +129,14 @@ render() {
 	refuses "a misspelt value" "'/approver': additional properties 'replcas' not allowed" --set approver.replcas=2
 	refuses "a bridge name longer than Linux takes" "'/cni/bridge': maxLength" --set cni.bridge=nodelet-companion0
 	refuses "a relative host folder" "'/paths/rootDir'" --set paths.rootDir=var/lib/nodelet
+	refuses "an image digest that is not sha256:<64 hex>" "'/image/digest'" --set image.digest=sha256:abc
+	# image.digest: every container runs repository@digest, the tag
+	# ignored.
+	local digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef images
+	images=$("${HELM_TEMPLATE[@]}" "$RELEASE" "$CHART_DIR" --set image.digest=$digest,image.tag=v9.9.9 | sed -n 's/^ *\(- \)\{0,1\}image: //p' | sort -u)
+	[[ $images == "ghcr.io/nodelet/nodelet@$digest" ]] ||
+		die "charts/nodelet with image.digest runs $images, want only ghcr.io/nodelet/nodelet@$digest"
+	ok "charts/nodelet with image.digest runs its image by digest alone"
 	# kubeVersion: the API servers a kubelet v1.36 may talk to.
 	refuses "an API server older than nodelet's Kubernetes version" "requires kubeVersion" --kube-version v1.35.9
 	refuses "an API server more than three minor versions newer" "requires kubeVersion" --kube-version v1.40.0

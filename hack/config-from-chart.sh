@@ -3,8 +3,10 @@
 # so that `kubectl apply -k config/default` runs the chart's layout (nodelet's
 # DaemonSet, and the runtime's DaemonSet whose pod holds the companion's
 # pods, with its containerd configuration): charts/nodelet rendered with its
-# default values, then given config/'s names (agent, runtime, in namespace
-# system, prefixed by config/default), labels and image, and without what
+# default values (its image too: the appVersion's tag, which a release's
+# copy of config/default pins by digest, hack/release-manifests.sh), then
+# given config/'s names (agent, runtime, in namespace system, prefixed by
+# config/default) and labels, and without what
 # only a Helm release has (the release labels its uninstall hook selects the
 # companion Nodes by, the configuration checksum).
 #
@@ -53,7 +55,6 @@ while i < len(lines):
         continue
     line = line.replace("app.kubernetes.io/managed-by: Helm", "app.kubernetes.io/managed-by: kustomize")
     line = line.replace("namespace: nodelet-system", "namespace: system")
-    line = re.sub(r"image: \S+/nodelet:\S+", "image: nodelet:latest", line)
     line = line.replace("serviceAccountName: nodelet", "serviceAccountName: agent")
     m = re.match(r"^(\s*name: )(\S+)$", line)
     if m and m.group(2) in names:

@@ -1,5 +1,6 @@
 // nodelet-approver approves the CertificateSigningRequests with which
 // nodelet's DaemonSet pods obtain their companion node's client
+// certificate and, with --approve-serving-certificates, its serving
 // certificate (package approver says which), and leaves every other one
 // pending. It is cluster-wide, so it runs leader-elected: one replica
 // decides at a time. `nodelet-approver drain-companions` is the chart's
@@ -46,6 +47,7 @@ type options struct {
 	daemonSet               string
 	nodeNameSuffix          string
 	maxExpirationSeconds    int32
+	approveServing          bool
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaderElectionID        string
@@ -102,6 +104,7 @@ func parseOptions(args []string, goFlags *flag.FlagSet) (options, error) {
 	fs.StringVar(&o.serviceAccount, "service-account", "", "NAMESPACE:NAME of nodelet's DaemonSet ServiceAccount, the only requester whose CSRs are approved (required).")
 	fs.StringVar(&o.daemonSet, "daemonset", "", "NAMESPACE/NAME of nodelet's DaemonSet, in the ServiceAccount's namespace: only a token bound to a pod it controls, on the node whose companion is asked for, is trusted (required).")
 	fs.Int32Var(&o.maxExpirationSeconds, "max-expiration-seconds", o.maxExpirationSeconds, "The longest certificate lifetime approved: a CSR must set spec.expirationSeconds to at most this (nodelet asks for its default).")
+	fs.BoolVar(&o.approveServing, "approve-serving-certificates", o.approveServing, "Also approve the serving certificate requests (signer kubernetes.io/kubelet-serving) of the companion nodes themselves (system:node:<name><suffix>), for their own names and addresses only.")
 	fs.StringVar(&o.nodeNameSuffix, "node-name-suffix", o.nodeNameSuffix, "Appended to the requester's node's name to make the only node name its certificate may carry (nodelet's companion node).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Decide only while holding the leader election lease, so replicas never race.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", o.leaderElectionNamespace, "Namespace of the lease (default: $POD_NAMESPACE).")
@@ -197,6 +200,12 @@ func run(opts options) error {
 		},
 		Log: ctrl.Log.WithName("approver"),
 	}
+	if opts.approveServing {
+		reconciler.Serving = &approver.ServingPolicy{
+			NodeNameSuffix:       opts.nodeNameSuffix,
+			MaxExpirationSeconds: opts.maxExpirationSeconds,
+		}
+	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the approver: %w", err)
 	}
@@ -207,6 +216,6 @@ func run(opts options) error {
 		return err
 	}
 	ctrl.Log.Info("Starting nodelet-approver", "requester", reconciler.Policy.Requester, "daemonSet", opts.daemonSet,
-		"nodeNameSuffix", opts.nodeNameSuffix, "maxExpirationSeconds", opts.maxExpirationSeconds, "signer", approver.SignerName)
+		"nodeNameSuffix", opts.nodeNameSuffix, "maxExpirationSeconds", opts.maxExpirationSeconds, "signer", approver.SignerName, "servingCertificates", opts.approveServing)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -9,11 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,8 @@ import (
 type AuthOptions struct {
 	// ClientCAFile holds the CAs whose client certificates authenticate
 	// as their CN, in the groups of their O (the API server's kubelet
-	// client certificate among them). Empty: no client certificate counts.
+	// client certificate among them); read again when it changes. Empty:
+	// no client certificate counts.
 	ClientCAFile string
 	// Anonymous lets requests without credentials in as system:anonymous,
 	// authorised like any other user; off, they get 401.
@@ -80,23 +82,29 @@ var errNoCredentials = errors.New("no client certificate or bearer token")
 // trusted CA first, then a bearer token through a TokenReview, then, if
 // allowed, anonymous.
 type authenticator struct {
-	clientCAs  *x509.CertPool
+	// clientCAs is the client CA file's latest certificates, nil without
+	// one; caReloader reads the file again when it changes.
+	clientCAs  atomic.Pointer[x509.CertPool]
+	caReloader *fileReloader
 	tokens     authenticationclient.TokenReviewInterface
 	tokenCache *expiringCache
 	tokenTTL   time.Duration
 	anonymous  bool
 }
 
-func newAuthenticator(opts AuthOptions, tokens authenticationclient.TokenReviewInterface, clk clock.PassiveClock) (*authenticator, error) {
+func newAuthenticator(opts AuthOptions, tokens authenticationclient.TokenReviewInterface, clk clock.PassiveClock, log logr.Logger) (*authenticator, error) {
 	a := &authenticator{anonymous: opts.Anonymous, tokenTTL: opts.TokenCacheTTL}
 	if opts.ClientCAFile != "" {
-		pem, err := os.ReadFile(opts.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading the client CA file: %w", err)
-		}
-		a.clientCAs = x509.NewCertPool()
-		if !a.clientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA file %s holds no certificate", opts.ClientCAFile)
+		a.caReloader = newFileReloader("client CA", []string{opts.ClientCAFile}, func(files [][]byte) error {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(files[0]) {
+				return errors.New("it holds no certificate")
+			}
+			a.clientCAs.Store(pool)
+			return nil
+		}, log)
+		if _, err := a.caReloader.check(); err != nil {
+			return nil, err
 		}
 	}
 	if opts.TokenWebhook {
@@ -104,6 +112,13 @@ func newAuthenticator(opts AuthOptions, tokens authenticationclient.TokenReviewI
 		a.tokenCache = newExpiringCache(authCacheSize, clk)
 	}
 	return a, nil
+}
+
+// start watches the client CA file, until ctx ends.
+func (a *authenticator) start(ctx context.Context, clk clock.WithTicker) {
+	if a.caReloader != nil {
+		go a.caReloader.run(ctx, clk, reloadResyncPeriod)
+	}
 }
 
 // authenticate returns the request's user, or an error saying why there is
@@ -136,7 +151,8 @@ func (a *authenticator) authenticate(r *http.Request) (*userInfo, error) {
 // fromCertificate verifies a client certificate chain against the client
 // CAs: the user is the certificate's CN, its groups the O values.
 func (a *authenticator) fromCertificate(chain []*x509.Certificate) (*userInfo, error) {
-	if a.clientCAs == nil {
+	roots := a.clientCAs.Load()
+	if roots == nil {
 		return nil, errors.New("no client CA is configured to verify client certificates")
 	}
 	intermediates := x509.NewCertPool()
@@ -144,7 +160,7 @@ func (a *authenticator) fromCertificate(chain []*x509.Certificate) (*userInfo, e
 		intermediates.AddCert(cert)
 	}
 	_, err := chain[0].Verify(x509.VerifyOptions{
-		Roots:         a.clientCAs,
+		Roots:         roots,
 		Intermediates: intermediates,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})

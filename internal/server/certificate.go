@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/node/nodeuser"
 )
@@ -27,7 +30,7 @@ import (
 // same names.
 type TLSOptions struct {
 	// CertFile and KeyFile are a certificate given by the operator; they
-	// win over the others.
+	// win over the others, and are read again when they change.
 	CertFile string
 	KeyFile  string
 	// CertDir holds the self-signed certificate (nodelet.crt, nodelet.key),
@@ -42,10 +45,18 @@ type TLSOptions struct {
 	RotateCertificates bool
 }
 
+// ServingCertificateLifetime is the lifetime of a serving certificate
+// requested through the certificates API: a day, as the companion node's
+// client certificate's.
+const ServingCertificateLifetime = 24 * time.Hour
+
 // servingCertificate hands the TLS server its current certificate.
 type servingCertificate struct {
-	// static is a certificate given or generated once.
+	// static is a certificate given (the files' latest) or generated once.
 	static atomic.Pointer[tls.Certificate]
+	// reloader, with a certificate given as files, reads them again when
+	// they change.
+	reloader *fileReloader
 	// manager, when rotating, requests and renews the certificate.
 	manager certificate.Manager
 }
@@ -54,11 +65,17 @@ func newServingCertificate(opts TLSOptions, nodeName string, nodeIPs func() []st
 	s := &servingCertificate{}
 	switch {
 	case opts.CertFile != "" || opts.KeyFile != "":
-		cert, err := tls.LoadX509KeyPair(opts.CertFile, opts.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("loading the serving certificate %s: %w", opts.CertFile, err)
+		s.reloader = newFileReloader("serving certificate", []string{opts.CertFile, opts.KeyFile}, func(files [][]byte) error {
+			cert, err := tls.X509KeyPair(files[0], files[1])
+			if err != nil {
+				return err
+			}
+			s.static.Store(&cert)
+			return nil
+		}, log)
+		if _, err := s.reloader.check(); err != nil {
+			return nil, err
 		}
-		s.static.Store(&cert)
 	case opts.RotateCertificates:
 		manager, err := newCertificateManager(opts.CertDir, nodeName, nodeIPs, client, log)
 		if err != nil {
@@ -75,9 +92,12 @@ func newServingCertificate(opts TLSOptions, nodeName string, nodeIPs func() []st
 	return s, nil
 }
 
-// start begins requesting and renewing a rotated certificate; it stops
-// with ctx.
-func (s *servingCertificate) start(ctx context.Context) {
+// start begins requesting and renewing a rotated certificate, or watching
+// the given files; it stops with ctx.
+func (s *servingCertificate) start(ctx context.Context, clk clock.WithTicker) {
+	if s.reloader != nil {
+		go s.reloader.run(ctx, clk, reloadResyncPeriod)
+	}
 	if s.manager == nil {
 		return
 	}
@@ -154,11 +174,16 @@ func newCertificateManager(dir, nodeName string, nodeIPs func() []string, client
 		GetTemplate: func() *x509.CertificateRequest {
 			return servingCertificateRequest(nodeName, nodeIPs())
 		},
-		SignerName:       certificatesv1.KubeletServingSignerName,
-		GetUsages:        certificate.DefaultKubeletServingGetUsages,
-		CertificateStore: store,
-		Name:             "nodelet serving",
-		Ctx:              &ctx,
+		SignerName: certificatesv1.KubeletServingSignerName,
+		// Asked for, unlike the kubelet's (the signer's default, a year):
+		// an approver that bounds lifetimes (nodelet-approver) can judge
+		// it, and a certificate that cannot be revoked outlives its node
+		// by a day at most. It is renewed at 70 to 90% of that.
+		RequestedCertificateLifetime: ptr.To(ServingCertificateLifetime),
+		GetUsages:                    certificate.DefaultKubeletServingGetUsages,
+		CertificateStore:             store,
+		Name:                         "nodelet serving",
+		Ctx:                          &ctx,
 	})
 }
 

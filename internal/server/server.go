@@ -106,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	authn, err := newAuthenticator(cfg.Auth, cfg.Client.AuthenticationV1().TokenReviews(), cfg.Clock)
+	authn, err := newAuthenticator(cfg.Auth, cfg.Client.AuthenticationV1().TokenReviews(), cfg.Clock, cfg.Log.WithName("authentication"))
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,8 @@ func (s *Server) Start(ctx context.Context) error {
 // serve serves TLS on listener until ctx ends.
 func (s *Server) serve(ctx context.Context, listener net.Listener) error {
 	addr := listener.Addr().String()
-	s.cert.start(ctx)
+	s.cert.start(ctx, s.cfg.Clock)
+	s.authn.start(ctx, s.cfg.Clock)
 	server := &http.Server{
 		Handler: s.handler,
 		TLSConfig: &tls.Config{

@@ -39,7 +39,10 @@ const companionReadyTimeout = 5 * time.Minute
 // as its capacity (cpu, memory, ephemeral-storage; less kubeReserved as
 // allocatable, over which a pod is refused), the pod cgroup's PID limit
 // as its pods', and the companion taint; nodelet's image has what
-// formatting a local volume's device takes. A pod that tolerates the taint
+// formatting a local volume's device takes. Its node port serves a
+// certificate the cluster's signer issued for it, which the approver
+// approved, and no serving certificate beyond the companion's own is
+// approved. A pod that tolerates the taint
 // runs there, its cgroup inside the runtime's pod's, and its logs, exec and
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
@@ -99,6 +102,12 @@ func TestCompanion(t *testing.T) {
 	})
 	checkCompanionNode(t, companion, host)
 	t.Run("the runtime is containerd at the pinned version, up to date", func(t *testing.T) { checkRuntimeServes(t, r) })
+	t.Run("the node port's certificate is the cluster signer's, for the companion", func(t *testing.T) {
+		checkServingCertificateFromSigner(t, host, r)
+	})
+	t.Run("serving certificate requests beyond the companion's own are left pending", func(t *testing.T) {
+		checkBadServingRequestsPending(t, host, r)
+	})
 	t.Run("helm test: the companions Ready, a pod run on one", func(t *testing.T) { checkHelmTest(t, r) })
 	t.Run("a pod over its allocatable is refused", func(t *testing.T) { checkOverAllocatableRefused(t, apps, companion) })
 

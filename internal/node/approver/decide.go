@@ -1,6 +1,7 @@
 // Package approver approves the CertificateSigningRequests with which
 // nodelet's DaemonSet pods obtain their companion node's client
-// certificate (package nodeidentity), and nothing else. A request is
+// certificate (package nodeidentity) and, once they speak as that node,
+// its serving certificate (DecideServing, serving.go), and nothing else. A request is
 // approved only when it comes from the DaemonSet's ServiceAccount with a
 // token bound to a pod (the API server then puts the pod's name and UID
 // and its node's name in the requester's user info, which the CSR
@@ -104,6 +105,10 @@ type Request struct {
 type Decision struct {
 	Approve bool
 	Reason  string
+	// Retry: the request may pass later without changing, on a change the
+	// approver is not told of (a serving certificate asked for before its
+	// Node is registered, or lists the address it asks for).
+	Retry bool
 }
 
 func pending(format string, args ...any) Decision {
@@ -273,7 +278,14 @@ func checkKey(key any) (isRSA bool, err error) {
 // allowedUsages: digital signature and client auth, each once, with key
 // encipherment besides only for an RSA key — what the kubelet asks for.
 func allowedUsages(usages []certificatesv1.KeyUsage, rsaKey bool) bool {
-	want := []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature}
+	return exactUsages(usages, certificatesv1.UsageClientAuth, rsaKey)
+}
+
+// exactUsages: digital signature and the extended usage (client or
+// server auth), each once, with key encipherment besides only for an RSA
+// key.
+func exactUsages(usages []certificatesv1.KeyUsage, extended certificatesv1.KeyUsage, rsaKey bool) bool {
+	want := []certificatesv1.KeyUsage{extended, certificatesv1.UsageDigitalSignature}
 	if rsaKey && slices.Contains(usages, certificatesv1.UsageKeyEncipherment) {
 		want = append(want, certificatesv1.UsageKeyEncipherment)
 	}

@@ -13,6 +13,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"net"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -191,5 +192,116 @@ func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
 	// Judged again, an approved CSR is left as it is.
 	if _, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "mine"}}); err != nil {
 		t.Errorf("Reconcile of an approved CSR: %v", err)
+	}
+}
+
+// approvedByUs tells whether the approver approved the CSR, and whether it
+// has any condition at all.
+func approvedByUs(csr *certificatesv1.CertificateSigningRequest) (approved, anyCondition bool) {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved && c.Reason == ApprovedReason {
+			approved = true
+		}
+	}
+	return approved, len(csr.Status.Conditions) > 0
+}
+
+func TestReconcilerApprovesTheCompanionsServingCertificateOnly(t *testing.T) {
+	config := testenv.StartAPIServer(t)
+	ctx := t.Context()
+	scheme := apiruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// envtest authorises with RBAC alone: the rights the Node authorizer
+	// gives nodes over their CSRs, given to system:nodes.
+	if err := admin.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodes-csrs"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodes-csrs"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodes-csrs"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: "system:nodes"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	node := companionNode()
+	node.Name = "serving-1-nodelet"
+	status := node.Status
+	if err := admin.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status = status
+	if err := admin.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// as is a client of a user in system:nodes (impersonated by the
+	// test's admin): the API server writes that user into the CSR.
+	as := func(user string) kubernetes.Interface {
+		impersonating := rest.CopyConfig(config)
+		impersonating.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:nodes"}}
+		return kubernetes.NewForConfigOrDie(impersonating)
+	}
+	request := func(as kubernetes.Interface, name, commonName string, ips ...string) {
+		t.Helper()
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		template := &x509.CertificateRequest{Subject: nodeSubject(commonName), DNSNames: []string{"serving-1-nodelet"}}
+		for _, ip := range ips {
+			template.IPAddresses = append(template.IPAddresses, net.ParseIP(ip))
+		}
+		_, err := as.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:           csrPEM(t, key, template),
+				SignerName:        ServingSignerName,
+				Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+				ExpirationSeconds: ptr.To[int32](86400),
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating CSR %s: %v", name, err)
+		}
+	}
+	const companion = "system:node:serving-1-nodelet"
+	request(as(companion), "serving-mine", companion, "10.0.0.7")
+	request(as(companion), "serving-another-ip", companion, "10.0.0.7", "192.0.2.1")
+	request(as("system:node:serving-1"), "serving-kubelets-node", "system:node:serving-1", "10.0.0.7")
+	request(as("system:node:absent-nodelet"), "serving-no-node", "system:node:absent-nodelet", "10.0.0.7")
+
+	reconciler := &Reconciler{Client: admin, APIReader: admin, Policy: policy, Log: testr.New(t)}
+	wantRequeue := map[string]bool{"serving-another-ip": true, "serving-no-node": true}
+	check := func(name string, want bool) {
+		t.Helper()
+		result, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: name}})
+		if err != nil {
+			t.Fatalf("Reconcile(%s): %v", name, err)
+		}
+		// Those the Node may yet allow are judged again.
+		if requeue := result.RequeueAfter > 0; reconciler.Serving != nil && requeue != wantRequeue[name] {
+			t.Errorf("Reconcile(%s) requeues after %s, want a requeue %v", name, result.RequeueAfter, wantRequeue[name])
+		}
+		csr := &certificatesv1.CertificateSigningRequest{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: name}, csr); err != nil {
+			t.Fatal(err)
+		}
+		if approved, any := approvedByUs(csr); approved != want || (!want && any) {
+			t.Errorf("CSR %s (requester %s): conditions %v, want approved = %v and nothing else", name, csr.Spec.Username, csr.Status.Conditions, want)
+		}
+	}
+	// Without a serving policy, serving CSRs are none of its business.
+	check("serving-mine", false)
+
+	reconciler.Serving = &servingPolicy
+	for name, want := range map[string]bool{
+		"serving-mine": true, "serving-another-ip": false, "serving-kubelets-node": false, "serving-no-node": false,
+	} {
+		check(name, want)
 	}
 }
