@@ -48,6 +48,10 @@ type Options struct {
 	// NodeAllocatable is what the pods together may use: the kubepods
 	// cgroup's limits (cpu, memory, pid, hugepages-*).
 	NodeAllocatable corev1.ResourceList
+	// Within is a cgroup above Root that someone else made and the
+	// Manager never makes (fence.go): the pod's cgroup a companion node's
+	// pods go inside. Empty: every ancestor of Root is made as needed.
+	Within string
 }
 
 // Manager creates, limits and removes the pod cgroups and the QoS tiers
@@ -82,6 +86,12 @@ type Manager struct {
 	// unlimited are the pods whose cgroup was made but whose limits could
 	// not all be written: the next EnsurePod writes them again.
 	unlimited map[types.UID]bool
+	// within is Options.Within, fencedIn the hierarchies it is fenced
+	// in; sealed, once set, is why no pod cgroup may be made or used any
+	// more (Seal).
+	within   string
+	fencedIn map[string]bool
+	sealed   error
 }
 
 // New detects the host's cgroup hierarchies from /proc/self/mountinfo and
@@ -109,6 +119,13 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 	root := opts.Root
 	if !path.IsAbs(root) || path.Clean(root) != root {
 		return nil, fmt.Errorf("cgroup root %q is not a clean absolute path", root)
+	}
+	if err := validateWithin(opts.Within, root); err != nil {
+		return nil, err
+	}
+	fencedIn, err := fenceHierarchies(opts.Within, hierarchies)
+	if err != nil {
+		return nil, err
 	}
 	if len(hierarchies) == 0 {
 		return nil, errors.New("no cgroup hierarchy is mounted")
@@ -142,7 +159,7 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 		root: root, rootName: rootName, systemd: opts.Systemd, unified: unified,
 		hierarchies: hierarchies, podPidsLimit: opts.PodPidsLimit,
 		hugePageSizes: hugePageSizes, rmdir: rmdir, burstable: map[types.UID]int64{},
-		unlimited: map[types.UID]bool{},
+		unlimited: map[types.UID]bool{}, within: opts.Within, fencedIn: fencedIn,
 	}
 	if opts.Driver != DriverSystemd {
 		m.systemd = nil
@@ -286,8 +303,11 @@ func (m *Manager) PodCgroupParent(pod *corev1.Pod) string {
 // by ResourceConfigForPod when it is made (a cgroup already there keeps its
 // limits, which an in-place resize may have changed, unless writing them
 // failed when it was made), and counts the pod in its tier's shares. It is
-// idempotent.
+// idempotent. A sealed Manager refuses every pod (Seal).
 func (m *Manager) EnsurePod(pod *corev1.Pod) error {
+	if err := m.sealedBy(); err != nil {
+		return fmt.Errorf("the cgroup of pod %s: %w", pod.UID, err)
+	}
 	if err := m.updateBurstable(pod.UID, BurstableCPUMilli(pod)); err != nil {
 		return fmt.Errorf("updating the burstable tier for pod %s: %w", pod.UID, err)
 	}
