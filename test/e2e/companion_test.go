@@ -44,8 +44,11 @@ const companionReadyTimeout = 5 * time.Minute
 // port-forward work through the companion's node API, and its hostPath
 // volumes are the host's folders, not the runtime's container's; it keeps its
 // container when the nodelet or the containerd container restarts, and
-// when `helm upgrade` to a new image tag replaces nodelet's pod. `helm
-// uninstall` then drains the companion (its pod evicted, its preStop
+// when `helm upgrade` to a new image tag replaces nodelet's pod. When the
+// runtime's pod is replaced, the pod's processes die with its cgroup,
+// nodelet follows the new runtime pod (an event on the Node, a restart)
+// and starts the pod again in its cgroup, never making the old one
+// again (checkRuntimePodReplaced). `helm uninstall` then drains the companion (its pod evicted, its preStop
 // hook run), removes the DaemonSets' pods, and its post-delete hook the
 // chart's host folders with the mounts under them, the iptables rules of
 // its network (a DaemonSet's pod, not drained, left them), and the
@@ -119,6 +122,9 @@ func TestCompanion(t *testing.T) {
 	}
 	t.Run("helm upgrade to a new image tag keeps the pod's container", func(t *testing.T) {
 		agent = checkUpgradeKeepsPod(t, host, r, agent, runtimePod, pod)
+	})
+	t.Run("a replaced runtime pod: nodelet follows it, the pod restarted there", func(t *testing.T) {
+		agent, runtimePod, pod = checkRuntimePodReplaced(t, host, r, agent, runtimePod, pod)
 	})
 
 	// A DaemonSet's pod stays, as kubectl drain --ignore-daemonsets leaves
@@ -345,14 +351,15 @@ func runOnCompanion(t *testing.T, ns, node, hostFiles string) *corev1.Pod {
 }
 
 // checkPodCgroupInRuntimePod: the companion's pod's cgroup is inside the
-// runtime DaemonSet's pod's, which the host kubelet made under its QoS tier:
-// <host root>/kubepods/burstable/pod<runtime pod uid>/<cgroup root>/kubepods/.../pod<uid>,
+// runtime DaemonSet's pod's, which the host kubelet made for a Guaranteed
+// pod (its limits are its requests):
+// <host root>/kubepods/pod<runtime pod uid>/<cgroup root>/kubepods/.../pod<uid>,
 // in the memory hierarchy, where the host kubelet limits the runtime's pod.
 func checkPodCgroupInRuntimePod(t *testing.T, host hostEnv, runtimePod, pod *corev1.Pod) {
 	t.Helper()
-	agentCgroup := filepath.Join("/sys/fs/cgroup/memory", host.CgroupRoot, "kubepods", "burstable", "pod"+string(runtimePod.UID))
+	agentCgroup := filepath.Join("/sys/fs/cgroup/memory", host.CgroupRoot, "kubepods", "pod"+string(runtimePod.UID))
 	if _, err := os.Stat(agentCgroup); err != nil {
-		t.Fatalf("the runtime pod's cgroup: %v", err)
+		t.Fatalf("the runtime pod's cgroup, a Guaranteed pod's: %v", err)
 	}
 	var found []string
 	err := filepath.WalkDir(agentCgroup, func(path string, d os.DirEntry, err error) error {
@@ -378,7 +385,7 @@ func checkPodCgroupInRuntimePod(t *testing.T, host hostEnv, runtimePod, pod *cor
 // companion's PID capacity (the chart reserves no PIDs), not the
 // machine's pid_max.
 func checkPodsPidsLimit(t *testing.T, host hostEnv, runtimePod *corev1.Pod) {
-	podCgroup := filepath.Join("/sys/fs/cgroup/pids", host.CgroupRoot, "kubepods", "burstable", "pod"+string(runtimePod.UID))
+	podCgroup := filepath.Join("/sys/fs/cgroup/pids", host.CgroupRoot, "kubepods", "pod"+string(runtimePod.UID))
 	for _, dir := range []string{podCgroup, filepath.Join(podCgroup, "nodelet", "kubepods")} {
 		data, err := os.ReadFile(filepath.Join(dir, "pids.max"))
 		if err != nil {

@@ -189,3 +189,18 @@ selector, or a --node-labels value.
 {{- end }}
 {{- join "," $pairs }}
 {{- end }}
+
+{{/*
+The PriorityClass of the pod whose cgroup holds the companion's pods (the
+runtime's, or nodelet's own without runtime.enabled): runtime.priorityClass.name,
+else the chart's own. Never a system-* class: the host's kubelet never
+evicts a pod of system-node-critical or system-cluster-critical priority,
+and the companion's pods would then be out of its eviction's reach.
+*/}}
+{{- define "nodelet.tenantPriorityClassName" -}}
+{{- $name := .Values.runtime.priorityClass.name }}
+{{- if hasPrefix "system-" $name }}
+{{- fail (printf "runtime.priorityClass.name: %q is a system priority, which the host's kubelet never evicts; the pod holding the companion's pods must be evictable: name a lower PriorityClass, or leave it empty for the chart's own" $name) }}
+{{- end }}
+{{- default (printf "%s-runtime" (include "nodelet.fullname" .)) $name }}
+{{- end }}
