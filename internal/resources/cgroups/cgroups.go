@@ -72,13 +72,12 @@ func (m *Manager) ensure(h Hierarchy, cgroup string) error {
 		parent := dir
 		dir, current = filepath.Join(dir, name), path.Join(current, name)
 		if m.fenced(h, current) {
-			// Not nodelet's to make, nor to set up (fence.go).
+			// Not nodelet's to make (fence.go); set up as any level,
+			// which only fills what is empty and delegates controllers.
 			if err := mustExist(dir); err != nil {
 				return err
 			}
-			continue
-		}
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		} else if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		if err := setUpChild(h, parent, dir); err != nil {

@@ -69,6 +69,22 @@ func (m *Manager) fenced(h Hierarchy, cgroup string) bool {
 	return cgroup == "/" || cgroup == m.within || strings.HasPrefix(m.within, cgroup+"/")
 }
 
+// setUpWithin sets up, from the top, each level down to Within in the
+// hierarchies it is fenced in, as the walk of ensure does (cpuset filled
+// where empty, cgroup2 controllers delegated): whoever made them need not
+// have delegated what the tree's limits need (hugetlb, in the hybrid
+// layout's cgroup2 hierarchy).
+func (m *Manager) setUpWithin() error {
+	for _, h := range m.hierarchies {
+		if m.fencedIn[h.MountPoint] {
+			if err := m.ensure(h, m.within); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // mustExist is nil when the fenced cgroup folder dir is there, else
 // ErrWithinGone naming it.
 func mustExist(dir string) error {

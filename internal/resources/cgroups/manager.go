@@ -164,6 +164,9 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 	if opts.Driver != DriverSystemd {
 		m.systemd = nil
 	}
+	if err := m.setUpWithin(); err != nil {
+		return nil, err
+	}
 	minShares := uint64(MinShares)
 	for _, level := range []struct {
 		name   CgroupName
