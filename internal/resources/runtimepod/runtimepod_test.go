@@ -20,7 +20,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
@@ -202,5 +204,32 @@ func TestListenerPID(t *testing.T) {
 	}
 	if _, err := ListenerPID(t.Context(), filepath.Join(t.TempDir(), "none.sock")); err == nil {
 		t.Error("ListenerPID of a socket nobody listens on: no error")
+	}
+}
+
+// An API server that refuses the first write (out of reach for a moment)
+// still gets the Node's event: the write is tried again.
+func TestWatcherWritesTheEventAgainAfterAFailure(t *testing.T) {
+	client := fake.NewClientset()
+	refused := 0
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, apiruntime.Object, error) {
+		if refused == 0 {
+			refused++
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	w := &Watcher{opts: Options{Cgroup: started, NodeName: "host-nodelet", Period: time.Millisecond,
+		Events: client.CoreV1(), Seal: func(error) {}, Clock: clock.RealClock{}, Log: logr.Discard()}}
+	w.observe = func(context.Context) Observation { return Observation{CgroupGone: true} }
+	if err := w.Start(t.Context()); !errors.Is(err, ErrReplaced) {
+		t.Fatalf("Start() = %v, want ErrReplaced", err)
+	}
+	events, err := client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refused != 1 || len(events.Items) != 1 {
+		t.Errorf("%d writes refused, %d events written; want 1 and 1", refused, len(events.Items))
 	}
 }

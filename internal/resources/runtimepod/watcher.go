@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/utils/clock"
@@ -28,9 +29,10 @@ import (
 // again.
 const DefaultPeriod = 2 * time.Second
 
-// eventTimeout bounds the write of the Node's event, which nodelet waits
-// for before it stops.
-const eventTimeout = 10 * time.Second
+// eventTimeout bounds the writes of the Node's event, tried every second
+// until one is taken: nodelet waits for it before it stops, and the API
+// server may be out of reach for a moment.
+const eventTimeout = 30 * time.Second
 
 // Options configure a Watcher.
 type Options struct {
@@ -122,7 +124,12 @@ func (w *Watcher) replaced(v Verdict) error {
 	// Not ctx: it may be ending, and the event is why nodelet restarts.
 	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
 	defer cancel()
-	if eventErr := w.writeEvent(ctx, v.Message); eventErr != nil {
+	var eventErr error
+	_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		eventErr = w.writeEvent(ctx, v.Message)
+		return eventErr == nil, nil
+	})
+	if eventErr != nil {
 		w.opts.Log.Error(eventErr, "Could not write the Node's event", "reason", ReasonRuntimePodReplaced)
 	}
 	return err
