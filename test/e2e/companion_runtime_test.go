@@ -201,8 +201,10 @@ func checkRestartedAfterSandboxDied(t *testing.T, pod *corev1.Pod, old corev1.Co
 	if c.RestartCount != old.RestartCount+1 || c.ContainerID == old.ContainerID {
 		t.Errorf("pod %s's container: %s, restarts %d; want a new container, restarted once (was %s, %d)", pod.Name, c.ContainerID, c.RestartCount, old.ContainerID, old.RestartCount)
 	}
-	if last == nil || last.ContainerID != old.ContainerID {
-		t.Errorf("pod %s's container's last state %+v, want the end of %s", pod.Name, c.LastTerminationState, old.ContainerID)
+	// containerd, started again, finds the task gone with its shim:
+	// exit code 255, reason Unknown, what the kubelet then reports too.
+	if last == nil || last.ContainerID != old.ContainerID || last.ExitCode != 255 || last.Reason != "Unknown" {
+		t.Errorf("pod %s's container's last state %+v, want the end of %s, exit code 255, reason Unknown", pod.Name, c.LastTerminationState, old.ContainerID)
 	}
 	f.waitForEvent(t, pod, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.", time.Minute)
 }
