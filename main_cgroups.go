@@ -10,8 +10,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/internal/node"
+	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
 	"github.com/nodelet/nodelet/internal/resources/eviction"
+	"github.com/nodelet/nodelet/internal/resources/runtimepod"
 )
 
 // buildCgroups makes the pods' cgroup tree. The Node's allocatable keeps
@@ -35,13 +37,46 @@ func (n *nodelet) buildCgroups() error {
 		Driver:          opts.CgroupDriver,
 		PodPidsLimit:    *opts.PodPidsLimit,
 		NodeAllocatable: n.allocatable.PodsCgroupLimits(node.PodsCgroupCapacity(n.share.machine)),
+		// A pod's cgroup, the host kubelet's to make and remove.
+		Within: n.share.podCgroup,
 	})
 	if err != nil {
 		return fmt.Errorf("setting up pod cgroups: %w", err)
 	}
+	if opts.CgroupRootInRuntimePod {
+		if err := n.followRuntimePod(); err != nil {
+			return err
+		}
+	}
 	if err := enforceNodeAllocatable(n.podCgroups, n.allocatable, n.recorder, opts.NodeName, n.log.WithName("cgroups")); err != nil {
 		return fmt.Errorf("node %s: %w", opts.NodeName, err)
 	}
+	return nil
+}
+
+// followRuntimePod watches the runtime's pod the pods' cgroups are in,
+// and stops nodelet when it is replaced (runtimepod.Watcher). It needs no
+// API server, and runs from the start.
+func (n *nodelet) followRuntimePod() error {
+	socket, err := options.RuntimeSocketPath(n.opts.ContainerRuntimeEndpoint)
+	if err != nil {
+		return err
+	}
+	watcher, err := runtimepod.New(runtimepod.Options{
+		Cgroup:      n.share.podCgroup,
+		PID:         n.share.runtimePID,
+		Socket:      socket,
+		Hierarchies: n.podCgroups.Hierarchies(),
+		NodeName:    n.opts.NodeName,
+		Events:      n.clientset.CoreV1(),
+		Seal:        n.podCgroups.Seal,
+		Clock:       n.clock,
+		Log:         n.log.WithName("runtimepod"),
+	})
+	if err != nil {
+		return fmt.Errorf("--cgroup-root-in-runtime-pod: %w", err)
+	}
+	n.local = append(n.local, watcher)
 	return nil
 }
 

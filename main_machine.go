@@ -6,20 +6,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodelet/nodelet/internal/node"
 	"github.com/nodelet/nodelet/internal/options"
 	"github.com/nodelet/nodelet/internal/resources/cgroups"
+	"github.com/nodelet/nodelet/internal/resources/runtimepod"
 )
 
 // machineShare is what of the machine the node has: all of it, or a
@@ -42,6 +39,11 @@ type machineShare struct {
 	// memoryCgroup is where memory.available is measured: "" for the
 	// root, that pod's cgroup otherwise.
 	memoryCgroup string
+	// podCgroup is the pod's cgroup the pods' cgroups go inside, "" for
+	// none; with --cgroup-root-in-runtime-pod, runtimePID is the process
+	// it was found by, listening on the runtime's socket.
+	podCgroup  string
+	runtimePID int
 }
 
 // readMachineShare reads the machine's facts and, with
@@ -63,11 +65,20 @@ func readMachineShare(ctx context.Context, opts *options.NodeletServer) (machine
 	case opts.CgroupRootInOwnPod:
 		flag, procCgroup = "--cgroup-root-in-own-pod", "/proc/self/cgroup"
 	case opts.CgroupRootInRuntimePod:
-		pid, err := runtimePID(ctx, opts.ContainerRuntimeEndpoint)
+		// A companion node whose container runtime runs in a DaemonSet
+		// pod of its own, whose cgroup holds the companion's pods
+		// (docs/installation.md, "As a DaemonSet"): nodelet's own pod can
+		// then be replaced, by an upgrade, without the host's kubelet
+		// killing them. Found through the process listening on the
+		// runtime's socket; followed by runtimepod.Watcher.
+		socket, err := options.RuntimeSocketPath(opts.ContainerRuntimeEndpoint)
 		if err != nil {
 			return machineShare{}, fmt.Errorf("--cgroup-root-in-runtime-pod: %w", err)
 		}
-		flag, procCgroup = "--cgroup-root-in-runtime-pod", fmt.Sprintf("/proc/%d/cgroup", pid)
+		if share.runtimePID, err = runtimepod.WaitForListener(ctx, socket, runtimeWaitTimeout); err != nil {
+			return machineShare{}, fmt.Errorf("--cgroup-root-in-runtime-pod: %w", err)
+		}
+		flag, procCgroup = "--cgroup-root-in-runtime-pod", fmt.Sprintf("/proc/%d/cgroup", share.runtimePID)
 	default:
 		return share, nil
 	}
@@ -79,7 +90,7 @@ func readMachineShare(ctx context.Context, opts *options.NodeletServer) (machine
 	if err != nil {
 		return machineShare{}, fmt.Errorf("%s: %s: %w", flag, procCgroup, err)
 	}
-	share.cgroupRoot, share.memoryCgroup = path.Join(pod, opts.CgroupRoot), pod
+	share.cgroupRoot, share.memoryCgroup, share.podCgroup = path.Join(pod, opts.CgroupRoot), pod, pod
 	if share.pidsCgroupDir, share.machine.MaxPID, err = podPidsLimit(pod, share.machine.MaxPID); err != nil {
 		return machineShare{}, fmt.Errorf("%s: %w", flag, err)
 	}
@@ -122,67 +133,7 @@ func (s machineShare) nodeFsShareBytes() int64 {
 // readMachine is the node status reporter's Machine: the share, read once.
 func (s machineShare) readMachine() (node.MachineInfo, error) { return s.machine, nil }
 
-// --cgroup-root-in-runtime-pod: a companion node whose container runtime
-// runs in a DaemonSet pod of its own, whose cgroup holds the companion's
-// pods (docs/installation.md, "As a DaemonSet"). nodelet's own pod can then be
-// replaced, by an upgrade, without the host's kubelet killing them.
-
 // runtimeWaitTimeout bounds the wait for the runtime to listen when
-// nodelet starts: both DaemonSets' pods start together, and the runtime's
-// may still be pulling its image.
+// nodelet starts with --cgroup-root-in-runtime-pod: both DaemonSets' pods
+// start together, and the runtime's may still be pulling its image.
 const runtimeWaitTimeout = 5 * time.Minute
-
-// runtimePID is the PID of the process listening on the socket of the
-// runtime's endpoint, waiting up to runtimeWaitTimeout for it to listen.
-// The PID is the one in nodelet's PID namespace: with the host's PIDs in
-// both pods, the host's.
-func runtimePID(ctx context.Context, endpoint string) (int, error) {
-	socket, err := options.RuntimeSocketPath(endpoint)
-	if err != nil {
-		return 0, err
-	}
-	var pid int
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, runtimeWaitTimeout, true, func(ctx context.Context) (bool, error) {
-		pid, last = peerPID(ctx, socket)
-		return last == nil, nil
-	})
-	if err != nil && last != nil {
-		return 0, fmt.Errorf("the runtime's process on %s: %w: %w", socket, err, last)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("the runtime's process on %s: %w", socket, err)
-	}
-	return pid, nil
-}
-
-// peerPID connects to the unix socket and reads its listener's PID from
-// the connection's peer credentials (SO_PEERCRED): the kernel's, set when
-// the listener called listen, which no process can forge.
-func peerPID(ctx context.Context, socket string) (int, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	raw, err := conn.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if credErr != nil {
-		return 0, fmt.Errorf("SO_PEERCRED on %s: %w", socket, credErr)
-	}
-	// The kernel gives 0 for a process outside nodelet's PID namespace.
-	if cred.Pid <= 0 {
-		return 0, errors.New("its process is not in nodelet's PID namespace: both pods need the host's PIDs")
-	}
-	return int(cred.Pid), nil
-}

@@ -5,12 +5,15 @@
 #      chart's (hack/config-from-chart.sh --check);
 #   2. the chart passes `helm lint --strict` and renders, with its defaults
 #      and with the values that switch parts off; an empty node name suffix,
-#      capacityFromPod without resources.requests and no runtime at all
-#      are refused, as are values its values.schema.json refuses (each
-#      naming the value), Kubernetes versions outside its kubeVersion and
-#      clusters that do not serve ValidatingAdmissionPolicy (its fences);
-#      its approver runs two replicas under a PodDisruptionBudget, and its
-#      helm test pods are hooks;
+#      capacityFromPod without resources.requests or without CPU and
+#      memory limits, the companion's pods at a system priority and no
+#      runtime at all are refused, as are values its values.schema.json
+#      refuses (each naming the value), Kubernetes versions outside its
+#      kubeVersion and clusters that do not serve ValidatingAdmissionPolicy
+#      (its fences); its approver runs two replicas under a
+#      PodDisruptionBudget, its helm test pods are hooks, and its runtime
+#      pod, which holds the companion's pods, is evictable and limited to
+#      their share;
 #   3. the chart's roles have the same rules as config/rbac/role.yaml and
 #      config/approver/role.yaml (generated from the +kubebuilder:rbac
 #      markers);
@@ -123,6 +126,8 @@ render() {
 	refuses "an empty nodeName.suffix" "'/nodeName/suffix'" --set nodeName.suffix=
 	refuses "no runtime in the pod and no containerRuntime.endpoint" "containerRuntime.endpoint must be set" --set runtime.enabled=false
 	refuses "capacityFromPod without the requests that are its capacity" "resources.requests.cpu" --set resources.requests=null
+	refuses "capacityFromPod without the limits that hold the companion's pods" "resources.limits.cpu and resources.limits.memory must be set" --set resources.limits.cpu=null
+	refuses "the companion's pods in a pod the host's kubelet never evicts" "runtime.priorityClass.name: \"system-node-critical\" is a system priority" --set runtime.priorityClass.name=system-node-critical
 	# values.schema.json: a bad value, or a name the chart does not read,
 	# fails naming it.
 	refuses "a port that is not a number" "'/daemonPort': got string, want integer" --set daemonPort=abc
@@ -156,6 +161,7 @@ render() {
 	refuses "fences that cannot tell nodelet's pods" "must be nodelet's own" --set serviceAccount.create=false
 	check_approver_and_tests
 	check_runtime_revision
+	check_tenant_share
 }
 
 # runtime_revision [--set VALUES] prints the runtime revision the chart
@@ -187,6 +193,35 @@ check_runtime_revision() {
 		[[ $got == "$want" ]] || die "--set ${variant%:*} changes the runtime revision's '$got', want '$want'"
 	done
 	ok "nodelet's --runtime-revision is the runtime pod's; a value changes the runtime revision's image, config or pod, or nothing for nodelet's own"
+}
+
+# check_tenant_share checks the default rendering's runtime pod, whose
+# cgroup holds the companion's pods: of the chart's own PriorityClass,
+# below the system ones the host's kubelet never evicts, and with CPU and
+# memory limits equal to its requests (the companion's capacity).
+check_tenant_share() {
+	"$PYTHON" - "$work/helm.yaml" "$RELEASE" <<'EOF' || die "the chart's runtime pod is not evictable, or not limited to the companion's share"
+import sys, yaml
+
+path, release = sys.argv[1:3]
+with open(path) as f:
+    docs = [d for d in yaml.safe_load_all(f) if d]
+def one(kind, name):
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    if len(found) != 1:
+        sys.exit(f"want one {kind} {name}, found {len(found)}")
+    return found[0]
+spec = one("DaemonSet", release + "-runtime")["spec"]["template"]["spec"]
+name = spec.get("priorityClassName", "")
+value = one("PriorityClass", name)["value"]
+if value >= 2000000000:
+    sys.exit(f"the runtime pod's PriorityClass {name} has value {value}: a system priority, never evicted")
+resources = spec["containers"][0]["resources"]
+for resource in ("cpu", "memory"):
+    if resources.get("limits", {}).get(resource) != resources["requests"][resource]:
+        sys.exit(f"the runtime pod's {resource} limit is {resources.get('limits', {}).get(resource)}, want its request {resources['requests'][resource]}")
+EOF
+	ok "charts/nodelet's runtime pod is evictable (its own PriorityClass) and limited to the companion's share"
 }
 
 # refuses WHAT WANT ARGS... fails unless rendering the chart with ARGS

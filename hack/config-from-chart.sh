@@ -56,7 +56,7 @@ while i < len(lines):
     line = line.replace("app.kubernetes.io/managed-by: Helm", "app.kubernetes.io/managed-by: kustomize")
     line = line.replace("namespace: nodelet-system", "namespace: system")
     line = line.replace("serviceAccountName: nodelet", "serviceAccountName: agent")
-    m = re.match(r"^(\s*name: )(\S+)$", line)
+    m = re.match(r"^(\s*(?:name|priorityClassName): )(\S+)$", line)
     if m and m.group(2) in names:
         line = m.group(1) + names[m.group(2)]
     out.append(line)
@@ -81,7 +81,8 @@ write_config() {
 		echo "$header"
 		echo "---"
 		"$HELM" template --kube-version "$KUBE_VERSION" nodelet "$CHART_DIR" --namespace nodelet-system \
-			--show-only templates/runtime-config.yaml --show-only templates/runtime-daemonset.yaml | to_config
+			--show-only templates/runtime-priorityclass.yaml --show-only templates/runtime-config.yaml \
+			--show-only templates/runtime-daemonset.yaml | to_config
 	} >"$dir/runtime/runtime.yaml"
 }
 

@@ -195,23 +195,24 @@ func checkSamePod(t *testing.T, pod *corev1.Pod, after string) {
 // replaceRuntime carries out the procedure that brings a companion to the
 // runtime its release wants, as docs/installation.md gives it: cordon
 // and drain the companion Node, delete the runtime's pod (its DaemonSet,
-// OnDelete, makes it again from the upgraded template), then nodelet's,
-// whose new pod takes the new runtime pod's cgroup, and uncordon the
-// Node once the condition is False. Returns the new nodelet and runtime
-// pods.
+// OnDelete, makes it again from the upgraded template), whose
+// replacement nodelet follows by restarting into the new pod's cgroup,
+// and uncordon the Node. Returns nodelet's pod, its container restarted,
+// and the runtime's new pod.
 func replaceRuntime(t *testing.T, r companionRelease) (*corev1.Pod, *corev1.Pod) {
 	t.Helper()
 	ctx := t.Context()
 	f.mustKubectl(t, "drain", r.node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=2m")
 	runtimePod, agent := daemonSetPod(t, r, "runtime"), daemonSetPod(t, r, "agent")
-	for _, p := range []*corev1.Pod{runtimePod, agent} {
-		if err := f.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		f.waitForPodGone(t, p, 2*time.Minute)
+	restarts := containerStatus(agent, "nodelet").RestartCount
+	if err := f.Client.CoreV1().Pods(runtimePod.Namespace).Delete(ctx, runtimePod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	f.waitForPodGone(t, runtimePod, 2*time.Minute)
+	// nodelet's pod is not deleted: its container sees the runtime's pod
+	// replaced and restarts into the new one (docs/installation.md).
 	var newAgent, newRuntime *corev1.Pod
-	await.Eventually(t, 3*time.Minute, "the release's new nodelet and runtime pods to be Ready", func(ctx context.Context) error {
+	await.Eventually(t, 3*time.Minute, "the runtime's new pod Ready, nodelet's container restarted into it", func(ctx context.Context) error {
 		pods, err := f.Client.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name})
 		if err != nil {
 			return err
@@ -222,14 +223,16 @@ func replaceRuntime(t *testing.T, r companionRelease) (*corev1.Pod, *corev1.Pod)
 			ready, _ := runningAndReady(p)
 			switch component := p.Labels["app.kubernetes.io/component"]; {
 			case !ready || p.DeletionTimestamp != nil:
-			case component == "agent" && p.UID != agent.UID:
-				newAgent = p
+			case component == "agent" && p.UID == agent.UID:
+				if c := containerStatus(p, "nodelet"); c != nil && c.RestartCount > restarts {
+					newAgent = p
+				}
 			case component == "runtime" && p.UID != runtimePod.UID:
 				newRuntime = p
 			}
 		}
 		if newAgent == nil || newRuntime == nil {
-			return fmt.Errorf("nodelet's pod %v, the runtime's %v", newAgent != nil, newRuntime != nil)
+			return fmt.Errorf("nodelet's container restarted and Ready %v, the runtime's new pod Ready %v", newAgent != nil, newRuntime != nil)
 		}
 		return nil
 	})

@@ -112,7 +112,7 @@ func companionValues(host hostEnv, r companionRelease) map[string]any {
 		"healthProbe":    map[string]any{"port": port + 2},
 		"clientCAFile":   "/host" + f.Env.CAFile,
 		"logLevel":       "debug",
-		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "2Gi"}, "limits": map[string]any{"memory": "512Mi"}},
+		"resources":      map[string]any{"requests": map[string]any{"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "2Gi"}, "limits": map[string]any{"cpu": "500m", "memory": "512Mi"}},
 		"podAnnotations": map[string]any{"nodelet.dev/e2e": r.name},
 		// The chart's folders are all under r.dir; no parent of theirs is
 		// the chart's.

@@ -51,9 +51,13 @@ const companionReadyTimeout = 5 * time.Minute
 // runtime is containerd at hack/lib.sh's version; that upgrade leaves the
 // runtime's pod (OnDelete) with its pods, and the companion's
 // RuntimeOutOfDate condition True, until the documented procedure (drain,
-// delete the runtime's pod, then nodelet's) brings the new runtime pod,
-// the condition False, and a Deployment's pod running on it. `helm
-// uninstall` then drains the companion (its pod evicted, its preStop
+// delete the runtime's pod) brings the new runtime pod, nodelet's
+// container restarted into it, the condition False, and a Deployment's
+// pod running on it. When the runtime's pod is replaced under a running
+// pod, the pod's processes die with its cgroup, nodelet follows the new
+// runtime pod (an event on the Node, a restart) and starts the pod again
+// in its cgroup, never making the old one again
+// (checkRuntimePodReplaced). `helm uninstall` then drains the companion (its pod evicted, its preStop
 // hook run), removes the DaemonSets' pods, and its post-delete hook the
 // chart's host folders with the mounts under them, the iptables rules of
 // its network (a DaemonSet's pod, not drained, left them), and the
@@ -152,6 +156,9 @@ func TestCompanion(t *testing.T) {
 	f.waitForPodGone(t, pod, time.Minute)
 	hostFiles = writeHostFiles(t, r)
 	pod = runOnCompanion(t, ns, r.node, hostFiles)
+	t.Run("a replaced runtime pod: nodelet follows it, the pod restarted there", func(t *testing.T) {
+		agent, runtimePod, pod = checkRuntimePodReplaced(t, host, r, agent, runtimePod, pod)
+	})
 
 	// A DaemonSet's pod stays, as kubectl drain --ignore-daemonsets leaves
 	// it: its network namespace, volumes and root file system are mounted
@@ -374,52 +381,6 @@ func runOnCompanion(t *testing.T, ns, node, hostFiles string) *corev1.Pod {
 		t.Fatalf("pod %s was placed on %s, want the companion %s", pod.Name, running.Spec.NodeName, node)
 	}
 	return running
-}
-
-// checkPodCgroupInRuntimePod: the companion's pod's cgroup is inside the
-// runtime DaemonSet's pod's, which the host kubelet made under its QoS tier:
-// <host root>/kubepods/burstable/pod<runtime pod uid>/<cgroup root>/kubepods/.../pod<uid>,
-// in the memory hierarchy, where the host kubelet limits the runtime's pod.
-func checkPodCgroupInRuntimePod(t *testing.T, host hostEnv, runtimePod, pod *corev1.Pod) {
-	t.Helper()
-	agentCgroup := filepath.Join("/sys/fs/cgroup/memory", host.CgroupRoot, "kubepods", "burstable", "pod"+string(runtimePod.UID))
-	if _, err := os.Stat(agentCgroup); err != nil {
-		t.Fatalf("the runtime pod's cgroup: %v", err)
-	}
-	var found []string
-	err := filepath.WalkDir(agentCgroup, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == "pod"+string(pod.UID) {
-			found = append(found, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(found) != 1 {
-		t.Errorf("cgroups of pod %s under the runtime pod's %s: %v, want one", pod.Name, agentCgroup, found)
-	}
-}
-
-// checkPodsPidsLimit: the companion's pods' cgroup (<cgroup root>/kubepods,
-// the chart's /nodelet, inside the runtime pod's) is limited to the tasks
-// the host's kubelet limits that pod to (its podPidsLimit), the
-// companion's PID capacity (the chart reserves no PIDs), not the
-// machine's pid_max.
-func checkPodsPidsLimit(t *testing.T, host hostEnv, runtimePod *corev1.Pod) {
-	podCgroup := filepath.Join("/sys/fs/cgroup/pids", host.CgroupRoot, "kubepods", "burstable", "pod"+string(runtimePod.UID))
-	for _, dir := range []string{podCgroup, filepath.Join(podCgroup, "nodelet", "kubepods")} {
-		data, err := os.ReadFile(filepath.Join(dir, "pids.max"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSpace(string(data)); got != host.PodPidsLimit {
-			t.Errorf("%s/pids.max = %s, want the host kubelet's podPidsLimit %s", dir, got, host.PodPidsLimit)
-		}
-	}
 }
 
 // checkPortForward forwards a local port to the pod's 8080 with kubectl,

@@ -55,7 +55,7 @@ func TestCompanionOnSystemdKubeletNode(t *testing.T) {
 		// The guest's 8 GiB disk and 3 GiB of memory.
 		"resources": map[string]any{
 			"requests": map[string]any{"cpu": "500m", "memory": "768Mi", "ephemeral-storage": "2Gi"},
-			"limits":   map[string]any{"memory": "768Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "768Mi"},
 		},
 	}
 	helmInstall(t, "companion", ns, values)

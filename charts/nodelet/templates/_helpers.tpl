@@ -237,3 +237,18 @@ only, and renders.
 {{- fail "admissionPolicy.create: this cluster does not serve ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding in admissionregistration.k8s.io/v1, which the chart's fences are (they keep each companion to its own Node, Lease, CSINode and pods, and the release's ServiceAccounts to its own pods, whether or not NodeRestriction is on); enable that API (Kubernetes 1.30 or later), or set admissionPolicy.create=false to install without the fences" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The PriorityClass of the pod whose cgroup holds the companion's pods (the
+runtime's, or nodelet's own without runtime.enabled): runtime.priorityClass.name,
+else the chart's own. Never a system-* class: the host's kubelet never
+evicts a pod of system-node-critical or system-cluster-critical priority,
+and the companion's pods would then be out of its eviction's reach.
+*/}}
+{{- define "nodelet.tenantPriorityClassName" -}}
+{{- $name := .Values.runtime.priorityClass.name }}
+{{- if hasPrefix "system-" $name }}
+{{- fail (printf "runtime.priorityClass.name: %q is a system priority, which the host's kubelet never evicts; the pod holding the companion's pods must be evictable: name a lower PriorityClass, or leave it empty for the chart's own" $name) }}
+{{- end }}
+{{- default (printf "%s-runtime" (include "nodelet.fullname" .)) $name }}
+{{- end }}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -56,20 +57,27 @@ func cgroupDir(h Hierarchy, cgroup string) string {
 // cgroup alone is made and set up, one mkdir where a walk from the top
 // would try one per level and read every ancestor's cpuset again. A
 // cgroup already there, or a missing parent, takes the walk, which also
-// completes a set-up left half done.
+// completes a set-up left half done. Options.Within and its ancestors are
+// never made: missing, they fail the call (fence.go).
 func (m *Manager) ensure(h Hierarchy, cgroup string) error {
 	dir := cgroupDir(h, cgroup)
-	if dir != h.MountPoint && os.Mkdir(dir, 0o755) == nil {
+	if dir != h.MountPoint && !m.fenced(h, cgroup) && os.Mkdir(dir, 0o755) == nil {
 		return setUpChild(h, filepath.Dir(dir), dir)
 	}
-	dir = h.MountPoint
+	dir, current := h.MountPoint, "/"
 	for _, name := range strings.Split(strings.Trim(cgroup, "/"), "/") {
 		if name == "" {
 			continue
 		}
 		parent := dir
-		dir = filepath.Join(dir, name)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		dir, current = filepath.Join(dir, name), path.Join(current, name)
+		if m.fenced(h, current) {
+			// Not nodelet's to make (fence.go); set up as any level,
+			// which only fills what is empty and delegates controllers.
+			if err := mustExist(dir); err != nil {
+				return err
+			}
+		} else if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		if err := setUpChild(h, parent, dir); err != nil {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +48,10 @@ type Options struct {
 	// NodeAllocatable is what the pods together may use: the kubepods
 	// cgroup's limits (cpu, memory, pid, hugepages-*).
 	NodeAllocatable corev1.ResourceList
+	// Within is a cgroup above Root that someone else made and the
+	// Manager never makes (fence.go): the pod's cgroup a companion node's
+	// pods go inside. Empty: every ancestor of Root is made as needed.
+	Within string
 }
 
 // Manager creates, limits and removes the pod cgroups and the QoS tiers
@@ -84,6 +86,12 @@ type Manager struct {
 	// unlimited are the pods whose cgroup was made but whose limits could
 	// not all be written: the next EnsurePod writes them again.
 	unlimited map[types.UID]bool
+	// within is Options.Within, fencedIn the hierarchies it is fenced
+	// in; sealed, once set, is why no pod cgroup may be made or used any
+	// more (Seal).
+	within   string
+	fencedIn map[string]bool
+	sealed   error
 }
 
 // New detects the host's cgroup hierarchies from /proc/self/mountinfo and
@@ -111,6 +119,13 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 	root := opts.Root
 	if !path.IsAbs(root) || path.Clean(root) != root {
 		return nil, fmt.Errorf("cgroup root %q is not a clean absolute path", root)
+	}
+	if err := validateWithin(opts.Within, root); err != nil {
+		return nil, err
+	}
+	fencedIn, err := fenceHierarchies(opts.Within, hierarchies)
+	if err != nil {
+		return nil, err
 	}
 	if len(hierarchies) == 0 {
 		return nil, errors.New("no cgroup hierarchy is mounted")
@@ -144,10 +159,13 @@ func newManager(opts Options, hierarchies []Hierarchy, hugePageSizes []int64, rm
 		root: root, rootName: rootName, systemd: opts.Systemd, unified: unified,
 		hierarchies: hierarchies, podPidsLimit: opts.PodPidsLimit,
 		hugePageSizes: hugePageSizes, rmdir: rmdir, burstable: map[types.UID]int64{},
-		unlimited: map[types.UID]bool{},
+		unlimited: map[types.UID]bool{}, within: opts.Within, fencedIn: fencedIn,
 	}
 	if opts.Driver != DriverSystemd {
 		m.systemd = nil
+	}
+	if err := m.setUpWithin(); err != nil {
+		return nil, err
 	}
 	minShares := uint64(MinShares)
 	for _, level := range []struct {
@@ -290,8 +308,11 @@ func (m *Manager) PodCgroupParent(pod *corev1.Pod) string {
 // by ResourceConfigForPod when it is made (a cgroup already there keeps its
 // limits, which an in-place resize may have changed, unless writing them
 // failed when it was made), and counts the pod in its tier's shares. It is
-// idempotent.
+// idempotent. A sealed Manager refuses every pod (Seal).
 func (m *Manager) EnsurePod(pod *corev1.Pod) error {
+	if err := m.sealedBy(); err != nil {
+		return fmt.Errorf("the cgroup of pod %s: %w", pod.UID, err)
+	}
 	if err := m.updateBurstable(pod.UID, BurstableCPUMilli(pod)); err != nil {
 		return fmt.Errorf("updating the burstable tier for pod %s: %w", pod.UID, err)
 	}
@@ -407,50 +428,6 @@ func (m *Manager) RemovePod(uid types.UID) error {
 		return fmt.Errorf("removing the cgroup of pod %s: %w", uid, err)
 	}
 	return nil
-}
-
-// ListPods returns the pods that have a cgroup in any tier (or right under
-// the root, as an older nodelet made them with the cgroupfs driver) in any
-// hierarchy, sorted, so that the ones whose removal stopped half way are
-// found too.
-func (m *Manager) ListPods() ([]types.UID, error) {
-	seen := map[types.UID]bool{}
-	parents := []string{m.qosCgroup(corev1.PodQOSGuaranteed), m.qosCgroup(corev1.PodQOSBurstable), m.qosCgroup(corev1.PodQOSBestEffort)}
-	if m.systemd == nil {
-		parents = append(parents, m.root)
-	}
-	for _, h := range m.hierarchies {
-		for _, parent := range parents {
-			dir := cgroupDir(h, parent)
-			entries, err := os.ReadDir(dir)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("listing pod cgroups in %s: %w", dir, err)
-			}
-			for _, e := range entries {
-				if uid, ok := m.podUID(parent, e.Name()); ok && e.IsDir() {
-					seen[uid] = true
-				}
-			}
-		}
-	}
-	uids := make([]types.UID, 0, len(seen))
-	for uid := range seen {
-		uids = append(uids, uid)
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
-	return uids, nil
-}
-
-// podUID is the UID of the pod whose cgroup is named name in parent.
-func (m *Manager) podUID(parent, name string) (types.UID, bool) {
-	if m.systemd != nil {
-		return podSliceUID(parent, name)
-	}
-	uid, ok := strings.CutPrefix(name, podPrefix)
-	return types.UID(uid), ok && uid != ""
 }
 
 // unifiedControllers reads the controllers a cgroup2 hierarchy's top
