@@ -97,7 +97,7 @@ func checkRuntimePodReplaced(t *testing.T, host hostEnv, r companionRelease, age
 		checkPodCgroupInRuntimePod(t, host, replacement, after)
 	})
 	t.Run("a new pod's cgroup is in the new runtime pod's, the old pod's never made again", func(t *testing.T) {
-		fresh := runSleeperOnCompanion(t, r.namespace, r.node)
+		fresh := runSleeperOnCompanion(t, pod.Namespace, r.node)
 		checkPodCgroupInRuntimePod(t, host, replacement, fresh)
 		for _, h := range hierarchies {
 			if _, err := os.Stat(filepath.Join(h, oldCgroup)); !os.IsNotExist(err) {

@@ -155,7 +155,7 @@ func TestCompanion(t *testing.T) {
 	// the host): another, for helm uninstall's drain to stop.
 	f.waitForPodGone(t, pod, time.Minute)
 	hostFiles = writeHostFiles(t, r)
-	pod = runOnCompanion(t, ns, r.node, hostFiles)
+	pod = runOnCompanion(t, apps, r.node, hostFiles)
 	t.Run("a replaced runtime pod: nodelet follows it, the pod restarted there", func(t *testing.T) {
 		agent, runtimePod, pod = checkRuntimePodReplaced(t, host, r, agent, runtimePod, pod)
 	})
