@@ -10,12 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/internal/testutil/await"
 )
@@ -214,18 +211,6 @@ func checkRestartedAfterSandboxDied(t *testing.T, pod *corev1.Pod, old corev1.Co
 func runSleeperOnCompanion(t *testing.T, ns, node string) *corev1.Pod {
 	t.Helper()
 	pod := newPod(ns, "after-the-runtime-pod").withShell("exec sleep 3600").obj()
-	pod.Spec.Tolerations, pod.Spec.Affinity = onCompanion(node)
-	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-	}}
-	created := f.createPod(t, pod)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting pod %s/%s: %v", ns, pod.Name, err)
-		}
-	})
+	created := createOnCompanion(t, pod, node)
 	return f.waitForPod(t, created, 2*time.Minute, "to be Running and Ready on the companion", runningAndReady)
 }

@@ -363,19 +363,7 @@ func runOnCompanion(t *testing.T, ns, node, hostFiles string) *corev1.Pod {
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
 		Command: []string{"sh", "-c", "echo stopped gracefully > /host-made/pre-stop"},
 	}}}
-	pod.Spec.Tolerations, pod.Spec.Affinity = onCompanion(node)
-	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
-	}}
-	created := f.createPod(t, pod)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		err := f.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("cleanup: deleting pod %s/%s: %v", ns, pod.Name, err)
-		}
-	})
+	created := createOnCompanion(t, pod, node)
 	running := f.waitForPod(t, created, 3*time.Minute, "to be Running and Ready on the companion", runningAndReady)
 	if running.Spec.NodeName != node {
 		t.Fatalf("pod %s was placed on %s, want the companion %s", pod.Name, running.Spec.NodeName, node)
@@ -471,4 +459,24 @@ command -v mkfs.xfs`
 	if !strings.Contains(out, "TYPE=ext4") || !strings.Contains(out, "mkfs.xfs") {
 		t.Errorf("formatting a device in nodelet's image: %q, want blkid's TYPE=ext4 and mkfs.xfs's path", out)
 	}
+}
+
+// createOnCompanion creates pod on the companion node (its tolerations
+// and affinity, small requests), deleted at the test's end.
+func createOnCompanion(t *testing.T, pod *corev1.Pod, node string) *corev1.Pod {
+	t.Helper()
+	pod.Spec.Tolerations, pod.Spec.Affinity = onCompanion(node)
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
+	}}
+	created := f.createPod(t, pod)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := f.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
+	})
+	return created
 }
