@@ -146,20 +146,7 @@ func TestLook(t *testing.T) {
 		t.Errorf("look() with nothing listening = %+v, want the cgroup there and no listener", got)
 	}
 
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
+	listen(t, socket)
 	own, _ := PodCgroupOf(os.Getpid())
 	if got := w.look(t.Context()); got != (Observation{ListenerCgroup: own}) {
 		t.Errorf("look() with this process listening = %+v, want its pod cgroup %q", got, own)
@@ -184,20 +171,7 @@ func TestNewNeedsTheCgroup(t *testing.T) {
 // process listens on.
 func TestListenerPID(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "runtime.sock")
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
+	listen(t, socket)
 	pid, err := ListenerPID(t.Context(), socket)
 	if err != nil || pid != os.Getpid() {
 		t.Errorf("ListenerPID(%s) = %d, %v; want this process's %d", socket, pid, err, os.Getpid())
@@ -232,4 +206,24 @@ func TestWatcherWritesTheEventAgainAfterAFailure(t *testing.T) {
 	if refused != 1 || len(events.Items) != 1 {
 		t.Errorf("%d writes refused, %d events written; want 1 and 1", refused, len(events.Items))
 	}
+}
+
+// listen listens on a unix socket at path, as a runtime would, taking
+// and closing connections until the test ends.
+func listen(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
 }
