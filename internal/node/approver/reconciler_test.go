@@ -38,14 +38,7 @@ import (
 func TestReconcilerApprovesTheDaemonSetPodsCompanionOnly(t *testing.T) {
 	config := testenv.StartAPIServer(t)
 	ctx := t.Context()
-	scheme := apiruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminClient(t, config)
 	create := func(object client.Object) {
 		t.Helper()
 		if err := admin.Create(ctx, object); err != nil {
@@ -209,14 +202,7 @@ func approvedByUs(csr *certificatesv1.CertificateSigningRequest) (approved, anyC
 func TestReconcilerApprovesTheCompanionsServingCertificateOnly(t *testing.T) {
 	config := testenv.StartAPIServer(t)
 	ctx := t.Context()
-	scheme := apiruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminClient(t, config)
 	// envtest authorises with RBAC alone: the rights the Node authorizer
 	// gives nodes over their CSRs, given to system:nodes.
 	if err := admin.Create(ctx, &rbacv1.ClusterRole{
@@ -304,4 +290,18 @@ func TestReconcilerApprovesTheCompanionsServingCertificateOnly(t *testing.T) {
 	} {
 		check(name, want)
 	}
+}
+
+// adminClient is a client of the API server with the built-in types.
+func adminClient(t *testing.T, config *rest.Config) client.Client {
+	t.Helper()
+	scheme := apiruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin
 }
